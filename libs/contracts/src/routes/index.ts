@@ -1,0 +1,44 @@
+import type { RouteContract, ServiceName } from '../route.ts';
+import { authRoutes } from './auth.ts';
+import { gatewayRoutes } from './gateway.ts';
+import { mediaRoutes } from './media.ts';
+import { messagesRoutes } from './messages.ts';
+import { musicRoutes } from './music.ts';
+import { serversRoutes } from './servers.ts';
+import { socialRoutes } from './social.ts';
+import { voiceRoutes } from './voice.ts';
+
+export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, serversRoutes, socialRoutes, voiceRoutes };
+
+/** Every HTTP operation of the platform. */
+export const ALL_ROUTES: RouteContract[] = [
+  gatewayRoutes,
+  authRoutes,
+  serversRoutes,
+  messagesRoutes,
+  voiceRoutes,
+  socialRoutes,
+  mediaRoutes,
+  musicRoutes,
+].flatMap((area) => Object.values(area as Record<string, RouteContract>));
+
+/**
+ * Which service answers a path: the gateway proxies each prefix (DESIGN.md's route map) to the
+ * service that owns the area.
+ */
+export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
+  '/v1/auth': 'auth',
+  '/v1/users': 'auth',
+  '/v1/badges': 'auth',
+  '/v1/servers': 'guilds',
+  '/v1/discovery': 'guilds',
+  '/v1/channels': 'guilds',
+  '/v1/invites': 'guilds',
+  '/v1/join-requests': 'guilds',
+  '/v1/voice': 'guilds',
+  '/v1/webhooks': 'guilds',
+  '/v1/friends': 'social',
+  '/v1/dm': 'social',
+  '/v1/media': 'media',
+  '/v1/music': 'music',
+};

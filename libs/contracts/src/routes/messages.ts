@@ -1,0 +1,2 @@
+/** Routes of this area; filled in by the issue that builds it. */
+export const messagesRoutes = {};

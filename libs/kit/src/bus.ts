@@ -1,0 +1,184 @@
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  connect,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  headers as natsHeaders,
+  RequestError,
+  TimeoutError,
+} from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+
+/** A NATS connection with JetStream, scoped to a namespace (empty in production). */
+export interface Bus {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  /** The real subject of a logical one (`auth.user.updated` -> `<ns>.auth.user.updated`). */
+  subject(logical: string): string;
+  /** The real name of a logical stream or durable consumer. */
+  name(logical: string): string;
+  /** The logical subject of a real one. */
+  logical(subject: string): string;
+}
+
+export const REQUEST_ID_HEADER = 'x-request-id';
+const STATUS_HEADER = 'x-status';
+
+export async function connectBus(options: { url: string; namespace: string; name: string; log: Logger }): Promise<Bus> {
+  const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect' || s.type === 'reconnect') options.log.warn({ nats: s.type }, 'nats connection status');
+    }
+  })();
+  const ns = options.namespace;
+  const prefix = ns ? `${ns}.` : '';
+  return {
+    nc,
+    js: jetstream(nc),
+    jsm: await jetstreamManager(nc),
+    subject: (logical) => prefix + logical,
+    name: (logical) => (ns ? `${ns}_${logical}` : logical),
+    logical: (subject) => (prefix && subject.startsWith(prefix) ? subject.slice(prefix.length) : subject),
+  };
+}
+
+export interface StreamSpec {
+  name: string;
+  subjects: string[];
+}
+
+/** Creates the stream when missing; idempotent, so publishers and consumers may both call it. */
+export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
+  const name = bus.name(spec.name);
+  const subjects = spec.subjects.map((s) => bus.subject(s));
+  try {
+    await bus.jsm.streams.info(name);
+  } catch {
+    try {
+      // duplicate_window (ns): the relay may republish after a crash; Nats-Msg-Id dedupes within it.
+      await bus.jsm.streams.add({ name, subjects, duplicate_window: 10 * 60 * 1e9 });
+    } catch (err) {
+      // Another replica created it between our info and add.
+      await bus.jsm.streams.info(name).catch(() => {
+        throw err;
+      });
+    }
+  }
+}
+
+export function requestHeaders(requestId?: string): MsgHdrs {
+  const h = natsHeaders();
+  if (requestId) h.set(REQUEST_ID_HEADER, requestId);
+  return h;
+}
+
+export interface RpcContext {
+  requestId: string | undefined;
+  log: Logger;
+}
+
+/**
+ * Serves `rpc.*` requests in a queue group. A thrown AppError travels back with its status, so
+ * the caller can rethrow it as the same HTTP answer; other errors travel as a bare 500.
+ */
+export function serveRpc<S extends z.ZodType>(
+  bus: Bus,
+  log: Logger,
+  subject: string,
+  schema: S,
+  handler: (data: z.output<S>, ctx: RpcContext) => Promise<unknown>,
+): void {
+  const queue = subject.split('.').slice(0, 2).join('.');
+  bus.nc.subscribe(bus.subject(subject), {
+    queue,
+    callback: (err, msg) => {
+      if (err) {
+        log.error({ err, subject }, 'rpc subscription failed');
+        return;
+      }
+      void answer(msg);
+    },
+  });
+
+  async function answer(msg: Msg) {
+    const requestId = msg.headers?.get(REQUEST_ID_HEADER) || undefined;
+    const reqLog = log.child({ reqId: requestId, rpc: subject });
+    const reply = natsHeaders();
+    try {
+      const parsed = schema.safeParse(msg.data.length ? msg.json() : undefined);
+      if (!parsed.success) throw new AppError(400, `Invalid ${subject} request: ${parsed.error.issues[0]?.message}`);
+      const result = await handler(parsed.data, { requestId, log: reqLog });
+      reply.set(STATUS_HEADER, '200');
+      msg.respond(JSON.stringify(result ?? null), { headers: reply });
+    } catch (error) {
+      const status = error instanceof AppError ? error.status : 500;
+      if (status >= 500) reqLog.error({ err: error }, 'rpc handler failed');
+      const message = error instanceof AppError && status < 500 ? error.message : (PUBLIC_MESSAGES[status] ?? 'Internal error');
+      reply.set(STATUS_HEADER, String(status));
+      msg.respond(JSON.stringify({ error: message }), { headers: reply });
+    }
+  }
+}
+
+/** Asks a service and answers its reply, or throws an AppError with the status it answered. */
+export async function requestRpc<T>(
+  bus: Bus,
+  subject: string,
+  data: unknown,
+  options: { requestId?: string; timeoutMs?: number } = {},
+): Promise<T> {
+  let msg: Awaited<ReturnType<NatsConnection['request']>>;
+  try {
+    msg = await bus.nc.request(bus.subject(subject), JSON.stringify(data), {
+      timeout: options.timeoutMs ?? 3_000,
+      headers: requestHeaders(options.requestId),
+    });
+  } catch (err) {
+    if (err instanceof RequestError && err.isNoResponders()) throw new AppError(503, `No service answers ${subject}`, { cause: err });
+    if (err instanceof TimeoutError || (err as Error).cause instanceof TimeoutError) {
+      throw new AppError(504, `Timed out waiting for ${subject}`, { cause: err });
+    }
+    throw new AppError(503, 'Message bus unavailable', { cause: err });
+  }
+  const status = Number(msg.headers?.get(STATUS_HEADER) || 200);
+  const body = msg.json<T & { error?: string }>();
+  if (status >= 400) throw new AppError(status, body?.error ?? 'Request failed');
+  return body as T;
+}
+
+/** The envelope of every domain event on JetStream. */
+export interface EventEnvelope<T = unknown> {
+  id: string;
+  subject: string;
+  occurredAt: string;
+  data: T;
+}
+
+export interface DurableConsumerSpec {
+  stream: string;
+  durable: string;
+  /** One logical subject filter (NATS 2.9 takes one per consumer), e.g. `auth.user.*`. */
+  filter?: string;
+}
+
+/** Creates the durable pull consumer when missing. */
+export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec): Promise<void> {
+  const stream = bus.name(spec.stream);
+  const durable = bus.name(spec.durable);
+  try {
+    await bus.jsm.consumers.info(stream, durable);
+  } catch {
+    await bus.jsm.consumers.add(stream, {
+      durable_name: durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: 30 * 1e9,
+      ...(spec.filter ? { filter_subject: bus.subject(spec.filter) } : {}),
+    });
+  }
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/** Raised when the environment does not satisfy a service's config schema; names every bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Validates the environment once, at boot. This is the only place in the system that reads
+ * `process.env`; everything else receives the parsed, typed config.
+ */
+export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const name = issue.path.join('.') || '(root)';
+    const value = env[name];
+    return value === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
+  });
+  throw new ConfigError(problems);
+}
+
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** Environment helpers shared by every service's schema. */
+export const env = {
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
+  bool: (fallback: boolean) => bool.default(fallback),
+  url: () => z.url(),
+  int: (fallback: number) => z.coerce.number().int().default(fallback),
+  list: () =>
+    z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
+};
+
+/** Variables every service reads. */
+export const baseConfig = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  HOST: z.string().default('127.0.0.1'),
+  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  /** Prefix of every subject and stream name, so that several platforms can share one NATS (tests). */
+  BUS_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9_-]*$/, 'only a-z, 0-9, _ and -')
+    .default(''),
+  SHUTDOWN_GRACE_MS: env.int(10_000),
+});
+
+/** Variables of a service that owns a PostgreSQL database. */
+export const databaseConfig = z.object({
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+  DATABASE_POOL_SIZE: env.int(10),
+});
+
+/** Variables of a service that verifies access tokens itself. */
+export const tokenConfig = z.object({
+  AUTH_JWKS_URL: z.url().default('http://127.0.0.1:3001/v1/auth/jwks'),
+  JWT_ISSUER: z.string().default('chat-auth'),
+  JWT_AUDIENCE: z.string().default('chat-api'),
+  JWT_ALGORITHM: z.enum(['EdDSA', 'ES256']).default('EdDSA'),
+});

@@ -1,0 +1,104 @@
+import pg from 'pg';
+import { AppError } from './errors.ts';
+
+export type Pool = pg.Pool;
+/** Anything that runs a query: the pool, or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+// int8 and numeric come back as strings by default; our bigints (permission masks, counts) stay
+// below 2^53, so numbers are the honest JSON type.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+// timestamptz as ISO strings in UTC: the wire format of every record.
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => new Date(v).toISOString());
+
+export function createPool(url: string, max = 10): Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000 });
+  // An idle client that errors (e.g. PostgreSQL restarted) must not crash the process.
+  pool.on('error', () => {});
+  return pool;
+}
+
+type Row = Record<string, unknown>;
+
+/** Exactly one row, or a 404 naming `what`. */
+export async function one<T extends Row>(db: Queryable, sql: string, params: unknown[] = [], what = 'Resource'): Promise<T> {
+  const row = await maybeOne<T>(db, sql, params);
+  if (!row) throw new AppError(404, `${what} not found`);
+  return row;
+}
+
+export async function maybeOne<T extends Row>(db: Queryable, sql: string, params: unknown[] = []): Promise<T | undefined> {
+  const { rows } = await run(db, sql, params);
+  return rows[0] as T | undefined;
+}
+
+export async function many<T extends Row>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+  const { rows } = await run(db, sql, params);
+  return rows as T[];
+}
+
+/** Runs a statement and answers how many rows it touched. */
+export async function exec(db: Queryable, sql: string, params: unknown[] = []): Promise<number> {
+  const { rowCount } = await run(db, sql, params);
+  return rowCount ?? 0;
+}
+
+async function run(db: Queryable, sql: string, params: unknown[]) {
+  try {
+    return await db.query(sql, params);
+  } catch (err) {
+    throw translatePgError(err);
+  }
+}
+
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ETIMEDOUT', 'ENOTFOUND']);
+
+/** Maps driver errors to statuses: unique violations are conflicts, a lost database is a 503. */
+export function translatePgError(err: unknown): unknown {
+  if (err instanceof AppError) return err;
+  const code = (err as { code?: string }).code;
+  if (code === '23505') return new AppError(409, uniqueMessage((err as { constraint?: string }).constraint), { cause: err });
+  if (code === '22P02') return new AppError(400, 'Malformed identifier', { cause: err });
+  if (code && PG_UNAVAILABLE.has(code)) return new AppError(503, 'Database unavailable', { cause: err });
+  if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated/.test(err.message)) {
+    return new AppError(503, 'Database unavailable', { cause: err });
+  }
+  return err;
+}
+
+function uniqueMessage(constraint: string | undefined): string {
+  return constraint ? `Already exists (${constraint.replace(/_key$|_idx$|_uniq$/, '').replaceAll('_', ' ')})` : 'Already exists';
+}
+
+/** Runs `fn` in a transaction; commits when it resolves, rolls back when it throws. */
+export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    throw translatePgError(err);
+  }
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw translatePgError(err);
+  } finally {
+    client.release();
+  }
+}
+
+/** Serialisable retry for transactions that may lose a race (40001/40P01). */
+export async function withRetryingTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTx(pool, fn);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (attempt >= attempts || (code !== '40001' && code !== '40P01')) throw err;
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
+import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified caller; set on every authenticated route. */
+    user: Identity;
+  }
+  interface FastifyInstance {
+    /** Every contract this app registered (the OpenAPI coverage test reads it). */
+    contracts: RouteContract[];
+    httpOptions: HttpAppOptions;
+  }
+}
+
+export interface HttpAppOptions {
+  log: Logger;
+  /** Verifies bearer tokens on authenticated routes. */
+  tokens?: TokenVerifier;
+  bodyLimit?: number;
+  /** Parse every reply with its contract's schema (tests and development): catches contract drift. */
+  validateResponses?: boolean;
+  /** Trust X-Forwarded-* from these peers (the gateway passes the client IP on). */
+  trustProxy?: boolean | string | string[];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const CONTEXT_NAMES: Record<string, string> = { querystring: 'query', params: 'path', body: 'body', headers: 'header' };
+
+/** A Fastify app with the platform's conventions; it never listens by itself. */
+export function createHttpApp(options: HttpAppOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.log as FastifyBaseLogger,
+    bodyLimit: options.bodyLimit ?? 1024 * 1024,
+    requestIdHeader: 'x-request-id',
+    requestIdLogLabel: 'reqId',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
+    },
+    trustProxy: options.trustProxy ?? false,
+    disableRequestLogging: false,
+    routerOptions: { ignoreTrailingSlash: true, caseSensitive: true },
+  });
+  const methodsByPath = FindMyWay();
+  app.decorate('contracts', [] as RouteContract[]);
+  app.decorateRequest('user', undefined as unknown as Identity);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) {
+      if (method !== 'HEAD' && !methodsByPath.hasRoute(method as 'GET', r.url)) methodsByPath.on(method as 'GET', r.url, () => {});
+    }
+  });
+
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const zodSchema = schema as unknown as z.ZodType;
+    const part = CONTEXT_NAMES[httpPart ?? 'body'] ?? httpPart;
+    return (data: unknown) => {
+      const result = zodSchema.safeParse(data);
+      if (result.success) return { value: result.data };
+      const issue = result.error.issues[0];
+      const field = [part, ...(issue?.path ?? [])].join('.');
+      return { error: new AppError(400, `${field}: ${issue?.message ?? 'invalid'}`) };
+    };
+  });
+
+  app.setErrorHandler((error, req, reply) => {
+    const { status, message, headers } = toHttpError(error);
+    if (status >= 500) req.log.error({ err: error }, 'request failed');
+    reply.headers(headers).code(status).send({ error: message });
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '/';
+    const allowed = (['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const).filter((m) => methodsByPath.find(m, path));
+    if (allowed.length)
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send({ error: `Method ${req.method} not allowed on ${path}` });
+    return reply.code(404).send({ error: `No route ${req.method} ${path}` });
+  });
+
+  app.decorate('httpOptions', options);
+  return app;
+}
+
+/** Maps any error (ours, Fastify's, a validation failure) onto a status and a public message. */
+export function toHttpError(error: unknown): { status: number; message: string; headers: Record<string, string> } {
+  if (error instanceof AppError) {
+    return {
+      status: error.status,
+      message: error.status >= 500 ? (PUBLIC_MESSAGES[error.status] ?? error.message) : error.message,
+      headers: error.headers,
+    };
+  }
+  const e = error as { statusCode?: number; code?: string; message?: string };
+  const status = typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 600 ? e.statusCode : 500;
+  if (status >= 500) return { status, message: PUBLIC_MESSAGES[status] ?? 'Internal server error', headers: {} };
+  const known: Record<string, string> = {
+    FST_ERR_CTP_INVALID_MEDIA_TYPE: 'Unsupported Content-Type; send application/json',
+    FST_ERR_CTP_BODY_TOO_LARGE: 'Request body is too large',
+    FST_ERR_CTP_EMPTY_JSON_BODY: 'Body cannot be empty when Content-Type is application/json',
+    FST_ERR_CTP_INVALID_JSON_BODY: 'Malformed JSON body',
+  };
+  const message = (e.code && known[e.code]) || (e.code === undefined || e.code === 'FST_ERR_VALIDATION' ? e.message : undefined);
+  return { status, message: message || (PUBLIC_MESSAGES[status] ?? 'Bad request'), headers: {} };
+}
+
+export type RouteHandler<C extends RouteContract> = (
+  req: FastifyRequest<{ Body: BodyOf<C>; Querystring: QueryOf<C>; Params: ParamsOf<C> }>,
+  reply: FastifyReply,
+) => Promise<ReplyOf<C>>;
+
+/**
+ * Registers the handler of a contract: input validated by the contract's zod schemas, the bearer
+ * token verified unless the route is public, and the success status taken from the contract.
+ */
+export function route<C extends RouteContract>(app: FastifyInstance, contract: C, handler: RouteHandler<C>): void {
+  const options = app.httpOptions;
+  const tokens = options.tokens;
+  if (contract.auth && !tokens) throw new Error(`${contract.method} ${contract.path} needs a token verifier`);
+  app.contracts.push(contract);
+  app.route({
+    method: contract.method,
+    url: contract.path,
+    schema: {
+      ...(contract.params ? { params: contract.params } : {}),
+      ...(contract.query ? { querystring: contract.query } : {}),
+      ...(contract.body ? { body: contract.body } : {}),
+    },
+    preValidation: contract.auth
+      ? async (req) => {
+          const token = bearerToken(req.headers.authorization);
+          if (!token) throw new AppError(401, 'Missing bearer token');
+          req.user = await (tokens as TokenVerifier).verify(token);
+        }
+      : undefined,
+    handler: async (req, reply) => {
+      const result = await handler(req as never, reply);
+      if (reply.sent) return reply;
+      if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
+      if (options.validateResponses && contract.response && reply.statusCode === contract.status) {
+        const parsed = contract.response.safeParse(result);
+        if (!parsed.success)
+          throw new Error(`Response of ${contract.method} ${contract.path} breaks its contract: ${parsed.error.message}`);
+      }
+      return reply.statusCode === 204 ? reply.send() : reply.send(result);
+    },
+  });
+}

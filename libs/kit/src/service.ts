@@ -1,0 +1,91 @@
+import closeWithGrace from 'close-with-grace';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { type Bus, connectBus, ensureStream, type StreamSpec } from './bus.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { createPool, type Pool } from './db.ts';
+import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
+import type { HealthCheck } from './health.ts';
+import { createLogger } from './logger.ts';
+import { migrate } from './migrate.ts';
+
+/** Parses the environment or stops the process with a message naming every bad variable. */
+export function configOrExit<S extends z.ZodType>(schema: S, service: string): z.output<S> {
+  try {
+    return loadConfig(schema);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${service}: ${err.message}\n`);
+    process.exit(78); // EX_CONFIG
+  }
+}
+
+interface DatabaseServiceConfig {
+  LOG_LEVEL: string;
+  NATS_URL: string;
+  BUS_NAMESPACE: string;
+  DATABASE_URL: string;
+  DATABASE_POOL_SIZE: number;
+}
+
+/** The backing parts of a service that owns a database and publishes events. */
+export interface Runtime {
+  log: Logger;
+  pool: Pool;
+  bus: Bus;
+  relay: Relay;
+  checks: Record<string, HealthCheck>;
+}
+
+/** Logger, pool, migrations, bus, the service's stream and its outbox relay, in that order. */
+export async function startRuntime(options: {
+  service: string;
+  config: DatabaseServiceConfig;
+  migrationsDir: string;
+  stream: StreamSpec;
+}): Promise<Runtime> {
+  const { config } = options;
+  const log = createLogger({ service: options.service, level: config.LOG_LEVEL });
+  const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+  await migrate(pool, options.migrationsDir, log);
+  const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
+  await ensureStream(bus, options.stream);
+  const relay = startOutboxRelay({ pool, databaseUrl: config.DATABASE_URL, bus, log });
+  return { log, pool, bus, relay, checks: { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) } };
+}
+
+export async function natsCheck(bus: Bus): Promise<void> {
+  if (bus.nc.isClosed()) throw new Error('connection closed');
+  await bus.nc.flush();
+}
+
+/**
+ * Listens, then on SIGTERM/SIGINT stops accepting, lets in-flight requests finish, stops the
+ * consumers and the relay, drains NATS and closes the pool, within the grace period.
+ */
+export async function serve(options: {
+  app: FastifyInstance;
+  host: string;
+  port: number;
+  graceMs: number;
+  log: Logger;
+  runtime?: Runtime;
+  consumers?: ConsumerHandle[];
+  onClose?: () => Promise<unknown>;
+}): Promise<void> {
+  const { app, log, runtime } = options;
+  closeWithGrace({ delay: options.graceMs, logger: log }, async ({ signal, err }) => {
+    if (err) log.error({ err }, 'shutting down after an error');
+    else log.info({ signal }, 'shutting down');
+    await app.close();
+    await Promise.all((options.consumers ?? []).map((c) => c.stop()));
+    await options.onClose?.();
+    if (runtime) {
+      await runtime.relay.stop();
+      await runtime.bus.nc.drain();
+      await runtime.pool.end();
+    }
+  });
+  await app.listen({ host: options.host, port: options.port });
+}

@@ -1,0 +1,80 @@
+import { createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { unauthorized, unavailable } from './errors.ts';
+
+export interface Identity {
+  /** The user id (`sub`). */
+  id: string;
+  /** The session id (`sid`): refresh-token family. */
+  sessionId: string;
+  exp: number;
+}
+
+export interface TokenVerifier {
+  verify(token: string): Promise<Identity>;
+}
+
+export interface TokenVerifierOptions {
+  /** A JWKS URL (fetched, cached, refetched on an unknown kid at most every 30 s) or a key getter. */
+  keys: string | JWTVerifyGetKey;
+  issuer: string;
+  audience: string;
+  algorithm: 'EdDSA' | 'ES256';
+  /** How many verified tokens to remember until they expire. */
+  cacheSize?: number;
+}
+
+const CLOCK_TOLERANCE_S = 30;
+
+/**
+ * Verifies access tokens against auth's public keys. Only the configured algorithm is accepted,
+ * so `alg: none` and HS256-signed-with-the-public-key tokens fail. A client reuses a token for
+ * many requests, so each verified token is cached (bounded) until its `exp`.
+ */
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  const getKey =
+    typeof options.keys === 'string'
+      ? createRemoteJWKSet(new URL(options.keys), { cooldownDuration: 30_000, timeoutDuration: 2_000 })
+      : options.keys;
+  const cache = new Map<string, Identity>();
+  const maxEntries = options.cacheSize ?? 10_000;
+
+  return {
+    async verify(token) {
+      const now = Date.now() / 1000;
+      const cached = cache.get(token);
+      if (cached && cached.exp + CLOCK_TOLERANCE_S > now) return cached;
+      if (cached) cache.delete(token);
+      const identity = await verifyUncached(token);
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+      cache.set(token, identity);
+      return identity;
+    },
+  };
+
+  async function verifyUncached(token: string): Promise<Identity> {
+    try {
+      const { payload } = await jwtVerify(token, getKey, {
+        issuer: options.issuer,
+        audience: options.audience,
+        algorithms: [options.algorithm],
+        clockTolerance: CLOCK_TOLERANCE_S,
+        requiredClaims: ['sub', 'sid', 'exp', 'iat'],
+      });
+      if (typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.exp !== 'number') throw unauthorized();
+      return { id: payload.sub, sessionId: payload.sid, exp: payload.exp };
+    } catch (err) {
+      if (err instanceof errors.JWTExpired) throw unauthorized('Access token expired');
+      // The key set could not be fetched: that is our outage, not the client's bad token.
+      if (err instanceof errors.JWKSTimeout || err instanceof TypeError) throw unavailable('Token keys unavailable', err);
+      if (err instanceof errors.JOSEError) throw unauthorized('Invalid access token');
+      throw err;
+    }
+  }
+}
+
+/** The bearer token of an Authorization header, or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/.exec(header.trim());
+  return match?.[1];
+}
