@@ -49,7 +49,7 @@ export async function connectBus(options: { url: string; namespace: string; name
 
 export interface StreamSpec {
   name: string;
-  subjects: string[];
+  subjects: readonly string[];
 }
 
 /** Creates the stream when missing; idempotent, so publishers and consumers may both call it. */

@@ -39,13 +39,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     loggerInstance: options.log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     requestIdHeader: 'x-request-id',
-    requestIdLogLabel: 'reqId',
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
     },
     trustProxy: options.trustProxy ?? false,
-    disableRequestLogging: false,
     routerOptions: { ignoreTrailingSlash: true, caseSensitive: true },
   });
   const methodsByPath = FindMyWay();
@@ -156,4 +154,15 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
       return reply.statusCode === 204 ? reply.send() : reply.send(result);
     },
   });
+}
+
+/** Who asks and under which request id: what domain functions need to know of a request. */
+export interface RequestContext {
+  userId: string;
+  requestId: string;
+  log: Logger;
+}
+
+export function contextOf(req: FastifyRequest): RequestContext {
+  return { userId: req.user?.id, requestId: req.id, log: req.log as Logger };
 }

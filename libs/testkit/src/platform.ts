@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Backing } from './backing.ts';
+
+export const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'] as const;
+export type ServiceProcess = (typeof SERVICES)[number] | 'gateway';
+
+export const DEFAULT_PORTS: Record<ServiceProcess, number> = { gateway: 8080, auth: 3001, guilds: 3002, social: 3003, media: 3004, music: 3005 };
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+
+export interface PlatformOptions {
+  backing: Backing;
+  ports: Record<ServiceProcess, number>;
+  /** The database URL of each service. */
+  databases: Record<(typeof SERVICES)[number], string>;
+  namespace: string;
+  logDir: string;
+  /** Inherited by every process (PATH and HOME at least); per-process values win over it. */
+  baseEnv: Record<string, string | undefined>;
+  /** Extra variables per process (tests: a short token lifetime, trusted proxies...). */
+  extraEnv?: Partial<Record<ServiceProcess, Record<string, string>>>;
+}
+
+export interface Platform {
+  urls: Record<ServiceProcess, string>;
+  logFile(name: ServiceProcess): string;
+  stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
+  startService(name: ServiceProcess): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The environment of each process, from where the backing parts and the other processes are. */
+export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<string, string> {
+  const url = (p: ServiceProcess) => `http://127.0.0.1:${o.ports[p]}`;
+  const common = {
+    HOST: '127.0.0.1',
+    PORT: String(o.ports[name]),
+    NATS_URL: o.backing.natsUrl,
+    BUS_NAMESPACE: o.namespace,
+    AUTH_JWKS_URL: `${url('auth')}/v1/auth/jwks`,
+  };
+  const own: Record<ServiceProcess, Record<string, string>> = {
+    gateway: {
+      REDIS_URL: o.backing.redisUrl,
+      AUTH_URL: url('auth'),
+      GUILDS_URL: url('guilds'),
+      SOCIAL_URL: url('social'),
+      MEDIA_URL: url('media'),
+      MUSIC_URL: url('music'),
+    },
+    auth: { DATABASE_URL: o.databases.auth },
+    guilds: { DATABASE_URL: o.databases.guilds },
+    social: { DATABASE_URL: o.databases.social },
+    media: {
+      DATABASE_URL: o.databases.media,
+      MINIO_URL: `${o.backing.minio.useSSL ? 'https' : 'http'}://${encodeURIComponent(o.backing.minio.accessKey)}:${encodeURIComponent(o.backing.minio.secretKey)}@${o.backing.minio.endPoint}:${o.backing.minio.port}`,
+      MEDIA_PUBLIC_URL: url('gateway'),
+    },
+    music: { DATABASE_URL: o.databases.music },
+  };
+  return { ...common, ...own[name], ...(o.extraEnv?.[name] ?? {}) };
+}
+
+/** Starts the five services and the gateway, each as its own process, and waits until all are ready. */
+export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000): Promise<Platform> {
+  mkdirSync(o.logDir, { recursive: true });
+  const children = new Map<ServiceProcess, ChildProcess>();
+  const urls = Object.fromEntries(Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${p}`])) as Record<ServiceProcess, string>;
+  const logFile = (name: ServiceProcess) => join(o.logDir, `${name}.log`);
+
+  async function startService(name: ServiceProcess) {
+    const log = createWriteStream(logFile(name), { flags: 'a' });
+    const child = spawn(process.execPath, ['--import', 'tsx', join('services', name, 'src', 'main.ts')], {
+      cwd: ROOT,
+      env: { ...o.baseEnv, ...processEnv(name, o) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    children.set(name, child);
+    await waitFor(`${urls[name]}/health/live`, readyTimeoutMs, child, name, logFile(name));
+  }
+
+  async function stopService(name: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') {
+    const child = children.get(name);
+    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const code = await exited;
+    clearTimeout(timer);
+    children.delete(name);
+    return code;
+  }
+
+  const stop = async () => {
+    await Promise.all([...children.keys()].map((n) => stopService(n)));
+  };
+  try {
+    await Promise.all(SERVICES.map(startService));
+    await startService('gateway');
+    await waitFor(`${urls.gateway}/v1/health`, readyTimeoutMs, children.get('gateway'), 'gateway', logFile('gateway'));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { urls, logFile, stopService, startService, stop };
+}
+
+async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}; see ${logFile}`);
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`${name} was not ready at ${url} within ${timeoutMs} ms; see ${logFile}`);
+}

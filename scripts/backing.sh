@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL, Redis, NATS with JetStream and MinIO answer on this machine: starts any
+# that is installed but stopped, builds MinIO from its Go module the first time, and creates one
+# database per service. Idempotent: run it as often as you like.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${PLATFORM_DATA_DIR:-$ROOT/.data}
+PG_URL=${POSTGRES_URL:-postgres://postgres@127.0.0.1:5432}
+MINIO_PORT=${MINIO_PORT:-9000}
+mkdir -p "$DATA/logs"
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() {
+  for _ in $(seq 1 150); do port_open "$1" && return 0; sleep 0.2; done
+  echo "backing: nothing answers on port $1 after 30 s ($2)" >&2
+  return 1
+}
+say() { echo "backing: $*"; }
+
+ensure_postgres() {
+  port_open 5432 && return 0
+  if command -v pg_ctlcluster >/dev/null; then
+    say "starting PostgreSQL"
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start
+  else
+    echo "backing: PostgreSQL is not running and not installed; apt-get install postgresql" >&2; return 1
+  fi
+  wait_port 5432 PostgreSQL
+}
+
+ensure_redis() {
+  port_open 6379 && return 0
+  command -v redis-server >/dev/null || { echo "backing: install redis-server" >&2; return 1; }
+  say "starting Redis"
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --logfile "$DATA/logs/redis.log"
+  wait_port 6379 Redis
+}
+
+ensure_nats() {
+  port_open 4222 && return 0
+  command -v nats-server >/dev/null || { echo "backing: install nats-server" >&2; return 1; }
+  say "starting NATS with JetStream"
+  mkdir -p "$DATA/nats"
+  setsid nohup nats-server -a 127.0.0.1 -p 4222 -js -sd "$DATA/nats" >"$DATA/logs/nats.log" 2>&1 &
+  wait_port 4222 NATS
+}
+
+minio_binary() {
+  if command -v minio >/dev/null; then command -v minio; return; fi
+  local gobin
+  gobin="$(go env GOBIN 2>/dev/null)"; [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null)/bin"
+  if [ ! -x "$gobin/minio" ]; then
+    command -v go >/dev/null || { echo "backing: MinIO needs Go to build (or a minio binary on PATH)" >&2; return 1; }
+    say "building MinIO from its Go module (first start only, a few minutes)" >&2
+    go install github.com/minio/minio@latest >&2
+  fi
+  echo "$gobin/minio"
+}
+
+ensure_minio() {
+  port_open "$MINIO_PORT" && return 0
+  local bin; bin=$(minio_binary)
+  say "starting MinIO on 127.0.0.1:$MINIO_PORT"
+  mkdir -p "$DATA/minio"
+  MINIO_ROOT_USER=${MINIO_ROOT_USER:-minioadmin} MINIO_ROOT_PASSWORD=${MINIO_ROOT_PASSWORD:-minioadmin} \
+    setsid nohup "$bin" server "$DATA/minio" --address "127.0.0.1:$MINIO_PORT" --console-address "127.0.0.1:$((MINIO_PORT + 1))" \
+    >"$DATA/logs/minio.log" 2>&1 &
+  wait_port "$MINIO_PORT" MinIO
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$MINIO_PORT/minio/health/ready" >/dev/null && return 0; sleep 0.2; done
+  echo "backing: MinIO did not become ready; see $DATA/logs/minio.log" >&2; return 1
+}
+
+ensure_databases() {
+  for db in auth guilds social media music; do
+    if [ "$(psql "$PG_URL/postgres" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != "1" ]; then
+      say "creating database $db"
+      psql "$PG_URL/postgres" -qc "CREATE DATABASE $db"
+    fi
+  done
+}
+
+ensure_postgres
+ensure_redis
+ensure_nats
+ensure_minio
+ensure_databases
+say "PostgreSQL :5432, Redis :6379, NATS :4222, MinIO :$MINIO_PORT ready"

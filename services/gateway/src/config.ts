@@ -1,0 +1,18 @@
+import { baseConfig, env, tokenConfig } from '@chat/kit';
+import { z } from 'zod';
+
+export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
+  PORT: env.port(8080),
+  AUTH_URL: z.url().default('http://127.0.0.1:3001'),
+  GUILDS_URL: z.url().default('http://127.0.0.1:3002'),
+  SOCIAL_URL: z.url().default('http://127.0.0.1:3003'),
+  MEDIA_URL: z.url().default('http://127.0.0.1:3004'),
+  MUSIC_URL: z.url().default('http://127.0.0.1:3005'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+  /** JSON bodies above this are 413 at the edge (media uploads have their own limit). */
+  BODY_LIMIT_BYTES: env.int(1024 * 1024),
+  /** Upstream answer deadline: a hung service answers 504 instead of hanging the client. */
+  UPSTREAM_TIMEOUT_MS: env.int(30_000),
+});
+
+export type GatewayConfig = z.output<typeof GatewayConfig>;

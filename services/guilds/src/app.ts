@@ -1,0 +1,10 @@
+import { createHttpApp, registerHealth } from '@chat/kit';
+import type { FastifyInstance } from 'fastify';
+import type { GuildsDeps } from './deps.ts';
+
+/** The guilds service's HTTP app; tests build it and call inject() without a port. */
+export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
+  const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
+  registerHealth(app, deps.checks);
+  return app;
+}

@@ -1,0 +1,8 @@
+import type { Runtime, TokenVerifier } from '@chat/kit';
+import type { MediaConfig } from './config.ts';
+
+/** Everything the media service's routes, bus handlers and domain receive from main. */
+export interface MediaDeps extends Runtime {
+  config: MediaConfig;
+  tokens: TokenVerifier;
+}

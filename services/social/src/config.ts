@@ -1,0 +1,12 @@
+import { baseConfig, databaseConfig, env, tokenConfig } from '@chat/kit';
+import type { z } from 'zod';
+
+export const SocialConfig = baseConfig
+  .extend(databaseConfig.shape)
+  .extend(tokenConfig.shape)
+  .extend({
+    PORT: env.port(3003),
+    DATABASE_URL: databaseConfig.shape.DATABASE_URL.default('postgres://postgres@127.0.0.1:5432/social'),
+  });
+
+export type SocialConfig = z.output<typeof SocialConfig>;

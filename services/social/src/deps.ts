@@ -1,0 +1,8 @@
+import type { Runtime, TokenVerifier } from '@chat/kit';
+import type { SocialConfig } from './config.ts';
+
+/** Everything the social service's routes, bus handlers and domain receive from main. */
+export interface SocialDeps extends Runtime {
+  config: SocialConfig;
+  tokens: TokenVerifier;
+}

@@ -1,0 +1,33 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['libs/*/test/**/*.unit.test.ts', 'services/*/test/**/*.unit.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts'],
+          exclude: ['**/*.unit.test.ts', '**/node_modules/**'],
+          globalSetup: ['test/setup/backing.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 90_000,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/setup/backing.ts', 'test/setup/platform.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
