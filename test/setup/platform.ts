@@ -1,7 +1,15 @@
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, type Platform, resolveBacking, SERVICES, type ServiceProcess, startPlatform, testNamespace } from '@chat/testkit';
+import {
+  createTestDatabase,
+  type Platform,
+  resolveBacking,
+  SERVICES,
+  type ServiceProcess,
+  startPlatform,
+  testNamespace,
+} from '@chat/testkit';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {
@@ -22,7 +30,10 @@ export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = 
 export default async function setup(project: TestProject) {
   const { backing } = await resolveBacking();
   const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(backing.postgresUrl, `e2e_${s}`)));
-  const ports = Object.fromEntries(await Promise.all(['gateway', ...SERVICES].map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
+  const ports = Object.fromEntries(await Promise.all(['gateway', ...SERVICES].map(async (n) => [n, await freePort()]))) as Record<
+    ServiceProcess,
+    number
+  >;
   const namespace = testNamespace('e2e');
   const logDir = join(tmpdir(), `chat-e2e-${namespace}`);
   let platform: Platform;

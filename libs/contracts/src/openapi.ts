@@ -52,11 +52,16 @@ function operation(route: RouteContract, components: Record<string, JsonSchema>)
     parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
     responses: responses(route, components),
   };
-  if (route.body) op.requestBody = { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input', components) } } };
+  if (route.body)
+    op.requestBody = { required: true, content: { 'application/json': { schema: toSchema(route.body, 'input', components) } } };
   if (route.multipart) {
     op.requestBody = {
       required: true,
-      content: { 'multipart/form-data': { schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } }, required: ['file'] } } },
+      content: {
+        'multipart/form-data': {
+          schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } }, required: ['file'] },
+        },
+      },
     };
   }
   return op;
@@ -65,7 +70,10 @@ function operation(route: RouteContract, components: Record<string, JsonSchema>)
 function responses(route: RouteContract, components: Record<string, JsonSchema>): JsonSchema {
   const out: JsonSchema = {
     [route.status]: route.response
-      ? { description: STATUS_TEXT[route.status] ?? 'Success', content: { 'application/json': { schema: toSchema(route.response, 'output', components) } } }
+      ? {
+          description: STATUS_TEXT[route.status] ?? 'Success',
+          content: { 'application/json': { schema: toSchema(route.response, 'output', components) } },
+        }
       : { description: STATUS_TEXT[route.status] ?? 'Success' },
   };
   const errorStatuses = { 400: '', ...(route.auth ? { 401: '' } : {}), 429: '', ...(route.errors ?? {}) };

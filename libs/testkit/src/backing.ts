@@ -68,7 +68,11 @@ async function startContainers(): Promise<ResolvedBacking> {
   const [pg, redis, nats, minio] = await Promise.all([
     new PostgreSqlContainer('postgres:16-alpine').withUsername('postgres').withPassword('postgres').start(),
     new RedisContainer('redis:7-alpine').start(),
-    new GenericContainer('nats:2.10-alpine').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start(),
+    new GenericContainer('nats:2.10-alpine')
+      .withCommand(['-js'])
+      .withExposedPorts(4222)
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .start(),
     new MinioContainer('minio/minio:latest').start(),
   ]);
   return {
@@ -77,7 +81,13 @@ async function startContainers(): Promise<ResolvedBacking> {
       postgresUrl: `postgres://postgres:postgres@${pg.getHost()}:${pg.getPort()}/postgres`,
       redisUrl: `redis://${redis.getHost()}:${redis.getPort()}`,
       natsUrl: `nats://${nats.getHost()}:${nats.getMappedPort(4222)}`,
-      minio: { endPoint: minio.getHost(), port: minio.getPort(), useSSL: false, accessKey: minio.getUsername(), secretKey: minio.getPassword() },
+      minio: {
+        endPoint: minio.getHost(),
+        port: minio.getPort(),
+        useSSL: false,
+        accessKey: minio.getUsername(),
+        secretKey: minio.getPassword(),
+      },
     },
     stop: async () => {
       await Promise.all([pg.stop(), redis.stop(), nats.stop(), minio.stop()]);

@@ -6,7 +6,14 @@ import type { Backing } from './backing.ts';
 export const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'] as const;
 export type ServiceProcess = (typeof SERVICES)[number] | 'gateway';
 
-export const DEFAULT_PORTS: Record<ServiceProcess, number> = { gateway: 8080, auth: 3001, guilds: 3002, social: 3003, media: 3004, music: 3005 };
+export const DEFAULT_PORTS: Record<ServiceProcess, number> = {
+  gateway: 8080,
+  auth: 3001,
+  guilds: 3002,
+  social: 3003,
+  media: 3004,
+  music: 3005,
+};
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 

@@ -15,7 +15,12 @@ export interface TestRuntime extends Runtime {
  * The backing parts of one service for one test file: its own fresh, migrated database, its own
  * bus namespace, its stream and a running outbox relay, exactly as main wires them.
  */
-export async function createTestRuntime(options: { service: string; migrationsDir: string; stream: StreamSpec; backing: Backing }): Promise<TestRuntime> {
+export async function createTestRuntime(options: {
+  service: string;
+  migrationsDir: string;
+  stream: StreamSpec;
+  backing: Backing;
+}): Promise<TestRuntime> {
   const database = await createTestDatabase(options.backing.postgresUrl, options.service);
   const namespace = testNamespace(options.service);
   const log = createLogger({ service: options.service, level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -45,6 +50,9 @@ export async function createTestRuntime(options: { service: string; migrationsDi
 
 /** Removes the streams a test namespace created, so test runs leave NATS as they found it. */
 export async function deleteNamespaceStreams(bus: Runtime['bus'], namespace: string): Promise<void> {
-  const names = await bus.jsm.streams.names().next().catch(() => [] as string[]);
+  const names = await bus.jsm.streams
+    .names()
+    .next()
+    .catch(() => [] as string[]);
   await Promise.all(names.filter((n) => n.startsWith(`${namespace}_`)).map((n) => bus.jsm.streams.delete(n).catch(() => false)));
 }

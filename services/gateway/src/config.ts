@@ -8,7 +8,10 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   SOCIAL_URL: z.url().default('http://127.0.0.1:3003'),
   MEDIA_URL: z.url().default('http://127.0.0.1:3004'),
   MUSIC_URL: z.url().default('http://127.0.0.1:3005'),
-  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').default('redis://127.0.0.1:6379'),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .default('redis://127.0.0.1:6379'),
   /** JSON bodies above this are 413 at the edge (media uploads have their own limit). */
   BODY_LIMIT_BYTES: env.int(1024 * 1024),
   /** Upstream answer deadline: a hung service answers 504 instead of hanging the client. */

@@ -4,7 +4,10 @@ import { defineRoute } from '../route.ts';
 export const HealthReport = z
   .object({
     status: z.enum(['ok', 'degraded']),
-    services: z.record(z.string(), z.object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), z.string()).optional() })),
+    services: z.record(
+      z.string(),
+      z.object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), z.string()).optional() }),
+    ),
   })
   .meta({ id: 'HealthReport' });
 

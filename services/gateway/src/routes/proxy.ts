@@ -14,7 +14,13 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
       upstream: url,
       prefix,
       rewritePrefix: prefix,
-      undici: { connections: 128, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: config.UPSTREAM_TIMEOUT_MS, bodyTimeout: config.UPSTREAM_TIMEOUT_MS },
+      undici: {
+        connections: 128,
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        headersTimeout: config.UPSTREAM_TIMEOUT_MS,
+        bodyTimeout: config.UPSTREAM_TIMEOUT_MS,
+      },
       replyOptions: {
         rewriteRequestHeaders: (req, headers) => ({ ...headers, 'x-request-id': req.id }),
         onError: (reply, { error }) => {

@@ -1,0 +1,2 @@
+/** Schemas of the guilds area: request bodies, events and RPC messages. */
+export {};

@@ -1,0 +1,2 @@
+/** Schemas of the media area: request bodies, events and RPC messages. */
+export {};

@@ -1,0 +1,2 @@
+/** Schemas of the messages area: request bodies, events and RPC messages. */
+export {};

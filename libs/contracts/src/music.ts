@@ -1,0 +1,2 @@
+/** Schemas of the music area: request bodies, player state, events. */
+export {};

@@ -1,0 +1,2 @@
+/** Schemas of the social area: request bodies, events and RPC messages. */
+export {};
