@@ -1,8 +1,9 @@
 import type { ConsumerMessages } from '@nats-io/jetstream';
+import pg from 'pg';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { type Bus, type DurableConsumerSpec, type EventEnvelope, ensureConsumer, REQUEST_ID_HEADER, requestHeaders } from './bus.ts';
-import { createPool, type Pool, type Queryable, withTx } from './db.ts';
+import { type Pool, type Queryable, withTx } from './db.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -45,8 +46,7 @@ export function startOutboxRelay(options: {
   let current: Promise<void> = Promise.resolve();
   let lastFailureLog = 0;
 
-  const listener = createPool(options.databaseUrl, 1);
-  void listenForCommits(listener, () => wake?.(), log);
+  const listener = listenForCommits(options.databaseUrl, () => wake?.(), log);
 
   async function publishBatch(): Promise<number> {
     return withTx(pool, async (tx) => {
@@ -104,20 +104,45 @@ export function startOutboxRelay(options: {
       running = false;
       wake?.();
       await current;
-      await listener.end().catch(() => {});
+      await listener.close();
     },
   };
 }
 
-async function listenForCommits(listener: Pool, onCommit: () => void, log: Logger) {
-  try {
-    const client = await listener.connect();
-    client.on('notification', onCommit);
-    client.on('error', () => {});
-    await client.query('LISTEN outbox');
-  } catch (err) {
-    log.warn({ err }, 'outbox LISTEN failed; relay falls back to polling');
-  }
+/**
+ * A dedicated connection LISTENing for commits that wrote events. If it drops, the relay still
+ * polls, and the listener reconnects after a pause.
+ */
+function listenForCommits(databaseUrl: string, onCommit: () => void, log: Logger): { close(): Promise<void> } {
+  let client: pg.Client | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const connectOnce = async () => {
+    const next = new pg.Client({ connectionString: databaseUrl });
+    next.on('notification', onCommit);
+    next.on('error', () => {
+      if (closed) return;
+      next.end().catch(() => {});
+      retry = setTimeout(() => void connectOnce(), 1_000);
+    });
+    try {
+      await next.connect();
+      await next.query('LISTEN outbox');
+      client = next;
+      if (closed) await next.end();
+    } catch (err) {
+      log.warn({ err }, 'outbox LISTEN failed; relay polls until it reconnects');
+      if (!closed) retry = setTimeout(() => void connectOnce(), 5_000);
+    }
+  };
+  void connectOnce();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    },
+  };
 }
 
 export interface ConsumerHandle {
