@@ -1,0 +1,56 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { inject } from 'vitest';
+
+export const gateway = inject('platform').urls.gateway;
+
+/**
+ * A client IP of its own per call site: the gateway trusts 127.0.0.1 as a proxy in the e2e
+ * platform, so each test user gets its own rate-limit windows and tests never starve each other.
+ */
+export function randomIp(): string {
+  return `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+}
+
+export interface TestUser {
+  id: string;
+  username: string;
+  email: string;
+  password: string;
+  token: string;
+  refreshToken: string;
+  ip: string;
+}
+
+/** Registers a fresh user through the gateway (email verification is off in the e2e platform). */
+export async function newUser(prefix = 'u'): Promise<TestUser> {
+  const username = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const email = `${username}@example.test`;
+  const password = `pw-${randomBytes(8).toString('hex')}`;
+  const ip = randomIp();
+  const res = await fetch(`${gateway}/v1/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
+    body: JSON.stringify({ username, email, password }),
+  });
+  if (res.status !== 201) throw new Error(`register answered ${res.status}: ${await res.text()}`);
+  const body = (await res.json()) as { token: string; refreshToken: string; user: { id: string } };
+  return { id: body.user.id, username, email, password, token: body.token, refreshToken: body.refreshToken, ip };
+}
+
+/** A JSON call through the gateway as `user` (or anonymously), from the user's own client IP. */
+export async function api(
+  method: string,
+  path: string,
+  options: { user?: TestUser; body?: unknown; ip?: string; headers?: Record<string, string> } = {},
+) {
+  const headers: Record<string, string> = { 'x-forwarded-for': options.ip ?? options.user?.ip ?? randomIp(), ...options.headers };
+  if (options.user) headers.authorization = `Bearer ${options.user.token}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${gateway}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as any) : undefined };
+}
