@@ -6,13 +6,13 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['libs/*/test/**/*.unit.test.ts', 'services/*/test/**/*.unit.test.ts'],
+          include: ['libs/*/test/**/*.unit.test.ts', 'services/*/test/**/*.unit.test.ts', 'test/infra/**/*.unit.test.ts'],
         },
       },
       {
         test: {
           name: 'integration',
-          include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts'],
+          include: ['libs/*/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/contract/**/*.test.ts', 'test/infra/**/*.test.ts'],
           exclude: ['**/*.unit.test.ts', '**/node_modules/**'],
           globalSetup: ['test/setup/backing.ts'],
           testTimeout: 30_000,
