@@ -18,9 +18,13 @@ declare module 'vitest' {
   }
 }
 
-/** Settings the end-to-end tests rely on (a trusted proxy so tests can pick their client IP). */
+/**
+ * Settings the end-to-end tests rely on: a trusted proxy so tests can pick their client IP, and
+ * registration without email verification (newUser() expects 201 with a token pair).
+ */
 export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = {
   gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
+  auth: { EMAIL_VERIFICATION: 'false' },
 };
 
 /**

@@ -1,7 +1,56 @@
 import { z } from 'zod';
 import { Id } from './common.ts';
+import { UserStatus } from './records.ts';
 
 /** Schemas of the auth area: request bodies, events and RPC messages. */
+
+/** 2-32 letters, digits, '_' and '.'; unique ignoring case. */
+export const Username = z
+  .string()
+  .min(2)
+  .max(32)
+  .regex(/^[A-Za-z0-9_.]+$/, "only letters, digits, '_' and '.'");
+export const Email = z.email({ error: 'must be a valid email address' }).max(254);
+export const Password = z.string().min(8).max(128);
+export const DisplayName = z.string().trim().min(1).max(32);
+/** A 6-digit code sent by email (verification and password reset). */
+export const EmailCode = z.string().regex(/^\d{6}$/, 'must be 6 digits');
+
+export const RegisterBody = z.object({ username: Username, email: Email, password: Password, displayName: DisplayName.optional() });
+export type RegisterBody = z.infer<typeof RegisterBody>;
+
+/** The answer to a registration while email verification is on. */
+export const PendingRegistration = z.object({ pendingId: Id }).meta({ id: 'PendingRegistration' });
+
+export const VerifyEmailBody = z.object({ pendingId: Id, code: EmailCode });
+export const ResendCodeBody = z.object({ pendingId: Id });
+
+/** `login` is a username or an email address. */
+export const LoginBody = z.object({ login: z.string().min(1).max(254), password: z.string().min(1).max(128) });
+export type LoginBody = z.infer<typeof LoginBody>;
+
+export const RefreshBody = z.object({ refreshToken: z.string().min(1).max(256) });
+export const RefreshedTokens = z.object({ token: z.string(), refreshToken: z.string() }).meta({ id: 'RefreshedTokens' });
+
+export const ForgotPasswordBody = z.object({ email: Email });
+export const ResetPasswordBody = z.object({ email: Email, code: EmailCode, password: Password });
+
+export const UpdateProfileBody = z.object({
+  displayName: DisplayName.optional(),
+  avatarUrl: z.url().max(2048).nullable().optional(),
+  bio: z.string().max(190).optional(),
+  status: UserStatus.optional(),
+  customStatus: z.string().max(128).optional(),
+});
+export type UpdateProfileBody = z.infer<typeof UpdateProfileBody>;
+
+export const FounderStatus = z.object({ isFounder: z.boolean() }).meta({ id: 'FounderStatus' });
+
+/** Auth's public signing keys (RFC 7517 JWK Set). */
+export const JsonWebKeySet = z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).meta({ id: 'JsonWebKeySet' });
+
+/** The badge of the first accounts registered (FOUNDER_LIMIT). */
+export const FOUNDER_BADGE = 'founder';
 
 /**
  * Payload of `auth.user.registered` and `auth.user.updated`: what other services keep in their

@@ -1,2 +1,316 @@
-/** Schemas of the guilds area: request bodies, events and RPC messages. */
-export {};
+import { z } from 'zod';
+import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
+
+/**
+ * Schemas of the guilds area: records the spec leaves open (shaped as Discord's), request bodies,
+ * queries, events and RPC messages.
+ */
+
+// ---- Records the spec does not show ----
+
+export const Role = z
+  .object({
+    id: Id,
+    serverId: Id,
+    name: z.string(),
+    /** RGB as an integer, 0 for none (Discord). */
+    color: z.number().int(),
+    permissions: PermissionMask,
+    /** 0 is @everyone (whose id is the server's id); higher outranks lower. */
+    position: z.number().int(),
+    hoist: z.boolean(),
+    mentionable: z.boolean(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'Role' });
+export type Role = z.infer<typeof Role>;
+
+/** A user as the guilds read-model knows them (fed by auth's events). */
+export const MemberUser = z.object({ id: Id, username: z.string(), displayName: z.string(), avatarUrl: z.string().nullable() });
+
+export const Member = z
+  .object({
+    serverId: Id,
+    userId: Id,
+    nickname: z.string().nullable(),
+    /** Role ids besides @everyone, which every member has. */
+    roleIds: z.array(Id),
+    joinedAt: Timestamp,
+    /** null until auth's event about this user has arrived. */
+    user: MemberUser.nullable(),
+  })
+  .meta({ id: 'Member' });
+export type Member = z.infer<typeof Member>;
+
+export const Invite = z
+  .object({
+    code: z.string(),
+    serverId: Id,
+    inviterId: Id,
+    uses: z.number().int(),
+    /** 0: unlimited. */
+    maxUses: z.number().int(),
+    /** null: never expires. */
+    expiresAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'Invite' });
+export type Invite = z.infer<typeof Invite>;
+
+export const InvitePreview = z
+  .object({
+    code: z.string(),
+    server: z.object({
+      id: Id,
+      name: z.string(),
+      iconUrl: z.string().nullable(),
+      description: z.string().nullable(),
+      memberCount: z.number().int(),
+    }),
+    expiresAt: Timestamp.nullable(),
+  })
+  .meta({ id: 'InvitePreview' });
+export type InvitePreview = z.infer<typeof InvitePreview>;
+
+export const JoinRequestStatus = z.enum(['pending', 'approved', 'rejected']);
+
+export const JoinRequest = z
+  .object({
+    id: Id,
+    serverId: Id,
+    userId: Id,
+    message: z.string().nullable(),
+    status: JoinRequestStatus,
+    reviewedBy: Id.nullable(),
+    reviewedAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'JoinRequest' });
+export type JoinRequest = z.infer<typeof JoinRequest>;
+
+export const DiscoveryServer = Server.extend({ memberCount: z.number().int() }).meta({ id: 'DiscoveryServer' });
+export type DiscoveryServer = z.infer<typeof DiscoveryServer>;
+
+export const PermissionsReply = z.object({ permissions: PermissionMask }).meta({ id: 'Permissions' });
+
+// ---- Field rules shared by bodies ----
+
+const ServerName = z.string().trim().min(2).max(100);
+const Description = z.string().max(1000);
+const ImageUrl = z.url().max(2048);
+const Tags = z
+  .array(z.string().trim().min(1).max(24))
+  .max(10)
+  .transform((tags) => [...new Set(tags)]);
+const ChannelName = z.string().trim().min(1).max(100);
+const Topic = z.string().max(1024);
+const CategoryName = z.string().trim().min(1).max(100);
+const RoleName = z.string().trim().min(1).max(100);
+const Color = z.number().int().min(0).max(0xffffff);
+
+// ---- Bodies ----
+
+export const CreateServerBody = z.object({
+  name: ServerName,
+  description: Description.nullish(),
+  iconUrl: ImageUrl.nullish(),
+  isPublic: z.boolean().default(false),
+  requireApproval: z.boolean().default(false),
+  tags: Tags.default([]),
+});
+export type CreateServerBody = z.infer<typeof CreateServerBody>;
+
+export const UpdateServerBody = z.object({
+  name: ServerName.optional(),
+  description: Description.nullable().optional(),
+  iconUrl: ImageUrl.nullable().optional(),
+  bannerUrl: ImageUrl.nullable().optional(),
+  entranceChannelId: Id.nullable().optional(),
+  afkChannelId: Id.nullable().optional(),
+  jtcChannelId: Id.nullable().optional(),
+  isPublic: z.boolean().optional(),
+  requireApproval: z.boolean().optional(),
+  tags: Tags.optional(),
+});
+export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
+
+export const DiscoveryQuery = z.object({
+  q: z.string().trim().max(100).optional(),
+  tag: z.string().trim().min(1).max(24).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  /** The last server of the previous page. */
+  before: Id.optional(),
+});
+
+export const CategoryBody = z.object({ name: CategoryName });
+export const CategoryPositionsBody = z.object({ categoryIds: z.array(Id).max(500) });
+
+export const CreateChannelBody = z.object({
+  name: ChannelName,
+  channelType: ChannelType,
+  categoryId: Id.nullish(),
+  topic: Topic.nullish(),
+});
+export type CreateChannelBody = z.infer<typeof CreateChannelBody>;
+
+export const UpdateChannelBody = z.object({
+  name: ChannelName.optional(),
+  topic: Topic.nullable().optional(),
+  position: z.number().int().min(0).max(10_000).optional(),
+  categoryId: Id.nullable().optional(),
+  isNsfw: z.boolean().optional(),
+  slowmodeSeconds: z.number().int().min(0).max(21_600).optional(),
+  userLimit: z.number().int().min(0).max(99).optional(),
+  isLocked: z.boolean().optional(),
+  isHidden: z.boolean().optional(),
+  musicLocked: z.boolean().optional(),
+});
+export type UpdateChannelBody = z.infer<typeof UpdateChannelBody>;
+
+export const MembersQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  /** The last user id of the previous page (members are ordered by user id). */
+  after: Id.optional(),
+});
+
+export const UpdateMemberBody = z.object({ nickname: z.string().trim().min(1).max(32).nullable() });
+
+export const CreateRoleBody = z.object({
+  name: RoleName.default('new role'),
+  color: Color.default(0),
+  permissions: PermissionMask.default(0),
+  hoist: z.boolean().default(false),
+  mentionable: z.boolean().default(false),
+});
+export type CreateRoleBody = z.infer<typeof CreateRoleBody>;
+
+export const UpdateRoleBody = z.object({
+  name: RoleName.optional(),
+  color: Color.optional(),
+  permissions: PermissionMask.optional(),
+  position: z.number().int().min(1).max(250).optional(),
+  hoist: z.boolean().optional(),
+  mentionable: z.boolean().optional(),
+});
+export type UpdateRoleBody = z.infer<typeof UpdateRoleBody>;
+
+export const BanBody = z.object({ reason: z.string().trim().max(512).nullish() });
+
+export const CreateInviteBody = z.object({
+  /** 0: unlimited. */
+  maxUses: z.number().int().min(0).max(100).default(0),
+  /** 0: never expires; Discord's default is one day. */
+  maxAgeSeconds: z.number().int().min(0).max(604_800).default(86_400),
+});
+
+export const CreateJoinRequestBody = z.object({ message: z.string().trim().max(500).nullish() });
+export const JoinRequestsQuery = z.object({ status: JoinRequestStatus.default('pending') });
+
+export const PutOverrideBody = z
+  .object({ roleId: Id.optional(), userId: Id.optional(), allowBits: PermissionMask, denyBits: PermissionMask })
+  .refine((b) => (b.roleId === undefined) !== (b.userId === undefined), { message: 'give exactly one of roleId and userId' });
+export type PutOverrideBody = z.infer<typeof PutOverrideBody>;
+
+// ---- Params ----
+
+export const ServerParams = z.object({ serverId: Id });
+export const ChannelParams = z.object({ channelId: Id });
+export const CategoryParams = z.object({ serverId: Id, categoryId: Id });
+export const MemberParams = z.object({ serverId: Id, userId: Id });
+export const RoleParams = z.object({ serverId: Id, roleId: Id });
+export const MemberRoleParams = z.object({ serverId: Id, userId: Id, roleId: Id });
+export const JoinRequestParams = z.object({ serverId: Id, requestId: Id });
+export const OverrideParams = z.object({ channelId: Id, overrideId: Id });
+export const InviteParams = z.object({ code: z.string().regex(/^[A-Za-z0-9]{8,32}$/, 'not an invite code') });
+
+// ---- Events (subject -> payload) ----
+
+export const MemberEventData = z.object({ serverId: Id, userId: Id });
+export const MemberLeftEventData = MemberEventData.extend({ reason: z.enum(['left', 'kicked', 'banned']), by: Id.nullable() });
+export const MemberBannedEventData = MemberEventData.extend({ bannedBy: Id, reason: z.string().nullable() });
+export const MemberUpdatedEventData = MemberEventData.extend({ nickname: z.string().nullable(), roleIds: z.array(Id) });
+export const ServerDeletedEventData = z.object({ id: Id });
+export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id });
+export const CategoryDeletedEventData = z.object({ id: Id, serverId: Id });
+export const RoleDeletedEventData = z.object({ id: Id, serverId: Id });
+export const OverrideDeletedEventData = z.object({ id: Id, channelId: Id });
+export const InviteDeletedEventData = z.object({ code: z.string(), serverId: Id });
+
+export const GUILDS_SUBJECTS = {
+  serverCreated: 'guilds.server.created',
+  serverUpdated: 'guilds.server.updated',
+  serverDeleted: 'guilds.server.deleted',
+  memberJoined: 'guilds.member.joined',
+  memberLeft: 'guilds.member.left',
+  memberUpdated: 'guilds.member.updated',
+  memberBanned: 'guilds.member.banned',
+  memberUnbanned: 'guilds.member.unbanned',
+  categoryCreated: 'guilds.category.created',
+  categoryUpdated: 'guilds.category.updated',
+  categoryDeleted: 'guilds.category.deleted',
+  channelCreated: 'guilds.channel.created',
+  channelUpdated: 'guilds.channel.updated',
+  channelDeleted: 'guilds.channel.deleted',
+  roleCreated: 'guilds.role.created',
+  roleUpdated: 'guilds.role.updated',
+  roleDeleted: 'guilds.role.deleted',
+  overrideUpdated: 'guilds.override.updated',
+  overrideDeleted: 'guilds.override.deleted',
+  inviteCreated: 'guilds.invite.created',
+  inviteDeleted: 'guilds.invite.deleted',
+  joinRequestCreated: 'guilds.joinrequest.created',
+  joinRequestReviewed: 'guilds.joinrequest.reviewed',
+} as const;
+
+/** Payload schema of each event subject. */
+export const GUILDS_EVENTS = {
+  [GUILDS_SUBJECTS.serverCreated]: Server,
+  [GUILDS_SUBJECTS.serverUpdated]: Server,
+  [GUILDS_SUBJECTS.serverDeleted]: ServerDeletedEventData,
+  [GUILDS_SUBJECTS.memberJoined]: MemberEventData,
+  [GUILDS_SUBJECTS.memberLeft]: MemberLeftEventData,
+  [GUILDS_SUBJECTS.memberUpdated]: MemberUpdatedEventData,
+  [GUILDS_SUBJECTS.memberBanned]: MemberBannedEventData,
+  [GUILDS_SUBJECTS.memberUnbanned]: MemberEventData,
+  [GUILDS_SUBJECTS.categoryCreated]: Category,
+  [GUILDS_SUBJECTS.categoryUpdated]: Category,
+  [GUILDS_SUBJECTS.categoryDeleted]: CategoryDeletedEventData,
+  [GUILDS_SUBJECTS.channelCreated]: Channel,
+  [GUILDS_SUBJECTS.channelUpdated]: Channel,
+  [GUILDS_SUBJECTS.channelDeleted]: ChannelDeletedEventData,
+  [GUILDS_SUBJECTS.roleCreated]: Role,
+  [GUILDS_SUBJECTS.roleUpdated]: Role,
+  [GUILDS_SUBJECTS.roleDeleted]: RoleDeletedEventData,
+  [GUILDS_SUBJECTS.overrideUpdated]: PermissionOverride,
+  [GUILDS_SUBJECTS.overrideDeleted]: OverrideDeletedEventData,
+  [GUILDS_SUBJECTS.inviteCreated]: Invite,
+  [GUILDS_SUBJECTS.inviteDeleted]: InviteDeletedEventData,
+  [GUILDS_SUBJECTS.joinRequestCreated]: JoinRequest,
+  [GUILDS_SUBJECTS.joinRequestReviewed]: JoinRequest,
+} as const;
+
+// ---- Request/reply ----
+
+/** `rpc.guilds.member.check`: is this user a member of this server? 404 for an unknown server. */
+export const MemberCheckRequest = z.object({ serverId: Id, userId: Id });
+export const MemberCheckReply = z.object({ isMember: z.boolean(), isOwner: z.boolean() });
+export type MemberCheckReply = z.infer<typeof MemberCheckReply>;
+
+/**
+ * `rpc.guilds.channel.permissions`: what may this user do in this channel? The channel-level mask
+ * (0 for a non-member or a channel they cannot view). 404 for an unknown channel.
+ */
+export const ChannelPermissionsRequest = z.object({ channelId: Id, userId: Id });
+export const ChannelPermissionsReply = z.object({ channelId: Id, serverId: Id, isMember: z.boolean(), permissions: PermissionMask });
+export type ChannelPermissionsReply = z.infer<typeof ChannelPermissionsReply>;
+
+/** `rpc.guilds.channel.get`: the Channel record. 404 for an unknown channel. */
+export const ChannelGetRequest = z.object({ channelId: Id });
+export const ChannelGetReply = Channel;
+
+export const GUILDS_RPC = {
+  memberCheck: 'rpc.guilds.member.check',
+  channelPermissions: 'rpc.guilds.channel.permissions',
+  channelGet: 'rpc.guilds.channel.get',
+} as const;

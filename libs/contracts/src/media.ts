@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common.ts';
+import { Id, Timestamp } from './common.ts';
 import { UploadedFile } from './records.ts';
 
 /** Schemas of the media area: request bodies, events and RPC messages. */
@@ -15,3 +15,30 @@ export type MediaFileReply = z.infer<typeof MediaFileReply>;
 
 export const MEDIA_RPC = { fileGet: 'rpc.media.file.get' } as const;
 export const MEDIA_SUBJECTS = { fileUploaded: 'media.file.uploaded' } as const;
+
+/** The answer of POST /v1/media: the spec's Uploaded file, plus the id that names it. */
+export const MediaUpload = UploadedFile.extend({ id: Id }).meta({ id: 'MediaUpload' });
+
+/** The full record of an upload, as its uploader reads it (GET /v1/media/{id}). */
+export const MediaFile = UploadedFile.extend({
+  id: Id,
+  uploaderId: Id,
+  /** Hex SHA-256 of the stored bytes; also the file's ETag. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  createdAt: Timestamp,
+}).meta({ id: 'MediaFile' });
+export type MediaFile = z.infer<typeof MediaFile>;
+
+/** Payload of `media.file.uploaded`. */
+export const MediaFileUploaded = MediaFile;
+
+/**
+ * The id inside an uploaded file's url (`{MEDIA_PUBLIC_URL}/v1/media/{id}/{filename}`, absolute
+ * or path-relative), or undefined when the url is not one of ours. Services that take
+ * attachments pass this id to `rpc.media.file.get` and compare the answer with what the client sent.
+ */
+export function mediaIdFromUrl(url: string): string | undefined {
+  const path = /^(?:https?:\/\/[^/?#]+)?(\/v1\/media\/[^?#]*)(?:[?#].*)?$/i.exec(url)?.[1];
+  const match = path ? /^\/v1\/media\/([0-9a-f-]{36})\/[^/]+$/i.exec(path) : null;
+  return match && Id.safeParse(match[1]).success ? match[1]?.toLowerCase() : undefined;
+}

@@ -1,2 +1,76 @@
+import { z } from 'zod';
+import { Id, Timestamp } from './common.ts';
+
 /** Schemas of the music area: request bodies, player state, events. */
-export {};
+
+/** How many tracks one player holds (current included); more is a 409. */
+export const MAX_QUEUE_LENGTH = 100;
+export const DEFAULT_VOLUME = 100;
+
+/** Only http(s): the audio worker fetches it, so no `file:`, `javascript:` or other schemes. */
+export const TrackUrl = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048);
+
+/** The voice channel a control applies to, and the server the client believes it belongs to. */
+export const PlayerTarget = z.object({ channelId: Id, serverId: Id });
+export type PlayerTarget = z.infer<typeof PlayerTarget>;
+
+export const PlayBody = PlayerTarget.extend({
+  url: TrackUrl,
+  /** Shown in the queue; the url when missing (audio metadata is the audio worker's business). */
+  title: z.string().trim().min(1).max(200).optional(),
+});
+export type PlayBody = z.infer<typeof PlayBody>;
+
+export const SkipBody = PlayerTarget.extend({
+  /** The track the client sees playing: the skip happens only if it still is. */
+  url: TrackUrl,
+  /** Narrows the match to one queue entry when the same url is queued twice in a row. */
+  trackId: Id.optional(),
+});
+export type SkipBody = z.infer<typeof SkipBody>;
+
+export const VolumeBody = PlayerTarget.extend({ volume: z.number().int().min(0).max(200) });
+export type VolumeBody = z.infer<typeof VolumeBody>;
+
+export const Track = z
+  .object({
+    id: Id,
+    url: z.string(),
+    title: z.string(),
+    requestedBy: Id,
+    addedAt: Timestamp,
+  })
+  .meta({ id: 'Track' });
+export type Track = z.infer<typeof Track>;
+
+export const CurrentTrack = Track.extend({
+  /** When the track would have started had it never paused: while playing, position = now - startedAt. */
+  startedAt: Timestamp,
+  /** Milliseconds into the track when this state was read (frozen while paused). */
+  positionMs: z.number().int().min(0),
+}).meta({ id: 'CurrentTrack' });
+export type CurrentTrack = z.infer<typeof CurrentTrack>;
+
+export const PlayerState = z
+  .object({
+    channelId: Id,
+    serverId: Id,
+    current: CurrentTrack.nullable(),
+    paused: z.boolean(),
+    volume: z.number().int().min(0).max(200),
+    /** Upcoming tracks in play order, the current one excluded. */
+    queue: z.array(Track),
+    /** Grows by one with every change, so a client can drop an event older than what it has. */
+    version: z.number().int().min(0),
+  })
+  .meta({ id: 'MusicPlayerState' });
+export type PlayerState = z.infer<typeof PlayerState>;
+
+export const PlayerAction = z.enum(['play', 'skip', 'pause', 'resume', 'stop', 'volume']);
+export type PlayerAction = z.infer<typeof PlayerAction>;
+
+/** Payload of `music.player.updated`: the state after the change, what changed it and who. */
+export const PlayerUpdatedEvent = z.object({ action: PlayerAction, actorId: Id, player: PlayerState });
+export type PlayerUpdatedEvent = z.infer<typeof PlayerUpdatedEvent>;
+
+export const MUSIC_SUBJECTS = { playerUpdated: 'music.player.updated' } as const;

@@ -110,7 +110,7 @@ export function serveRpc<S extends z.ZodType>(
     const reqLog = log.child({ reqId: requestId, rpc: subject });
     const reply = natsHeaders();
     try {
-      const parsed = schema.safeParse(msg.data.length ? msg.json() : undefined);
+      const parsed = schema.safeParse(requestPayload(msg, subject));
       if (!parsed.success) throw new AppError(400, `Invalid ${subject} request: ${parsed.error.issues[0]?.message}`);
       const result = await handler(parsed.data, { requestId, log: reqLog });
       reply.set(STATUS_HEADER, '200');
@@ -122,6 +122,16 @@ export function serveRpc<S extends z.ZodType>(
       reply.set(STATUS_HEADER, String(status));
       msg.respond(JSON.stringify({ error: message }), { headers: reply });
     }
+  }
+}
+
+/** The JSON body of a request; a body that is not JSON is the caller's mistake, a 400. */
+function requestPayload(msg: Msg, subject: string): unknown {
+  if (msg.data.length === 0) return undefined;
+  try {
+    return msg.json();
+  } catch {
+    throw new AppError(400, `Invalid ${subject} request: not valid JSON`);
   }
 }
 

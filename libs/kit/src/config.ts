@@ -13,11 +13,13 @@ export class ConfigError extends Error {
  * `process.env`; everything else receives the parsed, typed config.
  */
 export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.output<S> {
-  const result = schema.safeParse(env);
+  // `PORT=` in an env file means "not set": without this, coercion would turn it into port 0.
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''));
+  const result = schema.safeParse(given);
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const name = issue.path.join('.') || '(root)';
-    const value = env[name];
+    const value = given[name];
     return value === undefined ? `${name}: missing (${issue.message})` : `${name}: ${issue.message}`;
   });
   throw new ConfigError(problems);

@@ -8,8 +8,12 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // int8 and numeric come back as strings by default; our bigints (permission masks, counts) stay
 // below 2^53, so numbers are the honest JSON type.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-// timestamptz as ISO strings in UTC: the wire format of every record.
-pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => new Date(v).toISOString());
+// timestamptz as ISO strings in UTC: the wire format of every record. 'infinity' has no Date and
+// stays as PostgreSQL wrote it rather than failing the whole query.
+pg.types.setTypeParser(pg.types.builtins.TIMESTAMPTZ, (v) => {
+  const at = new Date(v);
+  return Number.isNaN(at.getTime()) ? v : at.toISOString();
+});
 
 export function createPool(url: string, max = 10): Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000 });

@@ -41,12 +41,24 @@ export function startOutboxRelay(options: {
 }): Relay {
   const { pool, bus, log } = options;
   const batchSize = options.batchSize ?? 200;
+  const pollMs = options.pollMs ?? 1_000;
   let running = true;
+  // Set by every NOTIFY: a commit that lands while a batch is publishing must not wait for the poll.
+  let committedSinceDrain = false;
   let wake: (() => void) | undefined;
-  let current: Promise<void> = Promise.resolve();
+  // Drains run one after the other: two at once would split the rows (SKIP LOCKED) and publish them
+  // out of order, and a flush() could return while the other one still publishes its rows.
+  let queue: Promise<unknown> = Promise.resolve();
   let lastFailureLog = 0;
 
-  const listener = listenForCommits(options.databaseUrl, () => wake?.(), log);
+  const listener = listenForCommits(
+    options.databaseUrl,
+    () => {
+      committedSinceDrain = true;
+      wake?.();
+    },
+    log,
+  );
 
   async function publishBatch(): Promise<number> {
     return withTx(pool, async (tx) => {
@@ -74,36 +86,47 @@ export function startOutboxRelay(options: {
     });
   }
 
-  async function drain(): Promise<void> {
-    while (running && (await publishBatch()) === batchSize) {}
+  function drain(): Promise<void> {
+    const run = async () => {
+      committedSinceDrain = false;
+      while (running && (await publishBatch()) === batchSize) {}
+    };
+    const next = queue.then(run, run);
+    queue = next.catch(() => {});
+    return next;
+  }
+
+  function logFailure(err: unknown) {
+    if (Date.now() - lastFailureLog < 10_000) return;
+    lastFailureLog = Date.now();
+    log.warn({ err }, 'outbox relay could not publish; will retry');
+  }
+
+  function nextWake(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, pollMs);
+      timer.unref();
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   async function loop() {
     while (running) {
-      current = drain().catch((err) => {
-        if (Date.now() - lastFailureLog > 10_000) {
-          lastFailureLog = Date.now();
-          log.warn({ err }, 'outbox relay could not publish; will retry');
-        }
-      });
-      await current;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        setTimeout(resolve, options.pollMs ?? 1_000).unref();
-      });
+      await drain().catch(logFailure);
+      if (running && !committedSinceDrain) await nextWake();
     }
   }
   void loop();
 
   return {
-    async flush() {
-      await current;
-      await drain();
-    },
+    flush: drain,
     async stop() {
       running = false;
       wake?.();
-      await current;
+      await queue;
       await listener.close();
     },
   };
@@ -117,22 +140,39 @@ function listenForCommits(databaseUrl: string, onCommit: () => void, log: Logger
   let client: pg.Client | undefined;
   let closed = false;
   let retry: NodeJS.Timeout | undefined;
+
+  const reconnectLater = (ms: number) => {
+    if (closed) return;
+    clearTimeout(retry);
+    retry = setTimeout(() => void connectOnce(), ms);
+  };
+
   const connectOnce = async () => {
     const next = new pg.Client({ connectionString: databaseUrl });
-    next.on('notification', onCommit);
-    next.on('error', () => {
-      if (closed) return;
+    let lost = false;
+    // 'error' and 'end' may both come for one lost connection: reconnect once.
+    const onLost = () => {
+      if (lost) return;
+      lost = true;
       next.end().catch(() => {});
-      retry = setTimeout(() => void connectOnce(), 1_000);
-    });
+      reconnectLater(1_000);
+    };
+    next.on('notification', onCommit);
+    next.on('error', onLost);
+    next.on('end', onLost);
     try {
       await next.connect();
       await next.query('LISTEN outbox');
       client = next;
       if (closed) await next.end();
+      // Commits made while no one listened are picked up now rather than at the next poll.
+      else onCommit();
     } catch (err) {
+      if (lost) return;
+      lost = true;
+      next.end().catch(() => {});
       log.warn({ err }, 'outbox LISTEN failed; relay polls until it reconnects');
-      if (!closed) retry = setTimeout(() => void connectOnce(), 5_000);
+      reconnectLater(5_000);
     }
   };
   void connectOnce();
@@ -168,8 +208,13 @@ export async function consumeEvents(options: {
   const log = options.log.child({ consumer: spec.durable });
   const done = (async () => {
     for await (const msg of messages) {
-      const event = msg.json<EventEnvelope>();
-      event.subject = bus.logical(msg.subject);
+      const event = envelopeOf(msg.data, bus.logical(msg.subject));
+      if (!event) {
+        // Redelivering it would fail the same way for ever; drop it and say so.
+        log.error({ subject: msg.subject, seq: msg.seq }, 'message is not an event envelope; dropped');
+        msg.term();
+        continue;
+      }
       try {
         await applyOnce(pool, spec.durable, event, options.handle);
         msg.ack();
@@ -178,13 +223,23 @@ export async function consumeEvents(options: {
         msg.nak(1_000);
       }
     }
-  })();
+  })().catch((err) => log.error({ err }, 'event consumer stopped'));
   return {
     async stop() {
       await messages.close();
       await done;
     },
   };
+}
+
+function envelopeOf(data: Uint8Array, subject: string): EventEnvelope | undefined {
+  try {
+    const event = JSON.parse(new TextDecoder().decode(data)) as EventEnvelope;
+    if (typeof event?.id !== 'string') return undefined;
+    return { ...event, subject };
+  } catch {
+    return undefined;
+  }
 }
 
 export async function applyOnce(

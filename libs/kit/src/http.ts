@@ -15,8 +15,15 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every contract this app registered (the OpenAPI coverage test reads it). */
     contracts: RouteContract[];
+    /** Every method and path registered, by route() or otherwise (HEAD excluded). */
+    registeredRoutes: RegisteredRoute[];
     httpOptions: HttpAppOptions;
   }
+}
+
+export interface RegisteredRoute {
+  method: string;
+  path: string;
 }
 
 export interface HttpAppOptions {
@@ -28,9 +35,13 @@ export interface HttpAppOptions {
   validateResponses?: boolean;
   /** Trust X-Forwarded-* from these peers (the gateway passes the client IP on). */
   trustProxy?: boolean | string | string[];
+  /** Longest path parameter the router matches (default 100); longer ones answer 404. */
+  maxParamLength?: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// The 405 lookup must match paths exactly as the app's router does.
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true, caseSensitive: true };
 const CONTEXT_NAMES: Record<string, string> = { querystring: 'query', params: 'path', body: 'body', headers: 'header' };
 
 /** A Fastify app with the platform's conventions; it never listens by itself. */
@@ -38,23 +49,36 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: options.log as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
-    requestIdHeader: 'x-request-id',
+    // Not `requestIdHeader`: Fastify would take the header as is and skip genReqId's check.
+    requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
     },
     trustProxy: options.trustProxy ?? false,
-    routerOptions: { ignoreTrailingSlash: true, caseSensitive: true },
+    routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
   });
-  const methodsByPath = FindMyWay();
+  const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   app.decorate('contracts', [] as RouteContract[]);
+  app.decorate('registeredRoutes', [] as RegisteredRoute[]);
   app.decorateRequest('user', undefined as unknown as Identity);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
+  // (the gateway keeps them 60 s) would hold close() open past the grace period.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_req, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) {
-      if (method !== 'HEAD' && !methodsByPath.hasRoute(method as 'GET', r.url)) methodsByPath.on(method as 'GET', r.url, () => {});
+      if (method === 'HEAD' || methodsByPath.hasRoute(method as 'GET', r.url)) continue;
+      methodsByPath.on(method as 'GET', r.url, () => {});
+      app.registeredRoutes.push({ method, path: r.url });
     }
   });
 

@@ -1,4 +1,4 @@
-import { type Logger, pino } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger };
 
@@ -17,11 +17,15 @@ export const REDACT_PATHS = [
   'refreshToken',
 ];
 
-export function createLogger(options: { service: string; level: string }): Logger {
-  return pino({
-    level: options.level,
-    base: { service: options.service },
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
+/** JSON lines on stdout; `destination` lets tests read what would have been written. */
+export function createLogger(options: { service: string; level: string; destination?: DestinationStream }): Logger {
+  return pino(
+    {
+      level: options.level,
+      base: { service: options.service },
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    options.destination,
+  );
 }

@@ -65,16 +65,29 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     } catch (err) {
       if (err instanceof errors.JWTExpired) throw unauthorized('Access token expired');
       // The key set could not be fetched: that is our outage, not the client's bad token.
-      if (err instanceof errors.JWKSTimeout || err instanceof TypeError) throw unavailable('Token keys unavailable', err);
+      if (keySetUnavailable(err)) throw unavailable('Token keys unavailable', err);
       if (err instanceof errors.JOSEError) throw unauthorized('Invalid access token');
       throw err;
     }
   }
 }
 
-/** The bearer token of an Authorization header, or undefined. */
+/**
+ * A failure to get the key set rather than a bad token: a timeout, a network error (TypeError from
+ * fetch), or a non-200 or non-JSON answer (jose's generic error, which it raises for nothing else).
+ */
+function keySetUnavailable(err: unknown): boolean {
+  return (
+    err instanceof errors.JWKSTimeout ||
+    err instanceof errors.JWKSInvalid ||
+    err instanceof TypeError ||
+    (err instanceof errors.JOSEError && err.code === 'ERR_JOSE_GENERIC')
+  );
+}
+
+/** The bearer token of an Authorization header, or undefined. The scheme is case-insensitive (RFC 9110). */
 export function bearerToken(header: string | undefined): string | undefined {
   if (!header) return undefined;
-  const match = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/.exec(header.trim());
+  const match = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/i.exec(header.trim());
   return match?.[1];
 }

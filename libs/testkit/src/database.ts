@@ -9,7 +9,8 @@ export interface TestDatabase {
 
 /** A fresh, empty database per test file, so tests never see each other's data. */
 export async function createTestDatabase(adminUrl: string, label: string): Promise<TestDatabase> {
-  const name = `t_${label}_${randomBytes(5).toString('hex')}`;
+  // The name goes into SQL unquoted: keep it to lower-case letters, digits and underscores.
+  const name = `t_${label.toLowerCase().replace(/[^a-z0-9_]/g, '_')}_${randomBytes(5).toString('hex')}`;
   await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;

@@ -50,9 +50,10 @@ export async function createTestRuntime(options: {
 
 /** Removes the streams a test namespace created, so test runs leave NATS as they found it. */
 export async function deleteNamespaceStreams(bus: Runtime['bus'], namespace: string): Promise<void> {
-  const names = await bus.jsm.streams
-    .names()
-    .next()
-    .catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.startsWith(`${namespace}_`)).map((n) => bus.jsm.streams.delete(n).catch(() => false)));
+  const names: string[] = [];
+  try {
+    // Every page: one NATS is shared by many test runs, so there may be more streams than one page holds.
+    for await (const name of bus.jsm.streams.names()) if (name.startsWith(`${namespace}_`)) names.push(name);
+  } catch {}
+  await Promise.all(names.map((n) => bus.jsm.streams.delete(n).catch(() => false)));
 }

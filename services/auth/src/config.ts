@@ -1,5 +1,5 @@
 import { baseConfig, databaseConfig, env, tokenConfig } from '@chat/kit';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 export const AuthConfig = baseConfig
   .extend(databaseConfig.shape)
@@ -7,6 +7,23 @@ export const AuthConfig = baseConfig
   .extend({
     PORT: env.port(3001),
     DATABASE_URL: databaseConfig.shape.DATABASE_URL.default('postgres://postgres@127.0.0.1:5432/auth'),
+    /**
+     * The signing keys: a JWK Set of private keys, each with a `kid` and the configured algorithm.
+     * All of them are published; JWT_SIGNING_KID (default: the first) signs. Rotate by adding the
+     * new key, then signing with it, then removing the old one once its tokens have expired.
+     */
+    JWT_PRIVATE_KEYS: z.string().optional(),
+    JWT_SIGNING_KID: z.string().optional(),
+    /** Where a generated development key set is kept when JWT_PRIVATE_KEYS is not given. */
+    JWT_KEY_FILE: z.string().default('.data/auth-jwt-keys.json'),
+    ACCESS_TOKEN_TTL_SECONDS: env.int(15 * 60),
+    REFRESH_TOKEN_TTL_DAYS: env.int(30),
+    /** On: registration answers 202 {pendingId} and emails a code; the account exists after verify-email. */
+    EMAIL_VERIFICATION: env.bool(false),
+    SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
+    MAIL_FROM: z.string().default('Chat <no-reply@chat.localhost>'),
+    /** How many of the first accounts get the founder badge. */
+    FOUNDER_LIMIT: env.int(1000),
   });
 
 export type AuthConfig = z.output<typeof AuthConfig>;

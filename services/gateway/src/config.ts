@@ -16,6 +16,12 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   BODY_LIMIT_BYTES: env.int(1024 * 1024),
   /** Upstream answer deadline: a hung service answers 504 instead of hanging the client. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000),
+  /** Peers whose X-Forwarded-For / X-Real-IP are believed (addresses or CIDRs, comma-separated). */
+  TRUSTED_PROXIES: env.list(),
+  /** Origins allowed by CORS, comma-separated; '*' for any; empty for none. */
+  CORS_ORIGINS: env.list(),
+  /** A rate check that Redis does not answer in time falls back to the per-process windows. */
+  REDIS_TIMEOUT_MS: env.int(100),
 });
 
 export type GatewayConfig = z.output<typeof GatewayConfig>;

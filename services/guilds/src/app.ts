@@ -1,10 +1,30 @@
 import { createHttpApp, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GuildsDeps } from './deps.ts';
+import type { Domain } from './domain/context.ts';
+import { categoryRoutes } from './routes/categories.ts';
+import { channelRoutes } from './routes/channels.ts';
+import { inviteRoutes, joinRequestRoutes } from './routes/invites.ts';
+import { banRoutes, memberRoutes, roleRoutes } from './routes/members.ts';
+import { serverRoutes } from './routes/servers.ts';
+
+/** The route modules of the service; a new area (messages, voice) is one more entry. */
+const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
+  serverRoutes,
+  categoryRoutes,
+  channelRoutes,
+  memberRoutes,
+  roleRoutes,
+  banRoutes,
+  inviteRoutes,
+  joinRequestRoutes,
+];
 
 /** The guilds service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
   const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
   registerHealth(app, deps.checks);
+  const domain: Domain = { pool: deps.pool };
+  for (const register of ROUTE_MODULES) register(app, domain);
   return app;
 }

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { startBus } from './bus/index.ts';
 import { GuildsConfig } from './config.ts';
 
 const config = configOrExit(GuildsConfig, 'guilds');
@@ -17,4 +18,5 @@ const tokens = createTokenVerifier({
   algorithm: config.JWT_ALGORITHM,
 });
 const app = await buildApp({ ...runtime, config, tokens });
-await serve({ app, host: config.HOST, port: config.PORT, graceMs: config.SHUTDOWN_GRACE_MS, log: runtime.log, runtime });
+const consumers = await startBus(runtime);
+await serve({ app, host: config.HOST, port: config.PORT, graceMs: config.SHUTDOWN_GRACE_MS, log: runtime.log, runtime, consumers });

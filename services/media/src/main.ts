@@ -1,7 +1,9 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
+import { createObjectStore } from './storage.ts';
 
 const config = configOrExit(MediaConfig, 'media');
 const runtime = await startRuntime({
@@ -16,5 +18,10 @@ const tokens = createTokenVerifier({
   audience: config.JWT_AUDIENCE,
   algorithm: config.JWT_ALGORITHM,
 });
-const app = await buildApp({ ...runtime, config, tokens });
+const storage = createObjectStore({ minio: config.MINIO_URL, bucket: config.MEDIA_BUCKET, log: runtime.log });
+// MinIO down at boot is not fatal: readiness reports it, and its check creates the bucket later.
+await storage.ensureBucket().catch((err) => runtime.log.error({ err }, 'could not create the media bucket; readiness will retry'));
+const deps = { ...runtime, config, tokens, storage };
+const app = await buildApp(deps);
+serveMediaRpc(deps);
 await serve({ app, host: config.HOST, port: config.PORT, graceMs: config.SHUTDOWN_GRACE_MS, log: runtime.log, runtime });

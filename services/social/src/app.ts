@@ -1,10 +1,14 @@
 import { createHttpApp, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from './deps.ts';
+import { dmRoutes } from './routes/dm.ts';
+import { friendsRoutes } from './routes/friends.ts';
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
   registerHealth(app, deps.checks);
+  friendsRoutes(app, deps);
+  dmRoutes(app, deps);
   return app;
 }

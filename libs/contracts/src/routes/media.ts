@@ -1,2 +1,48 @@
-/** Routes of this area; filled in by the issue that builds it. */
-export const mediaRoutes = {};
+import { Readable } from 'node:stream';
+import { z } from 'zod';
+import { Id } from '../common.ts';
+import { MediaFile, MediaUpload } from '../media.ts';
+import { defineRoute } from '../route.ts';
+
+/** The bytes of a stored file, streamed with the upload's own Content-Type. */
+const FileBytes = z.custom<Readable>((value) => value instanceof Readable).meta({ description: 'The file bytes' });
+
+export const mediaRoutes = {
+  upload: defineRoute({
+    method: 'POST',
+    path: '/v1/media',
+    service: 'media',
+    summary:
+      'Upload one file (multipart/form-data, one part named `file`). contentType is sniffed from the bytes; the url needs no token.',
+    multipart: true,
+    status: 201,
+    response: MediaUpload,
+    errors: {
+      413: 'The file is larger than the configured limit (default 25 MiB)',
+      415: 'The body is not multipart/form-data',
+      503: 'File storage is unavailable',
+    },
+  }),
+  get: defineRoute({
+    method: 'GET',
+    path: '/v1/media/:id',
+    service: 'media',
+    summary: 'The record of an upload; visible to its uploader only',
+    params: z.object({ id: Id }),
+    status: 200,
+    response: MediaFile,
+    errors: { 404: 'No such upload, or not yours' },
+  }),
+  serve: defineRoute({
+    method: 'GET',
+    path: '/v1/media/:id/:filename',
+    service: 'media',
+    summary:
+      'The file itself, public by its unguessable url (for <img>). Honours Range (206) and If-None-Match (304); active types come as attachments.',
+    auth: false,
+    params: z.object({ id: Id, filename: z.string().min(1).max(1024) }),
+    status: 200,
+    response: FileBytes,
+    errors: { 404: 'No such file', 416: 'Range not satisfiable' },
+  }),
+};

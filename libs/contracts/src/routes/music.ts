@@ -1,2 +1,60 @@
-/** Routes of this area; filled in by the issue that builds it. */
-export const musicRoutes = {};
+import { z } from 'zod';
+import { Empty, Id } from '../common.ts';
+import { PlayBody, PlayerState, PlayerTarget, SkipBody, VolumeBody } from '../music.ts';
+import { defineRoute } from '../route.ts';
+
+/** Outcomes every music control shares: who may control is asked of guilds. */
+const CONTROL_ERRORS = {
+  400: 'Invalid input, or the channel is a text channel',
+  403: 'Not in the voice channel, or music is locked there and the caller is neither its owner nor may manage channels',
+  404: 'Unknown channel, not visible to the caller, or not in that server',
+  502: 'The guilds service answered something unexpected',
+  503: 'The guilds service (who may control) is unavailable',
+  504: 'The guilds service did not answer in time',
+} as const;
+
+const control = <B extends z.ZodType>(action: string, summary: string, body: B, errors: Record<number, string> = {}) =>
+  defineRoute({
+    method: 'POST',
+    path: `/v1/music/${action}`,
+    service: 'music',
+    summary,
+    body,
+    status: 200,
+    response: PlayerState,
+    errors: { ...CONTROL_ERRORS, ...errors },
+  });
+
+export const musicRoutes = {
+  play: control('play', 'Enqueue a track; it plays at once when the player is idle', PlayBody, { 409: 'The queue is full' }),
+  skip: defineRoute({
+    method: 'POST',
+    path: '/v1/music/skip',
+    service: 'music',
+    summary: 'Skip the current track, only if it is still the one named by url (and trackId when given)',
+    body: SkipBody,
+    status: 200,
+    response: Empty,
+    errors: { ...CONTROL_ERRORS, 409: 'That track is no longer playing (a stale skip)' },
+  }),
+  pause: control('pause', 'Pause the current track (no change when already paused)', PlayerTarget, { 409: 'Nothing is playing' }),
+  resume: control('resume', 'Resume the current track (no change when not paused)', PlayerTarget, { 409: 'Nothing is playing' }),
+  stop: control('stop', 'Stop playing and clear the queue', PlayerTarget),
+  volume: control('volume', 'Set the volume, 0 to 200', VolumeBody),
+  state: defineRoute({
+    method: 'GET',
+    path: '/v1/music/:channelId',
+    service: 'music',
+    summary: "A voice channel's player: current track, queue, paused, volume (idle when nothing was ever played)",
+    params: z.object({ channelId: Id }),
+    status: 200,
+    response: PlayerState,
+    errors: {
+      400: 'Not a UUID, or a text channel',
+      404: CONTROL_ERRORS[404],
+      502: CONTROL_ERRORS[502],
+      503: CONTROL_ERRORS[503],
+      504: CONTROL_ERRORS[504],
+    },
+  }),
+};

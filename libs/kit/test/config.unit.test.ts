@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { baseConfig, ConfigError, databaseConfig, env, loadConfig } from '../src/config.ts';
+
+const ServiceConfig = baseConfig.extend(databaseConfig.shape).extend({ PORT: env.port(3000), VERBOSE: env.bool(false), PEERS: env.list() });
+
+function configError(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('parses a good environment with its defaults and conversions', () => {
+    const config = loadConfig(ServiceConfig, { DATABASE_URL: 'postgres://db/x', PORT: '4000', VERBOSE: '1', PEERS: 'a, b,,c' });
+    expect(config).toMatchObject({ PORT: 4000, VERBOSE: true, PEERS: ['a', 'b', 'c'], LOG_LEVEL: 'info', DATABASE_POOL_SIZE: 10 });
+  });
+
+  it('names every missing and bad variable in one message', () => {
+    const err = configError(() =>
+      loadConfig(ServiceConfig, { PORT: 'abc', LOG_LEVEL: 'loud', BUS_NAMESPACE: 'Has Spaces', VERBOSE: 'yes' }),
+    );
+    const names = err.problems.map((p) => p.split(':')[0]);
+    expect(names.sort()).toEqual(['BUS_NAMESPACE', 'DATABASE_URL', 'LOG_LEVEL', 'PORT', 'VERBOSE']);
+    expect(err.problems.find((p) => p.startsWith('DATABASE_URL'))).toMatch(/^DATABASE_URL: missing/);
+    for (const name of names) expect(err.message).toContain(`  - ${name}: `);
+  });
+
+  it('rejects an out-of-range port and a URL of the wrong kind', () => {
+    const err = configError(() => loadConfig(ServiceConfig, { PORT: '70000', DATABASE_URL: 'mysql://db/x' }));
+    expect(err.problems).toHaveLength(2);
+    expect(err.message).toMatch(/PORT: /);
+    expect(err.message).toMatch(/DATABASE_URL: must be a postgres:\/\/ URL/);
+  });
+
+  it('never repeats the value of a bad variable (it may be a secret)', () => {
+    const err = configError(() => loadConfig(z.object({ API_SECRET: z.string().min(32) }), { API_SECRET: 'short-secret-value' }));
+    expect(err.message).toContain('API_SECRET');
+    expect(err.message).not.toContain('short-secret-value');
+  });
+
+  it('treats an empty variable as unset, so the default applies', () => {
+    const config = loadConfig(ServiceConfig, { DATABASE_URL: 'postgres://db/x', PORT: '', DATABASE_POOL_SIZE: '' });
+    expect(config.PORT).toBe(3000);
+    expect(config.DATABASE_POOL_SIZE).toBe(10);
+  });
+});

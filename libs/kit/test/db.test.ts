@@ -1,0 +1,138 @@
+import { createTestDatabase } from '@chat/testkit';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createPool, exec, many, maybeOne, one, translatePgError, withTx } from '../src/db.ts';
+import { AppError } from '../src/errors.ts';
+
+const db = await createTestDatabase(inject('backing').postgresUrl, 'kitdb');
+const pool = createPool(db.url, 4);
+await pool.query(`CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL CONSTRAINT items_name_key UNIQUE,
+  created_at timestamptz NOT NULL DEFAULT now(), mask bigint NOT NULL DEFAULT 0)`);
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+});
+
+async function appError(promise: Promise<unknown>): Promise<AppError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AppError);
+  return err as AppError;
+}
+
+describe('query helpers', () => {
+  it('exec answers how many rows it touched; many answers every row', async () => {
+    expect(await exec(pool, "INSERT INTO items (id, name) VALUES (1, 'one'), (2, 'two'), (3, 'three')")).toBe(3);
+    expect(await exec(pool, 'UPDATE items SET mask = $1 WHERE id > $2', [2 ** 40, 1])).toBe(2);
+    expect(await exec(pool, 'DELETE FROM items WHERE id = 99')).toBe(0);
+    const rows = await many<{ id: number; mask: number }>(pool, 'SELECT id, mask FROM items ORDER BY id');
+    expect(rows).toEqual([
+      { id: 1, mask: 0 },
+      { id: 2, mask: 2 ** 40 },
+      { id: 3, mask: 2 ** 40 },
+    ]);
+    expect(await many(pool, 'SELECT * FROM items WHERE id > 100')).toEqual([]);
+  });
+
+  it('one answers the row, or a 404 naming what was looked for', async () => {
+    await exec(pool, "INSERT INTO items (id, name) VALUES (10, 'ten')");
+    expect(await one(pool, 'SELECT id, name FROM items WHERE id = $1', [10], 'Item')).toEqual({ id: 10, name: 'ten' });
+    const err = await appError(one(pool, 'SELECT id FROM items WHERE id = $1', [404], 'Item'));
+    expect(err.status).toBe(404);
+    expect(err.message).toBe('Item not found');
+  });
+
+  it('maybeOne answers undefined when there is no row', async () => {
+    expect(await maybeOne(pool, 'SELECT id FROM items WHERE id = $1', [-1])).toBeUndefined();
+  });
+
+  it('answers timestamps as ISO strings in UTC', async () => {
+    const row = await one<{ at: string }>(pool, "SELECT '2024-03-01 12:30:00.123456+05:30'::timestamptz AS at");
+    expect(row.at).toBe('2024-03-01T07:00:00.123Z');
+  });
+
+  it('does not crash on an infinite timestamp', async () => {
+    const row = await one<{ at: string }>(pool, "SELECT 'infinity'::timestamptz AS at");
+    expect(row.at).toBe('infinity');
+  });
+
+  it('turns a unique violation into a 409 naming the constraint, without the driver detail', async () => {
+    await exec(pool, "INSERT INTO items (id, name) VALUES (20, 'dup')");
+    const err = await appError(exec(pool, "INSERT INTO items (id, name) VALUES (21, 'dup')"));
+    expect(err.status).toBe(409);
+    expect(err.message).toBe('Already exists (items name)');
+    expect(err.message).not.toContain('dup');
+    expect(await many(pool, "SELECT id FROM items WHERE name = 'dup'")).toEqual([{ id: 20 }]);
+  });
+
+  it('turns a malformed identifier into a 400', async () => {
+    await exec(pool, 'CREATE TABLE IF NOT EXISTS things (id uuid PRIMARY KEY)');
+    const err = await appError(maybeOne(pool, 'SELECT id FROM things WHERE id = $1', ['not-a-uuid']));
+    expect(err.status).toBe(400);
+  });
+
+  it('turns a lost database into a 503 and keeps other errors as they are', () => {
+    const lost = translatePgError(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+    expect(lost).toMatchObject({ status: 503, message: 'Database unavailable' });
+    const refused = translatePgError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    expect(refused).toMatchObject({ status: 503 });
+    const syntax = Object.assign(new Error('syntax error'), { code: '42601' });
+    expect(translatePgError(syntax)).toBe(syntax);
+  });
+
+  it('answers 503 when the database cannot be reached', async () => {
+    const nowhere = createPool('postgres://postgres@127.0.0.1:1/none', 1);
+    try {
+      expect((await appError(many(nowhere, 'SELECT 1'))).status).toBe(503);
+      expect((await appError(withTx(nowhere, async () => 1))).status).toBe(503);
+    } finally {
+      await nowhere.end();
+    }
+  });
+});
+
+describe('withTx', () => {
+  it('commits when the function resolves and answers its result', async () => {
+    const result = await withTx(pool, async (tx) => {
+      await exec(tx, "INSERT INTO items (id, name) VALUES (30, 'committed')");
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(await maybeOne(pool, 'SELECT id FROM items WHERE id = 30')).toEqual({ id: 30 });
+  });
+
+  it('rolls back everything when the function throws, and rethrows its error', async () => {
+    const failure = new AppError(403, 'Missing permission');
+    await expect(
+      withTx(pool, async (tx) => {
+        await exec(tx, "INSERT INTO items (id, name) VALUES (40, 'rolled back')");
+        await exec(tx, "UPDATE items SET name = 'changed' WHERE id = 30");
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await maybeOne(pool, 'SELECT id FROM items WHERE id = 40')).toBeUndefined();
+    expect(await one(pool, 'SELECT name FROM items WHERE id = 30')).toEqual({ name: 'committed' });
+  });
+
+  it('rolls back on a unique violation inside and answers 409', async () => {
+    const err = await appError(
+      withTx(pool, async (tx) => {
+        await exec(tx, "INSERT INTO items (id, name) VALUES (50, 'fifty')");
+        await tx.query("INSERT INTO items (id, name) VALUES (51, 'fifty')");
+      }),
+    );
+    expect(err.status).toBe(409);
+    expect(await maybeOne(pool, 'SELECT id FROM items WHERE id = 50')).toBeUndefined();
+  });
+
+  it('gives its connection back to the pool even after failures', async () => {
+    for (let i = 0; i < 10; i++) {
+      await withTx(pool, async () => {
+        throw new Error('boom');
+      }).catch(() => {});
+    }
+    expect(pool.totalCount).toBeLessThanOrEqual(4);
+    expect(pool.idleCount).toBe(pool.totalCount);
+  });
+});

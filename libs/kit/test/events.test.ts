@@ -1,0 +1,308 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
+import { createPool, exec, many, one, type Pool, type Queryable, withTx } from '../src/db.ts';
+import { applyOnce, type ConsumerHandle, consumeEvents, enqueueEvent, type Relay, startOutboxRelay } from '../src/events.ts';
+import { migrate } from '../src/migrate.ts';
+import { captureLogs } from './logs.ts';
+
+const STREAM = { name: 'KITTEST', subjects: ['kit.>'] };
+const migrationsDir = await mkdtemp(join(tmpdir(), 'kit-events-'));
+await writeFile(
+  join(migrationsDir, '0001_applied.sql'),
+  'CREATE TABLE applied (consumer text NOT NULL, event_id uuid NOT NULL, data jsonb NOT NULL);',
+);
+
+const backing = inject('backing');
+const runtime = await createTestRuntime({ service: 'kitevents', migrationsDir, stream: STREAM, backing });
+const streamName = runtime.bus.name(STREAM.name);
+afterAll(() => runtime.close());
+
+interface Stored {
+  msgId: string | undefined;
+  requestId: string | undefined;
+  subject: string;
+  event: EventEnvelope<{ n?: number }>;
+}
+
+/** Every message the stream holds, in stream order. */
+async function stored(): Promise<Stored[]> {
+  const { state } = await runtime.bus.jsm.streams.info(streamName);
+  const out: Stored[] = [];
+  for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+    const m = await runtime.bus.jsm.streams.getMessage(streamName, { seq });
+    if (!m) continue;
+    out.push({
+      msgId: m.header.get('Nats-Msg-Id'),
+      requestId: m.header.get('x-request-id') || undefined,
+      subject: m.subject,
+      event: m.json(),
+    });
+  }
+  return out;
+}
+
+const storedIds = async () => (await stored()).map((s) => s.msgId);
+
+async function commitEvent(subject: string, data: unknown, requestId?: string): Promise<string> {
+  return withTx(runtime.pool, (tx) => enqueueEvent(tx, subject, data, requestId));
+}
+
+describe('outbox and relay', () => {
+  it('publishes an event of a committed transaction with its id as Nats-Msg-Id and the request id', async () => {
+    const id = await commitEvent('kit.widget.created', { n: 1 }, 'req-outbox-1');
+    await runtime.relay.flush();
+    const message = (await stored()).find((s) => s.msgId === id);
+    expect(message).toMatchObject({
+      requestId: 'req-outbox-1',
+      subject: runtime.bus.subject('kit.widget.created'),
+      event: { id, subject: 'kit.widget.created', data: { n: 1 }, occurredAt: expect.any(String) },
+    });
+    expect(await one(runtime.pool, 'SELECT sent_at IS NOT NULL AS sent FROM outbox WHERE id = $1', [id])).toEqual({ sent: true });
+  });
+
+  it('never publishes the event of a rolled-back transaction', async () => {
+    let id = '';
+    await expect(
+      withTx(runtime.pool, async (tx) => {
+        id = await enqueueEvent(tx, 'kit.widget.created', { n: 2 });
+        throw new Error('change refused');
+      }),
+    ).rejects.toThrow('change refused');
+    await runtime.relay.flush();
+    expect(await storedIds()).not.toContain(id);
+    expect(await many(runtime.pool, 'SELECT 1 FROM outbox WHERE id = $1', [id])).toEqual([]);
+  });
+
+  it('lets the stream drop a republished event (a relay that crashed before marking it sent)', async () => {
+    const id = await commitEvent('kit.widget.created', { n: 3 });
+    await runtime.relay.flush();
+    const before = (await stored()).length;
+    await exec(runtime.pool, 'UPDATE outbox SET sent_at = NULL WHERE id = $1', [id]);
+    await runtime.relay.flush();
+    expect((await stored()).length).toBe(before);
+    expect((await storedIds()).filter((m) => m === id)).toHaveLength(1);
+    expect(await one(runtime.pool, 'SELECT sent_at IS NOT NULL AS sent FROM outbox WHERE id = $1', [id])).toEqual({ sent: true });
+  });
+
+  it('publishes in commit order', async () => {
+    const early = await runtime.pool.connect();
+    try {
+      await early.query('BEGIN');
+      const begunFirst = await enqueueEvent(early, 'kit.widget.created', { n: 4 });
+      const committedFirst = await commitEvent('kit.widget.created', { n: 5 });
+      await runtime.relay.flush();
+      await early.query('COMMIT');
+      await runtime.relay.flush();
+      const ids = await storedIds();
+      expect(ids.indexOf(committedFirst)).toBeLessThan(ids.indexOf(begunFirst));
+    } finally {
+      early.release();
+    }
+    const sequence: string[] = [];
+    for (let n = 0; n < 30; n++) sequence.push(await commitEvent('kit.widget.updated', { n }));
+    await runtime.relay.flush();
+    expect((await storedIds()).filter((id) => id && sequence.includes(id))).toEqual(sequence);
+  });
+
+  it('has published every event committed before flush() when flush() resolves', async () => {
+    for (let n = 0; n < 40; n++) {
+      const id = await commitEvent('kit.widget.flushed', { n });
+      await runtime.relay.flush();
+      const last = (await stored()).at(-1);
+      expect(last?.msgId).toBe(id);
+    }
+  });
+
+  it('marks nothing sent while it cannot publish, and publishes once it can', async () => {
+    await runtime.bus.jsm.streams.delete(streamName);
+    try {
+      const id = await commitEvent('kit.widget.created', { n: 6 });
+      await expect(runtime.relay.flush()).rejects.toThrow();
+      expect(await one(runtime.pool, 'SELECT sent_at FROM outbox WHERE id = $1', [id])).toEqual({ sent_at: null });
+      await ensureStream(runtime.bus, STREAM);
+      await runtime.relay.flush();
+      expect(await storedIds()).toEqual([id]);
+      expect(await one(runtime.pool, 'SELECT sent_at IS NOT NULL AS sent FROM outbox WHERE id = $1', [id])).toEqual({ sent: true });
+    } finally {
+      await ensureStream(runtime.bus, STREAM);
+    }
+  });
+});
+
+/** A database of its own with one relay, so that only that relay publishes its events. */
+function relayFixture(pollMs: number) {
+  const fixture = { pool: undefined as unknown as Pool, relay: undefined as unknown as Relay };
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase(backing.postgresUrl, 'kitrelay');
+    fixture.pool = createPool(db.url, 4);
+    await migrate(fixture.pool, migrationsDir);
+    fixture.relay = startOutboxRelay({ pool: fixture.pool, databaseUrl: db.url, bus: runtime.bus, log: captureLogs('warn').log, pollMs });
+  });
+  afterAll(async () => {
+    await fixture.relay.stop();
+    await fixture.pool.end();
+    await db.drop();
+  });
+  return fixture;
+}
+
+describe('relay flush', () => {
+  // A relay that polls all the time, so flush() always races with its own loop.
+  const fixture = relayFixture(1);
+
+  it('has published every committed event when flush() resolves, even while the loop is publishing', async () => {
+    for (let n = 0; n < 50; n++) {
+      const id = await withTx(fixture.pool, (tx) => enqueueEvent(tx, 'kit.relay.flushed', { n }));
+      await fixture.relay.flush();
+      expect((await stored()).at(-1)?.msgId).toBe(id);
+    }
+  });
+});
+
+describe('relay wake-up on commit', () => {
+  // A relay that only polls once a minute: anything published sooner was woken by NOTIFY.
+  const fixture = relayFixture(60_000);
+  const commit = (n: number) => withTx(fixture.pool, (tx) => enqueueEvent(tx, 'kit.relay.woken', { n }));
+  const published = async (ids: string[]) => {
+    const have = new Set(await storedIds());
+    return ids.every((id) => have.has(id));
+  };
+
+  it('publishes soon after commit without waiting for the poll', async () => {
+    const id = await commit(1);
+    await expect.poll(() => published([id]), { timeout: 3_000 }).toBe(true);
+  });
+
+  it('does not lose a commit that lands while it is publishing', async () => {
+    const ids = await Promise.all(Array.from({ length: 30 }, (_, n) => commit(n)));
+    await expect.poll(() => published(ids), { timeout: 3_000 }).toBe(true);
+    const late = await commit(99);
+    await expect.poll(() => published([late]), { timeout: 3_000 }).toBe(true);
+  });
+
+  it('listens again after its connection is killed', async () => {
+    const listenerPid = async () =>
+      (
+        await many<{ pid: number }>(
+          fixture.pool,
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN outbox' AND pid <> pg_backend_pid()",
+        )
+      ).map((r) => r.pid);
+    const [pid] = await listenerPid();
+    expect(pid).toBeDefined();
+    await fixture.pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await expect.poll(async () => (await listenerPid()).some((p) => p !== pid), { timeout: 8_000, interval: 200 }).toBe(true);
+    const id = await commit(2);
+    await expect.poll(() => published([id]), { timeout: 3_000 }).toBe(true);
+  });
+});
+
+describe('consumeEvents and applyOnce', () => {
+  const logs = captureLogs('error');
+  const calls = new Map<string, number>();
+  const failOnce = new Set<string>();
+  const handle = async (event: EventEnvelope, tx: Queryable) => {
+    calls.set(event.id, (calls.get(event.id) ?? 0) + 1);
+    if (failOnce.delete(event.id)) throw new Error('transient failure');
+    await tx.query('INSERT INTO applied (consumer, event_id, data) VALUES ($1, $2, $3)', ['kit-applier', event.id, event.data]);
+  };
+  const appliedCount = async (id: string) =>
+    (await one<{ n: number }>(runtime.pool, 'SELECT count(*)::int AS n FROM applied WHERE event_id = $1', [id])).n;
+  const consumerState = async (durable: string) => {
+    const info = await runtime.bus.jsm.consumers.info(streamName, runtime.bus.name(durable));
+    return { pending: info.num_pending, unacked: info.num_ack_pending };
+  };
+  const publishRaw = (envelope: EventEnvelope, msgID: string) =>
+    runtime.bus.js.publish(runtime.bus.subject(envelope.subject), JSON.stringify(envelope), { msgID, headers: requestHeaders() });
+  const envelope = (n: number): EventEnvelope => ({
+    id: crypto.randomUUID(),
+    subject: 'kit.consumed.created',
+    occurredAt: new Date().toISOString(),
+    data: { n },
+  });
+
+  const spec = { stream: STREAM.name, durable: 'kit-applier', filter: 'kit.consumed.*' };
+  let consumer: ConsumerHandle;
+  beforeAll(async () => {
+    consumer = await consumeEvents({ bus: runtime.bus, pool: runtime.pool, log: logs.log, spec, handle });
+  });
+  afterAll(() => consumer.stop());
+
+  it('applies an outbox event once and acks it', async () => {
+    const id = await commitEvent('kit.consumed.created', { n: 1 });
+    await runtime.relay.flush();
+    await expect.poll(() => appliedCount(id)).toBe(1);
+    await expect.poll(() => consumerState('kit-applier')).toEqual({ pending: 0, unacked: 0 });
+  });
+
+  it('applies an event once even when it is delivered twice', async () => {
+    const event = envelope(2);
+    await publishRaw(event, `${event.id}-first`);
+    await publishRaw(event, `${event.id}-again`);
+    await expect.poll(() => consumerState('kit-applier')).toEqual({ pending: 0, unacked: 0 });
+    expect(await appliedCount(event.id)).toBe(1);
+    expect(calls.get(event.id)).toBe(1);
+  });
+
+  it('redelivers the event of a handler that threw, and applies it once it succeeds', async () => {
+    const event = envelope(3);
+    failOnce.add(event.id);
+    await publishRaw(event, event.id);
+    await expect.poll(() => appliedCount(event.id), { timeout: 5_000 }).toBe(1);
+    expect(calls.get(event.id)).toBe(2);
+    expect(logs.entries().some((e) => e.eventId === event.id && e.msg === 'event handler failed; will be redelivered')).toBe(true);
+  });
+
+  it('survives a message that is not an event and goes on with the next', async () => {
+    await runtime.bus.js.publish(runtime.bus.subject('kit.consumed.garbage'), 'not json at all');
+    const event = envelope(4);
+    await publishRaw(event, event.id);
+    await expect.poll(() => appliedCount(event.id), { timeout: 5_000 }).toBe(1);
+  });
+
+  it('does not apply twice an event committed by a consumer that crashed before acking', async () => {
+    const durable = 'kit-crasher';
+    await runtime.bus.jsm.consumers.add(streamName, {
+      durable_name: runtime.bus.name(durable),
+      ack_policy: 'explicit' as never,
+      ack_wait: 1e9,
+      filter_subject: runtime.bus.subject('kit.crash.*'),
+    });
+    const event = { ...envelope(5), subject: 'kit.crash.created' };
+    await publishRaw(event, event.id);
+
+    const crashed = await runtime.bus.js.consumers.get(streamName, runtime.bus.name(durable));
+    const delivered = await crashed.next({ expires: 5_000 });
+    expect(delivered?.json<EventEnvelope>().id).toBe(event.id);
+    expect(await applyOnce(runtime.pool, durable, event, handle)).toBe(true);
+    // ...and the process dies here: no ack.
+
+    const restarted = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: STREAM.name, durable, filter: 'kit.crash.*' },
+      handle,
+    });
+    try {
+      await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
+      expect(await appliedCount(event.id)).toBe(1);
+      expect(calls.get(event.id)).toBe(1);
+    } finally {
+      await restarted.stop();
+    }
+  });
+
+  it('applyOnce answers false and skips the handler for an event this consumer already applied', async () => {
+    const event = envelope(6);
+    expect(await applyOnce(runtime.pool, 'kit-direct', event, handle)).toBe(true);
+    expect(await applyOnce(runtime.pool, 'kit-direct', event, handle)).toBe(false);
+    expect(calls.get(event.id)).toBe(1);
+    expect(await applyOnce(runtime.pool, 'another-consumer', event, handle)).toBe(true);
+  });
+});

@@ -1,0 +1,266 @@
+import { defineRoute } from '@chat/contracts';
+import { createTestIssuer, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AppError } from '../src/errors.ts';
+import { contextOf, createHttpApp, route } from '../src/http.ts';
+import { createTokenVerifier } from '../src/tokens.ts';
+import { captureLogs } from './logs.ts';
+
+const Widget = z.object({ id: z.string(), name: z.string(), size: z.number().int() });
+
+const widgets = {
+  create: defineRoute({
+    method: 'POST',
+    path: '/v1/widgets',
+    service: 'music',
+    summary: 'Create a widget',
+    auth: false,
+    body: z.object({ name: z.string().min(1), size: z.number().int().positive(), password: z.string().optional() }),
+    status: 201,
+    response: Widget,
+  }),
+  get: defineRoute({
+    method: 'GET',
+    path: '/v1/widgets/:widgetId',
+    service: 'music',
+    summary: 'A widget, as its owner sees it',
+    params: z.object({ widgetId: z.uuid() }),
+    query: z.object({ verbose: z.enum(['yes', 'no']).optional() }),
+    status: 200,
+    response: Widget,
+  }),
+  remove: defineRoute({
+    method: 'DELETE',
+    path: '/v1/widgets/:widgetId',
+    service: 'music',
+    summary: 'Delete a widget',
+    auth: false,
+    params: z.object({ widgetId: z.uuid() }),
+    status: 204,
+    response: null,
+  }),
+  fail: defineRoute({
+    method: 'POST',
+    path: '/v1/failures/:kind',
+    service: 'music',
+    summary: 'Throws what it is told to',
+    auth: false,
+    params: z.object({ kind: z.enum(['plain', 'conflict', 'unavailable', 'drift']) }),
+    status: 200,
+    response: Widget,
+  }),
+};
+
+const WIDGET_ID = '0190a6d2-6f1e-7c3a-8b4e-2f5d6c7b8a90';
+const SECRET_PASSWORD = 'hunter2-very-secret';
+const DATABASE_CAUSE = 'connection to 10.0.0.7 refused by pg_hba';
+
+const logs = captureLogs();
+const issuer = await createTestIssuer();
+const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+const app = createHttpApp({ log: logs.log, tokens, bodyLimit: 2_048, validateResponses: true });
+const seenRequestIds: string[] = [];
+
+route(app, widgets.create, async (req) => {
+  // A careless domain function logging the whole body: redaction must still hide the password.
+  req.log.info({ body: req.body, headers: req.headers }, 'creating widget');
+  return { id: 'w1', name: req.body.name, size: req.body.size };
+});
+route(app, widgets.get, async (req) => {
+  seenRequestIds.push(contextOf(req).requestId);
+  return { id: req.params.widgetId, name: `owned by ${req.user.id}`, size: 1 };
+});
+route(app, widgets.remove, async () => undefined);
+route(app, widgets.fail, async (req) => {
+  switch (req.params.kind) {
+    case 'plain':
+      throw new Error(DATABASE_CAUSE);
+    case 'conflict':
+      throw new AppError(409, 'Widget name already taken');
+    case 'unavailable':
+      throw new AppError(503, `Database unavailable: ${DATABASE_CAUSE}`);
+    case 'drift':
+      return { id: 'w1', name: 'no size' } as never;
+  }
+});
+afterAll(() => app.close());
+
+function expectErrorBody(res: LightMyRequestResponse, status: number): string {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  const body = res.json() as Record<string, unknown>;
+  expect(Object.keys(body)).toEqual(['error']);
+  expect(typeof body.error).toBe('string');
+  return body.error as string;
+}
+
+const postJson = (url: string, payload: unknown, headers: Record<string, string> = {}) =>
+  app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) });
+
+describe('createHttpApp and route', () => {
+  it('answers a valid request with the contract status and body', async () => {
+    const res = await postJson('/v1/widgets', { name: 'gear', size: 3 });
+    expect(res.statusCode).toBe(201);
+    expect(res.json()).toEqual({ id: 'w1', name: 'gear', size: 3 });
+  });
+
+  it('answers 204 with no body when the contract has no response', async () => {
+    const res = await app.inject({ method: 'DELETE', url: `/v1/widgets/${WIDGET_ID}` });
+    expect(res.statusCode).toBe(204);
+    expect(res.body).toBe('');
+  });
+
+  it('answers 400 naming the field when the body breaks its schema', async () => {
+    const error = expectErrorBody(await postJson('/v1/widgets', { name: 'gear', size: 'big' }), 400);
+    expect(error).toMatch(/^body\.size: /);
+  });
+
+  it('answers 400 naming a missing field', async () => {
+    const error = expectErrorBody(await postJson('/v1/widgets', { size: 1 }), 400);
+    expect(error).toMatch(/^body\.name: /);
+  });
+
+  it('answers 400 naming a bad path parameter and a bad query parameter', async () => {
+    const token = await issuer.sign('user-1');
+    const auth = { authorization: `Bearer ${token}` };
+    const badParam = await app.inject({ method: 'GET', url: '/v1/widgets/not-a-uuid', headers: auth });
+    expect(expectErrorBody(badParam, 400)).toMatch(/^path\.widgetId: /);
+    const badQuery = await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}?verbose=maybe`, headers: auth });
+    expect(expectErrorBody(badQuery, 400)).toMatch(/^query\.verbose: /);
+  });
+
+  it('answers 400 to malformed JSON and to an empty JSON body', async () => {
+    const malformed = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "gear",',
+    });
+    expect(expectErrorBody(malformed, 400)).toMatch(/malformed json/i);
+    const empty = await app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': 'application/json' }, payload: '' });
+    expectErrorBody(empty, 400);
+  });
+
+  it('answers 400 to a prototype-poisoning body', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name":"gear","size":1,"__proto__":{"admin":true}}',
+    });
+    expectErrorBody(res, 400);
+  });
+
+  it('answers 415 to a body that is not JSON', async () => {
+    const res = await app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': 'text/xml' }, payload: '<widget/>' });
+    expect(expectErrorBody(res, 415)).toMatch(/content-type/i);
+  });
+
+  it('answers 413 to a body over the limit', async () => {
+    const res = await postJson('/v1/widgets', { name: 'x'.repeat(4_000), size: 1 });
+    expect(expectErrorBody(res, 413)).toMatch(/too large/i);
+  });
+
+  it('answers 404 to an unknown route', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/nothing-here?x=1' });
+    expect(expectErrorBody(res, 404)).toBe('No route GET /v1/nothing-here');
+  });
+
+  it('answers 405 with Allow to a known path asked with another method', async () => {
+    const res = await app.inject({ method: 'PUT', url: `/v1/widgets/${WIDGET_ID}` });
+    expectErrorBody(res, 405);
+    expect(res.headers.allow).toBe('GET, DELETE');
+    const trailingSlash = await app.inject({ method: 'PATCH', url: '/v1/widgets/' });
+    expectErrorBody(trailingSlash, 405);
+    expect(trailingSlash.headers.allow).toBe('POST');
+  });
+
+  it('answers 401 on an authenticated route without a valid bearer token', async () => {
+    expect(expectErrorBody(await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}` }), 401)).toMatch(/token/i);
+    const forged = await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}`, headers: { authorization: 'Bearer abc.def.ghi' } });
+    expectErrorBody(forged, 401);
+    const basic = await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}`, headers: { authorization: 'Basic dTpw' } });
+    expectErrorBody(basic, 401);
+  });
+
+  it('gives the handler the verified caller', async () => {
+    const token = await issuer.sign('user-42');
+    const res = await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}`, headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ id: WIDGET_ID, name: 'owned by user-42', size: 1 });
+  });
+
+  it('answers an AppError with its status and message', async () => {
+    expect(expectErrorBody(await postJson('/v1/failures/conflict', {}), 409)).toBe('Widget name already taken');
+  });
+
+  it('answers 500 to a plain Error without its message, and logs the cause', async () => {
+    const res = await postJson('/v1/failures/plain', {});
+    expect(expectErrorBody(res, 500)).toBe('Internal server error');
+    expect(res.body).not.toContain('10.0.0.7');
+    const failure = logs.entries().find((e) => e.msg === 'request failed' && e.reqId === res.headers['x-request-id']);
+    expect((failure?.err as { message?: string })?.message).toBe(DATABASE_CAUSE);
+  });
+
+  it('hides the message of a 5xx AppError', async () => {
+    const res = await postJson('/v1/failures/unavailable', {});
+    expect(expectErrorBody(res, 503)).toBe('Service unavailable');
+  });
+
+  it('answers 500 when a reply breaks its own contract (validateResponses)', async () => {
+    expect(expectErrorBody(await postJson('/v1/failures/drift', {}), 500)).toBe('Internal server error');
+  });
+});
+
+describe('request ids', () => {
+  const get = async (headers: Record<string, string>) => {
+    const token = await issuer.sign('user-1');
+    return app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}`, headers: { authorization: `Bearer ${token}`, ...headers } });
+  };
+
+  it('accepts a well-formed x-request-id, hands it to the handler and echoes it', async () => {
+    const res = await get({ 'x-request-id': 'gw-1234.abc:5' });
+    expect(res.headers['x-request-id']).toBe('gw-1234.abc:5');
+    expect(seenRequestIds.at(-1)).toBe('gw-1234.abc:5');
+    expect(logs.entries().some((e) => e.reqId === 'gw-1234.abc:5')).toBe(true);
+  });
+
+  it.each([
+    ['too long', 'a'.repeat(129)],
+    ['with spaces and quotes', 'abc "def"'],
+    ['with a JSON fragment', '{"level":60}'],
+  ])('replaces a request id that is %s with a generated one', async (_label, given) => {
+    const res = await get({ 'x-request-id': given });
+    const id = res.headers['x-request-id'];
+    expect(id).not.toBe(given);
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(seenRequestIds.at(-1)).toBe(id);
+  });
+
+  it('generates a distinct request id when none is given, also on error answers', async () => {
+    const a = await get({});
+    const b = await app.inject({ method: 'GET', url: '/v1/unknown' });
+    expect(a.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(b.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+  });
+});
+
+describe('secrets in logs', () => {
+  it('never writes the Authorization header or a password', async () => {
+    const token = await issuer.sign('user-1');
+    await postJson('/v1/widgets', { name: 'gear', size: 1, password: SECRET_PASSWORD }, { authorization: `Bearer ${token}` });
+    await app.inject({ method: 'GET', url: `/v1/widgets/${WIDGET_ID}`, headers: { authorization: `Bearer ${token}` } });
+    await postJson('/v1/failures/plain', { password: SECRET_PASSWORD }, { authorization: `Bearer ${token}` });
+    const logged = logs.entries().findLast((e) => e.msg === 'creating widget') as {
+      body: { password: string };
+      headers: { authorization: string };
+    };
+    expect(logged.body.password).toBe('[redacted]');
+    expect(logged.headers.authorization).toBe('[redacted]');
+    expect(logs.text()).not.toContain(SECRET_PASSWORD);
+    expect(logs.text()).not.toContain(token);
+  });
+});

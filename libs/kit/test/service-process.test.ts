@@ -1,0 +1,103 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { connectBus } from '@chat/kit';
+import { createTestDatabase, deleteNamespaceStreams, testNamespace } from '@chat/testkit';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { captureLogs } from './logs.ts';
+
+// These tests start a real service (music, the smallest) as its own process, as production does.
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const backing = inject('backing');
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function startMusic(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'services/music/src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk;
+  });
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => ({ stdout, stderr }) };
+}
+
+async function waitUntilLive(url: string, exited: Promise<unknown>) {
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  const deadline = Date.now() + 45_000;
+  while (Date.now() < deadline && !gone) {
+    const ok = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`service at ${url} never became ready`);
+}
+
+describe('a service process', () => {
+  it('refuses to start with a bad configuration and names every bad variable', async () => {
+    const music = startMusic({ PORT: 'abc', DATABASE_URL: 'mysql://nope', LOG_LEVEL: 'chatty' });
+    const code = await music.exited;
+    const { stderr } = music.output();
+    expect(code).toBe(78);
+    expect(stderr).toMatch(/^music: Invalid configuration:/);
+    for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL']) expect(stderr).toContain(`  - ${name}: `);
+    expect(stderr).not.toContain('mysql://nope');
+  }, 30_000);
+
+  it('exits 0 on SIGTERM within its grace period, with its port closed', async () => {
+    const db = await createTestDatabase(backing.postgresUrl, 'musicproc');
+    const namespace = testNamespace('musicproc');
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const music = startMusic({
+      PORT: String(port),
+      DATABASE_URL: db.url,
+      NATS_URL: backing.natsUrl,
+      BUS_NAMESPACE: namespace,
+      SHUTDOWN_GRACE_MS: '5000',
+    });
+    try {
+      await waitUntilLive(url, music.exited);
+      const stoppedAt = Date.now();
+      music.child.kill('SIGTERM');
+      expect(await music.exited).toBe(0);
+      expect(Date.now() - stoppedAt).toBeLessThan(5_000);
+      await expect(fetch(`${url}/health/live`, { signal: AbortSignal.timeout(1_000) })).rejects.toThrow();
+      const logged = music
+        .output()
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { msg: string; signal?: string });
+      expect(logged.some((entry) => entry.msg === 'shutting down' && entry.signal === 'SIGTERM')).toBe(true);
+    } finally {
+      const bus = await connectBus({ url: backing.natsUrl, namespace, name: 'cleanup', log: captureLogs('silent').log });
+      await deleteNamespaceStreams(bus, namespace);
+      await bus.nc.drain();
+      await db.drop();
+    }
+  }, 60_000);
+});

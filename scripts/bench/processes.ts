@@ -1,0 +1,86 @@
+import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase, resolveBacking, SERVICES, type ServiceProcess, startPlatform, testNamespace } from '@chat/testkit';
+import { freePort } from '../../test/setup/platform.ts';
+
+export interface Running<T> {
+  value: T;
+  stop(): Promise<void>;
+}
+
+export interface BenchPlatform {
+  urls: Record<ServiceProcess, string>;
+  logDir: string;
+}
+
+/**
+ * Every service and the gateway as their own processes, on free ports, with fresh databases and a
+ * bus namespace of their own (as the end-to-end tests do), so a bench never touches a developer's
+ * data. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see client-ips.ts), and
+ * registration answers with a token at once (no email verification).
+ */
+export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: string }): Promise<Running<BenchPlatform>> {
+  const resolved = await resolveBacking();
+  const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(resolved.backing.postgresUrl, `bench_${s}`)));
+  const dropAll = async () => {
+    await Promise.all(databases.map((d) => d.drop().catch(() => {})));
+    await resolved.stop();
+  };
+  const names: ServiceProcess[] = ['gateway', ...SERVICES];
+  const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
+  const namespace = testNamespace('bench');
+  const logDir = join(tmpdir(), `chat-bench-${namespace}`);
+  try {
+    const platform = await startPlatform({
+      backing: resolved.backing,
+      ports,
+      databases: Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as Record<(typeof SERVICES)[number], string>,
+      namespace,
+      logDir,
+      baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
+      extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' } },
+    });
+    return {
+      value: { urls: platform.urls, logDir },
+      stop: async () => {
+        await platform.stop();
+        await dropAll();
+      },
+    };
+  } catch (err) {
+    await dropAll();
+    throw err;
+  }
+}
+
+/** The bare Fastify hello-world (baseline-server.ts) as its own process; resolves once it answers. */
+export async function startBaseline(): Promise<Running<string>> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./baseline-server.ts', import.meta.url).pathname, String(port)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the baseline server exited with code ${child.exitCode}`);
+    if (await answers(url)) return { value: url, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stop();
+  throw new Error(`the baseline server did not answer at ${url} within 20 s`);
+}
+
+async function answers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(500) })).ok;
+  } catch {
+    return false;
+  }
+}

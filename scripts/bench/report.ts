@@ -1,0 +1,114 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import type { Figures } from './load.ts';
+
+/** One measured row: a scenario's load sent to one target. */
+export interface Measurement {
+  scenario: string;
+  summary: string;
+  /** Where the load went: the gateway, or a service directly. */
+  via: string;
+  connections: number;
+  figures: Figures;
+  /** The bare Fastify hello-world at the same connections, measured just before this scenario. */
+  baseline: Figures;
+  /** This row's req/s over the baseline's. */
+  ratioToBaseline: number;
+  /** On the gateway row of a scenario with a direct row: gateway req/s over the service's own. */
+  ratioToDirect?: number;
+}
+
+/** A scenario that did not run: skipped by its setup (not built yet), or its setup failed. */
+export interface NotRun {
+  scenario: string;
+  reason: string;
+  failed: boolean;
+}
+
+export interface BenchReport {
+  startedAt: string;
+  machine: { node: string; platform: string; cpus: number; cpuModel: string };
+  settings: {
+    durationSeconds: number;
+    warmupSeconds: number;
+    connections: number;
+    clientIpPool: number;
+    logLevel: string;
+    nodeEnv: string;
+  };
+  measurements: Measurement[];
+  notRun: NotRun[];
+}
+
+export function machine(): BenchReport['machine'] {
+  const cores = cpus();
+  return {
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    cpus: cores.length,
+    cpuModel: cores[0]?.model ?? 'unknown',
+  };
+}
+
+/** A result is suspect when any answer had the wrong status or any request failed. */
+export function isSuspect(m: Measurement): boolean {
+  return m.figures.unexpected > 0 || m.figures.errors > 0;
+}
+
+const COLUMNS = [
+  'scenario',
+  'via',
+  'conns',
+  'req/s',
+  'p50 ms',
+  'p99 ms',
+  'base req/s',
+  'base p50',
+  'base p99',
+  'x base',
+  'x direct',
+  'bad',
+];
+
+export function formatTable(report: BenchReport): string {
+  const rows = report.measurements.map((m) => [
+    m.scenario,
+    m.via,
+    String(m.connections),
+    String(m.figures.requestsPerSecond),
+    String(m.figures.p50),
+    String(m.figures.p99),
+    String(m.baseline.requestsPerSecond),
+    String(m.baseline.p50),
+    String(m.baseline.p99),
+    m.ratioToBaseline.toFixed(3),
+    m.ratioToDirect === undefined ? '' : m.ratioToDirect.toFixed(3),
+    isSuspect(m) ? `${m.figures.unexpected + m.figures.errors} (${describeStatuses(m.figures)})` : '0',
+  ]);
+  const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const out = [line(COLUMNS), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+  for (const n of report.notRun) out.push(`${n.failed ? 'FAILED ' : 'skipped'} ${n.scenario}: ${n.reason}`);
+  const s = report.settings;
+  out.push(
+    '',
+    `${s.durationSeconds} s per row after ${s.warmupSeconds} s warm-up; client IPs from a pool of ${s.clientIpPool}; ` +
+      `services at NODE_ENV=${s.nodeEnv}, LOG_LEVEL=${s.logLevel}; ${report.machine.cpus} cores, Node ${report.machine.node}`,
+  );
+  return out.join('\n');
+}
+
+function describeStatuses(f: Figures): string {
+  const statuses = Object.entries(f.statuses).map(([status, n]) => `${status}: ${n}`);
+  if (f.errors > 0) statuses.push(`errors: ${f.errors}`);
+  return statuses.join(', ');
+}
+
+/** Writes the report as `<dir>/<timestamp>.json` and returns the path. */
+export async function writeReport(report: BenchReport, dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const path = join(dir, `${report.startedAt.replace(/[:.]/g, '-')}.json`);
+  await writeFile(path, `${JSON.stringify(report, null, 2)}\n`);
+  return path;
+}

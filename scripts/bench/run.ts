@@ -1,0 +1,144 @@
+import { configOrExit } from '@chat/kit';
+import { clientIpCycle } from './client-ips.ts';
+import { createContext } from './context.ts';
+import { type Figures, type LoadSettings, measure } from './load.ts';
+import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
+import { loadScenarios, selectScenarios } from './registry.ts';
+import { type BenchReport, formatTable, isSuspect, type Measurement, machine, type NotRun, writeReport } from './report.ts';
+import { type BenchContext, isSkip, type Scenario, type ScenarioLoad } from './scenario.ts';
+import { BenchSettings } from './settings.ts';
+
+// `npm run bench`: starts the platform and a baseline server, runs every scenario of scenarios/
+// (or those BENCH_SCENARIOS names), prints a table and writes it to bench-results/. See README.md.
+
+const settings = configOrExit(BenchSettings, 'bench');
+const scenarios = selectScenarios(await loadScenarios(), settings.BENCH_SCENARIOS);
+const nextClientIp = clientIpCycle(settings.BENCH_IP_POOL);
+const running: Running<unknown>[] = [];
+stopOnSignals();
+
+progress(`starting the platform and the baseline (${scenarios.length} scenarios: ${scenarios.map((s) => s.name).join(', ')})`);
+const [platform, baseline] = await startProcesses(settings);
+progress(`platform ready (logs in ${platform.logDir})`);
+
+const report: BenchReport = {
+  startedAt: new Date().toISOString(),
+  machine: machine(),
+  settings: {
+    durationSeconds: settings.BENCH_DURATION,
+    warmupSeconds: settings.BENCH_WARMUP,
+    connections: settings.BENCH_CONNECTIONS,
+    clientIpPool: settings.BENCH_IP_POOL,
+    logLevel: settings.BENCH_LOG_LEVEL,
+    nodeEnv: settings.BENCH_NODE_ENV,
+  },
+  measurements: [],
+  notRun: [],
+};
+const ctx = createContext(platform.urls, nextClientIp);
+
+try {
+  for (const scenario of scenarios) {
+    const outcome = await runScenario(scenario, ctx);
+    if ('reason' in outcome) report.notRun.push(outcome);
+    else report.measurements.push(...outcome);
+  }
+} finally {
+  await stopAll();
+}
+
+console.log(`\n${formatTable(report)}`);
+console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
+const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
+if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
+process.exitCode = trustworthy ? 0 : 1;
+
+/** Measures one scenario through the gateway, and straight to its service when it names one. */
+async function runScenario(scenario: Scenario, context: BenchContext): Promise<Measurement[] | NotRun> {
+  let load: Awaited<ReturnType<Scenario['setup']>>;
+  try {
+    load = await scenario.setup(context);
+  } catch (err) {
+    return { scenario: scenario.name, reason: `setup failed: ${(err as Error).message}`, failed: true };
+  }
+  if (isSkip(load)) return { scenario: scenario.name, reason: load.skip, failed: false };
+  const connections = scenario.connections ?? settings.BENCH_CONNECTIONS;
+  const base = await measureBaseline(connections);
+  const through = await measureRow(scenario, 'gateway', load, connections, base);
+  if (!scenario.direct) return [through];
+  const direct = await measureRow(scenario, scenario.direct, load, connections, base);
+  through.ratioToDirect = ratio(through.figures, direct.figures);
+  return [through, direct];
+}
+
+async function measureRow(
+  scenario: Scenario,
+  via: keyof BenchPlatform['urls'],
+  load: ScenarioLoad,
+  connections: number,
+  base: Figures,
+): Promise<Measurement> {
+  progress(`${scenario.name} via ${via}, ${connections} connections`);
+  const figures = await measure(platform.urls[via], load, loadSettings(connections));
+  return {
+    scenario: scenario.name,
+    summary: scenario.summary,
+    via,
+    connections,
+    figures,
+    baseline: base,
+    ratioToBaseline: ratio(figures, base),
+  };
+}
+
+/**
+ * The baseline, measured right before each scenario at its concurrency: on a machine whose load
+ * drifts (other work, thermal limits), each ratio compares figures taken under the same conditions.
+ */
+async function measureBaseline(connections: number): Promise<Figures> {
+  progress(`baseline (bare Fastify hello-world), ${connections} connections`);
+  return measure(baseline, { requests: [{ method: 'GET', path: '/' }] }, loadSettings(connections));
+}
+
+function loadSettings(connections: number): LoadSettings {
+  return { connections, durationSeconds: settings.BENCH_DURATION, warmupSeconds: settings.BENCH_WARMUP, nextClientIp };
+}
+
+function ratio(a: Figures, b: Figures): number {
+  return b.requestsPerSecond === 0 ? 0 : a.requestsPerSecond / b.requestsPerSecond;
+}
+
+/** Starts both; when either fails, stops the one that started. */
+async function startProcesses(s: BenchSettings): Promise<[BenchPlatform, string]> {
+  const started = await Promise.allSettled([
+    startBenchPlatform({ nodeEnv: s.BENCH_NODE_ENV, logLevel: s.BENCH_LOG_LEVEL }),
+    startBaseline(),
+  ]);
+  for (const result of started) if (result.status === 'fulfilled') running.push(result.value);
+  const failure = started.find((r) => r.status === 'rejected');
+  if (failure) {
+    await stopAll();
+    throw failure.reason;
+  }
+  const [p, b] = started as [PromiseFulfilledResult<Running<BenchPlatform>>, PromiseFulfilledResult<Running<string>>];
+  return [p.value.value, b.value.value];
+}
+
+async function stopAll() {
+  await Promise.all(running.splice(0).map((r) => r.stop().catch((err) => console.error(`while stopping: ${(err as Error).message}`))));
+}
+
+/** Ctrl-C stops the processes and drops the bench databases before leaving. */
+function stopOnSignals() {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, async () => {
+      progress(`${signal}: stopping`);
+      await stopAll();
+      process.exit(130);
+    });
+  }
+}
+
+function progress(message: string) {
+  console.error(`[bench] ${message}`);
+}

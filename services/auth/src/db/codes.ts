@@ -1,0 +1,82 @@
+import { exec, maybeOne, type Queryable } from '@chat/kit';
+
+/** The columns every emailed code has, as the code rule (judgeCode) reads them. */
+export interface StoredCode {
+  codeHash: Buffer;
+  codeExpiresAt: string;
+  failedAttempts: number;
+  /** Milliseconds since the code was last sent. */
+  sinceSentMs: number;
+}
+
+const CODE_COLUMNS = `code_hash AS "codeHash", code_expires_at AS "codeExpiresAt", failed_attempts AS "failedAttempts",
+  (extract(epoch FROM now() - code_sent_at) * 1000)::float8 AS "sinceSentMs"`;
+
+export interface PendingRegistrationRow extends StoredCode, Record<string, unknown> {
+  id: string;
+  username: string;
+  email: string;
+  passwordHash: string;
+  displayName: string;
+}
+
+export async function insertPendingRegistration(
+  db: Queryable,
+  p: { id: string; username: string; email: string; passwordHash: string; displayName: string; codeHash: Buffer; codeExpiresAt: Date },
+): Promise<void> {
+  await exec(
+    db,
+    `INSERT INTO pending_registrations (id, username, email, password_hash, display_name, code_hash, code_expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [p.id, p.username, p.email, p.passwordHash, p.displayName, p.codeHash, p.codeExpiresAt],
+  );
+}
+
+export function lockPendingRegistration(tx: Queryable, id: string): Promise<PendingRegistrationRow | undefined> {
+  return maybeOne<PendingRegistrationRow>(
+    tx,
+    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", ${CODE_COLUMNS}
+     FROM pending_registrations WHERE id = $1 FOR UPDATE`,
+    [id],
+  );
+}
+
+export async function replacePendingCode(tx: Queryable, id: string, codeHash: Buffer, codeExpiresAt: Date): Promise<void> {
+  await exec(tx, 'UPDATE pending_registrations SET code_hash = $2, code_expires_at = $3, code_sent_at = now() WHERE id = $1', [
+    id,
+    codeHash,
+    codeExpiresAt,
+  ]);
+}
+
+export async function countPendingFailure(tx: Queryable, id: string): Promise<void> {
+  await exec(tx, 'UPDATE pending_registrations SET failed_attempts = failed_attempts + 1 WHERE id = $1', [id]);
+}
+
+export async function deletePendingRegistration(tx: Queryable, id: string): Promise<void> {
+  await exec(tx, 'DELETE FROM pending_registrations WHERE id = $1', [id]);
+}
+
+export function lockPasswordReset(tx: Queryable, userId: string): Promise<StoredCode | undefined> {
+  return maybeOne<StoredCode & Record<string, unknown>>(tx, `SELECT ${CODE_COLUMNS} FROM password_resets WHERE user_id = $1 FOR UPDATE`, [
+    userId,
+  ]);
+}
+
+/** A new reset code replaces the previous one, with fresh attempts. */
+export async function upsertPasswordReset(tx: Queryable, userId: string, codeHash: Buffer, codeExpiresAt: Date): Promise<void> {
+  await exec(
+    tx,
+    `INSERT INTO password_resets (user_id, code_hash, code_expires_at) VALUES ($1, $2, $3)
+     ON CONFLICT (user_id) DO UPDATE SET code_hash = $2, code_expires_at = $3, failed_attempts = 0, code_sent_at = now()`,
+    [userId, codeHash, codeExpiresAt],
+  );
+}
+
+export async function countResetFailure(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'UPDATE password_resets SET failed_attempts = failed_attempts + 1 WHERE user_id = $1', [userId]);
+}
+
+export async function deletePasswordReset(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM password_resets WHERE user_id = $1', [userId]);
+}

@@ -1,0 +1,127 @@
+import { FOUNDER_BADGE, type SelfUser, type UpdateProfileBody, type User, type UserEventData } from '@chat/contracts';
+import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
+import type { z } from 'zod';
+
+export interface UserRow extends Record<string, unknown> {
+  id: string;
+  username: string;
+  email: string;
+  password_hash: string;
+  display_name: string;
+  avatar_url: string | null;
+  bio: string;
+  status: z.infer<typeof User>['status'];
+  custom_status: string;
+  is_founder: boolean;
+  created_at: string;
+}
+
+const badgesOf = (row: UserRow) => (row.is_founder ? [FOUNDER_BADGE] : []);
+
+/** What anyone may see of a user: never the email or the hash; "invisible" shows as offline. */
+export function toUser(row: UserRow): z.input<typeof User> {
+  return {
+    id: row.id,
+    username: row.username,
+    displayName: row.display_name,
+    avatarUrl: row.avatar_url,
+    bio: row.bio,
+    status: row.status === 'invisible' ? 'offline' : row.status,
+    customStatus: row.custom_status,
+    badges: badgesOf(row),
+    createdAt: row.created_at,
+  };
+}
+
+/** The account as its owner sees it. */
+export function toSelfUser(row: UserRow): z.input<typeof SelfUser> {
+  return { ...toUser(row), status: row.status, email: row.email };
+}
+
+export function toUserEvent(row: UserRow): UserEventData {
+  return { id: row.id, username: row.username, displayName: row.display_name, avatarUrl: row.avatar_url, badges: badgesOf(row) };
+}
+
+const TAKEN: Record<string, string> = { users_username_key: 'Username is taken', users_email_key: 'Email is already registered' };
+
+/** Unique violations of users become the 409 that names what is taken. */
+function explainTaken(err: unknown): unknown {
+  const constraint = ((err as AppError).cause as { constraint?: string } | undefined)?.constraint;
+  return err instanceof AppError && err.status === 409 && constraint && TAKEN[constraint] ? conflict(TAKEN[constraint]) : err;
+}
+
+export async function insertUser(
+  tx: Queryable,
+  user: { id: string; username: string; email: string; passwordHash: string; displayName: string; isFounder: boolean },
+): Promise<UserRow> {
+  try {
+    return await one<UserRow>(
+      tx,
+      `INSERT INTO users (id, username, email, password_hash, display_name, is_founder)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder],
+    );
+  } catch (err) {
+    throw explainTaken(err);
+  }
+}
+
+/** Takes one of the first `limit` founder slots if any is left; the row lock lasts until commit. */
+export async function takeFounderSlot(tx: Queryable, limit: number): Promise<boolean> {
+  const row = await maybeOne(tx, 'UPDATE founder_slots SET taken = taken + 1 WHERE taken < $1 RETURNING taken', [limit]);
+  return row !== undefined;
+}
+
+/** Which of the username and email an existing account already uses, if any (409 before any work). */
+export async function assertUsernameAndEmailFree(db: Queryable, username: string, email: string): Promise<void> {
+  const row = await maybeOne<{ username_taken: boolean; email_taken: boolean }>(
+    db,
+    `SELECT bool_or(lower(username) = lower($1)) AS username_taken, bool_or(lower(email) = lower($2)) AS email_taken
+     FROM users WHERE lower(username) = lower($1) OR lower(email) = lower($2)`,
+    [username, email],
+  );
+  if (row?.username_taken) throw conflict(TAKEN.users_username_key as string);
+  if (row?.email_taken) throw conflict(TAKEN.users_email_key as string);
+}
+
+export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
+  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE id = $1', [id]);
+}
+
+/** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */
+export function findUserByLogin(db: Queryable, login: string): Promise<UserRow | undefined> {
+  const column = login.includes('@') ? 'email' : 'username';
+  return maybeOne<UserRow>(db, `SELECT * FROM users WHERE lower(${column}) = lower($1)`, [login]);
+}
+
+export function findUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {
+  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE lower(email) = lower($1)', [email]);
+}
+
+export function lockUser(tx: Queryable, id: string): Promise<UserRow> {
+  return one<UserRow>(tx, 'SELECT * FROM users WHERE id = $1 FOR UPDATE', [id], 'User');
+}
+
+const PROFILE_COLUMNS: Record<keyof UpdateProfileBody, string> = {
+  displayName: 'display_name',
+  avatarUrl: 'avatar_url',
+  bio: 'bio',
+  status: 'status',
+  customStatus: 'custom_status',
+};
+
+/** Sets the given profile fields (only those present); columns come from the fixed map above. */
+export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBody): Promise<UserRow> {
+  const fields = (Object.keys(PROFILE_COLUMNS) as (keyof UpdateProfileBody)[]).filter((f) => patch[f] !== undefined);
+  const sets = fields.map((f, i) => `${PROFILE_COLUMNS[f]} = $${i + 2}`);
+  return one<UserRow>(
+    tx,
+    `UPDATE users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`,
+    [id, ...fields.map((f) => patch[f])],
+    'User',
+  );
+}
+
+export async function updatePassword(tx: Queryable, id: string, passwordHash: string): Promise<void> {
+  await one(tx, 'UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 RETURNING id', [id, passwordHash], 'User');
+}

@@ -1,0 +1,102 @@
+import { AUTH_SUBJECTS, type LoginBody, type RegisterBody, type TokenPair } from '@chat/contracts';
+import { AppError, enqueueEvent, notFound, type Queryable, tooManyRequests, unauthorized, withTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
+import * as codes from '../db/codes.ts';
+import * as users from '../db/users.ts';
+import type { AuthDomainDeps } from '../deps.ts';
+import { codeMail } from './mailer.ts';
+import {
+  CODE_RESEND_INTERVAL_MS,
+  CODE_TTL_MS,
+  type CodeVerdict,
+  codeExhausted,
+  hashEmailCode,
+  hashPassword,
+  judgeCode,
+  newEmailCode,
+  passwordMatches,
+} from './secrets.ts';
+import { startSession } from './sessions.ts';
+
+type Pair = z.input<typeof TokenPair>;
+type NewAccount = { username: string; email: string; passwordHash: string; displayName: string };
+
+/** The one error of a code that cannot be used, whatever the reason (no hint for guessers). */
+export const invalidCode = () => new AppError(400, 'Invalid or expired code');
+
+/** Creates the account, its founder decision, its event and its first session, in the caller's transaction. */
+async function createAccount(deps: AuthDomainDeps, tx: Queryable, account: NewAccount, requestId: string): Promise<Pair> {
+  const isFounder = await users.takeFounderSlot(tx, deps.config.FOUNDER_LIMIT);
+  const row = await users.insertUser(tx, { id: uuidv7(), ...account, isFounder });
+  await enqueueEvent(tx, AUTH_SUBJECTS.userRegistered, users.toUserEvent(row), requestId);
+  const tokens = await startSession(deps, tx, row.id);
+  return { ...tokens, user: users.toSelfUser(row) };
+}
+
+export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string };
+
+/** Without email verification the account exists at once; with it, a code goes out and the account waits. */
+export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string): Promise<Registration> {
+  await users.assertUsernameAndEmailFree(deps.pool, body.username, body.email);
+  const account: NewAccount = {
+    username: body.username,
+    email: body.email,
+    passwordHash: await hashPassword(body.password),
+    displayName: body.displayName ?? body.username,
+  };
+  if (!deps.config.EMAIL_VERIFICATION) {
+    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId)) };
+  }
+  const pendingId = uuidv7();
+  const code = newEmailCode();
+  await codes.insertPendingRegistration(deps.pool, {
+    id: pendingId,
+    ...account,
+    codeHash: hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
+    codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
+  });
+  await deps.mailer.send(codeMail(account.email, 'verify-email', code));
+  return { kind: 'pending', pendingId };
+}
+
+/** A right code creates the account (409 if its name or email was taken meanwhile); a wrong one counts. */
+export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code: string, requestId: string): Promise<Pair> {
+  const outcome = await withTx(deps.pool, async (tx): Promise<{ verdict: CodeVerdict; pair?: Pair }> => {
+    const pending = await codes.lockPendingRegistration(tx, pendingId);
+    if (!pending) throw notFound('Pending registration');
+    const verdict = judgeCode(pending, hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code));
+    if (verdict === 'wrong') await codes.countPendingFailure(tx, pendingId);
+    if (verdict !== 'ok') return { verdict };
+    await codes.deletePendingRegistration(tx, pendingId);
+    return { verdict, pair: await createAccount(deps, tx, pending, requestId) };
+  });
+  if (!outcome.pair) throw invalidCode();
+  return outcome.pair;
+}
+
+/** A fresh code for a registration still alive, at most once a minute. */
+export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promise<void> {
+  const code = newEmailCode();
+  const email = await withTx(deps.pool, async (tx) => {
+    const pending = await codes.lockPendingRegistration(tx, pendingId);
+    if (!pending) throw notFound('Pending registration');
+    if (codeExhausted(pending)) {
+      throw new AppError(400, 'This registration can no longer be verified; register again');
+    }
+    const wait = CODE_RESEND_INTERVAL_MS - pending.sinceSentMs;
+    if (wait > 0) throw tooManyRequests(wait / 1000, 'Too many requests, a code can be resent once a minute');
+    const codeHash = hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
+    await codes.replacePendingCode(tx, pendingId, codeHash, new Date(Date.now() + CODE_TTL_MS));
+    return pending.email;
+  });
+  await deps.mailer.send(codeMail(email, 'verify-email', code));
+}
+
+/** A wrong password and an unknown account answer alike, in comparable time. */
+export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair> {
+  const user = await users.findUserByLogin(deps.pool, body.login);
+  if (!(await passwordMatches(body.password, user?.password_hash)) || !user) throw unauthorized('Wrong login or password');
+  const tokens = await withTx(deps.pool, (tx) => startSession(deps, tx, user.id));
+  return { ...tokens, user: users.toSelfUser(user) };
+}

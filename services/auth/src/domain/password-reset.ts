@@ -1,0 +1,48 @@
+import { withTx } from '@chat/kit';
+import * as codes from '../db/codes.ts';
+import * as sessions from '../db/sessions.ts';
+import * as users from '../db/users.ts';
+import type { AuthDomainDeps } from '../deps.ts';
+import { invalidCode } from './accounts.ts';
+import { codeMail } from './mailer.ts';
+import { CODE_RESEND_INTERVAL_MS, CODE_TTL_MS, hashEmailCode, hashPassword, judgeCode, newEmailCode } from './secrets.ts';
+
+/**
+ * A known email gets a reset code (at most one a minute); an unknown one gets nothing. Both
+ * answer the same, and the mail is sent after answering, so timing tells nothing either.
+ */
+export async function forgotPassword(deps: AuthDomainDeps, email: string): Promise<void> {
+  const user = await users.findUserByEmail(deps.pool, email);
+  if (!user) return;
+  const code = newEmailCode();
+  const issued = await withTx(deps.pool, async (tx) => {
+    const previous = await codes.lockPasswordReset(tx, user.id);
+    if (previous && previous.sinceSentMs < CODE_RESEND_INTERVAL_MS) return false;
+    const codeHash = hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code);
+    await codes.upsertPasswordReset(tx, user.id, codeHash, new Date(Date.now() + CODE_TTL_MS));
+    return true;
+  });
+  if (!issued) return;
+  deps.mailer.send(codeMail(user.email, 'reset-password', code)).catch((err) => {
+    deps.log.error({ err, userId: user.id }, 'password reset email not sent');
+  });
+}
+
+/** A right code sets the password, uses the code up and ends every session of the account. */
+export async function resetPassword(deps: AuthDomainDeps, email: string, code: string, password: string): Promise<void> {
+  const user = await users.findUserByEmail(deps.pool, email);
+  // Hashed before looking at the code, so a right and a wrong code take the same time.
+  const passwordHash = await hashPassword(password);
+  const done = await withTx(deps.pool, async (tx) => {
+    const stored = user && (await codes.lockPasswordReset(tx, user.id));
+    if (!user || !stored) return false;
+    const verdict = judgeCode(stored, hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code));
+    if (verdict === 'wrong') await codes.countResetFailure(tx, user.id);
+    if (verdict !== 'ok') return false;
+    await users.updatePassword(tx, user.id, passwordHash);
+    await codes.deletePasswordReset(tx, user.id);
+    await sessions.revokeUserSessions(tx, user.id, 'password reset');
+    return true;
+  });
+  if (!done) throw invalidCode();
+}

@@ -1,0 +1,59 @@
+import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { type Algorithm, hash, verify } from '@node-rs/argon2';
+
+/** argon2id at OWASP's minimum (m=19 MiB, t=2, p=1). */
+// 2 is Algorithm.Argon2id, an ambient const enum that verbatimModuleSyntax cannot import.
+const ARGON2_OPTIONS = { algorithm: 2 as Algorithm, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, ARGON2_OPTIONS);
+}
+
+// Unknown accounts are checked against this hash, so that they cost the same time as a wrong password.
+const dummyHash = hashPassword(randomBytes(16).toString('hex'));
+
+/** Checks a password against the account's hash, or against a dummy one when there is no account. */
+export async function passwordMatches(password: string, passwordHash: string | undefined): Promise<boolean> {
+  const matches = await verify(passwordHash ?? (await dummyHash), password).catch(() => false);
+  return matches && passwordHash !== undefined;
+}
+
+/** 256 random bits, URL-safe; only its hash is stored. */
+export function newRefreshToken(): { token: string; hash: Buffer } {
+  const token = randomBytes(32).toString('base64url');
+  return { token, hash: hashRefreshToken(token) };
+}
+
+export function hashRefreshToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+/** A 6-digit code from the CSPRNG. */
+export function newEmailCode(): string {
+  return randomInt(0, 1_000_000).toString().padStart(6, '0');
+}
+
+/**
+ * The stored form of an emailed code: an HMAC bound to what it is for, so that a leaked table
+ * does not reveal codes (a plain hash of six digits is brute-forced at once).
+ */
+export function hashEmailCode(secret: Buffer, purpose: 'verify-email' | 'reset-password', subjectId: string, code: string): Buffer {
+  return createHmac('sha256', secret).update(`${purpose}:${subjectId}:${code}`).digest();
+}
+
+/** How many wrong codes end a registration or a reset. */
+export const MAX_CODE_ATTEMPTS = 5;
+export const CODE_TTL_MS = 15 * 60_000;
+export const CODE_RESEND_INTERVAL_MS = 60_000;
+
+/** Five wrong tries end a code's registration or reset, even for the right code. */
+export const codeExhausted = (stored: { failedAttempts: number }) => stored.failedAttempts >= MAX_CODE_ATTEMPTS;
+
+export type CodeVerdict = 'ok' | 'wrong' | 'expired' | 'exhausted';
+
+/** The one rule for an emailed code: attempts left, not expired, equal in constant time. */
+export function judgeCode(stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number }, presented: Buffer): CodeVerdict {
+  if (codeExhausted(stored)) return 'exhausted';
+  if (Date.parse(stored.codeExpiresAt) <= Date.now()) return 'expired';
+  return timingSafeEqual(stored.codeHash, presented) ? 'ok' : 'wrong';
+}

@@ -1,0 +1,64 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestIssuer, startEchoUpstream, startGateway } from './helpers.ts';
+
+const upstream = await startEchoUpstream();
+const issuer = await createTestIssuer();
+const gateway = await startGateway({
+  upstreamUrl: upstream.url,
+  keys: issuer.keys,
+  env: { CORS_ORIGINS: 'https://app.example', BODY_LIMIT_BYTES: '1024' },
+});
+afterAll(async () => {
+  await gateway.close();
+  await upstream.close();
+});
+
+describe('edge hygiene', () => {
+  it('answers 413 for a body over the limit before it reaches a service', async () => {
+    const res = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/auth/register',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ username: 'x'.repeat(2_000) }),
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toEqual({ error: 'Request body is too large' });
+    const small = await gateway.app.inject({ method: 'POST', url: '/v1/auth/register', payload: { username: 'x' } });
+    expect(small.json()).toMatchObject({ upstream: true });
+  });
+
+  it('puts security headers on its own and on proxied answers', async () => {
+    for (const url of ['/v1/health', '/v1/auth/jwks']) {
+      const res = await gateway.app.inject({ method: 'GET', url });
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
+      expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+    }
+  });
+
+  it('answers a CORS preflight for a configured origin only, exposing the rate headers', async () => {
+    const preflight = (origin: string) =>
+      gateway.app.inject({
+        method: 'OPTIONS',
+        url: '/v1/users/@me',
+        headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
+    const allowed = await preflight('https://app.example');
+    expect(allowed.statusCode).toBe(204);
+    expect(allowed.headers['access-control-allow-origin']).toBe('https://app.example');
+    expect(allowed.headers['access-control-allow-headers']).toContain('authorization');
+    const simple = await gateway.app.inject({ method: 'GET', url: '/v1/health', headers: { origin: 'https://app.example' } });
+    expect(simple.headers['access-control-expose-headers']).toContain('x-ratelimit-remaining');
+    const other = await preflight('https://evil.example');
+    expect(other.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
+  it('answers an unknown area 404 without asking for a token, and an unknown path of a service 401', async () => {
+    const unknown = await gateway.app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.headers['x-ratelimit-limit']).toBe('300');
+    const serviceArea = await gateway.app.inject({ method: 'GET', url: '/v1/servers/whatever' });
+    expect(serviceArea.statusCode).toBe(401);
+  });
+});

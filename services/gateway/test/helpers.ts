@@ -1,0 +1,91 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { createLogger, createTokenVerifier, loadConfig } from '@chat/kit';
+import { createTestIssuer, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { JWTVerifyGetKey } from 'jose';
+import type { Logger } from 'pino';
+import { inject } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { GatewayConfig } from '../src/config.ts';
+import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
+import { createRedis, redisReady } from '../src/redis.ts';
+
+/** Stands in for every service: answers any request with what it received (the proxy is under test, not the services). */
+export async function startEchoUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const echo = Fastify();
+  echo.all('/*', async (req) => ({ upstream: true, method: req.method, url: req.url, authorization: req.headers.authorization ?? null }));
+  const url = await echo.listen({ port: 0, host: '127.0.0.1' });
+  return { url, close: () => echo.close() };
+}
+
+export interface TestGateway {
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/**
+ * A gateway app with real Redis windows under a namespace of its own, upstreams at `upstreamUrl`,
+ * and tokens checked with `keys` (a URL or a key getter).
+ */
+export async function startGateway(options: {
+  upstreamUrl: string;
+  keys: string | JWTVerifyGetKey;
+  env?: Record<string, string>;
+  redisUrl?: string;
+  namespace?: string;
+  log?: Logger;
+}): Promise<TestGateway> {
+  const upstreams = Object.fromEntries(['AUTH', 'GUILDS', 'SOCIAL', 'MEDIA', 'MUSIC'].map((s) => [`${s}_URL`, options.upstreamUrl]));
+  const namespace = options.namespace ?? newNamespace();
+  const config = loadConfig(GatewayConfig, { NODE_ENV: 'test', LOG_LEVEL: 'silent', BUS_NAMESPACE: namespace, ...upstreams, ...options.env });
+  const log = options.log ?? createLogger({ service: 'gateway', level: 'silent' });
+  const redis = createRedis(options.redisUrl ?? inject('backing').redisUrl, config.REDIS_TIMEOUT_MS);
+  // As main does: the first requests should meet Redis, not the fallback (a dead URL just times out here).
+  await redisReady(redis, options.redisUrl ? 300 : 2_000);
+  const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log });
+  const app = await buildApp({ config, log, tokens, limiter, checks: { redis: () => redis.ping() } });
+  await app.ready();
+  return {
+    app,
+    async close() {
+      await app.close();
+      redis.disconnect();
+    },
+  };
+}
+
+export const newNamespace = () => `tgw${randomBytes(4).toString('hex')}`;
+export { createTestIssuer };
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+/** A redis-server of this test's own, so that stopping it never disturbs anyone else's tests. */
+export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  const probe = createRedis(url, 500);
+  for (let i = 0; i < 50 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 100));
+  probe.disconnect();
+  return {
+    url,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
+import { describe, expect, it } from 'vitest';
+import { createRouteTable } from '../src/domain/route-table.ts';
+
+const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
+const hook = '0190f3c1-7a6e-7c1e-9a8b-1234567890ab';
+
+describe('route classification', () => {
+  it('puts the six auth endpoints in the Auth tier, public, whatever the case, slash or query', () => {
+    for (const path of ['register', 'login', 'verify-email', 'resend-code', 'forgot-password', 'reset-password']) {
+      expect(classify('POST', `/v1/auth/${path}`)).toMatchObject({ auth: false, tier: 'auth' });
+    }
+    expect(classify('POST', '/V1/Auth/LOGIN/?next=1')).toMatchObject({ auth: false, tier: 'auth' });
+    expect(classify('POST', '/v1//auth/login')).toMatchObject({ tier: 'auth' });
+  });
+
+  it('keeps refresh and the JWKS public in the General tier, and the profile authenticated', () => {
+    expect(classify('POST', '/v1/auth/refresh')).toMatchObject({ auth: false, tier: 'general' });
+    expect(classify('GET', '/v1/auth/jwks')).toMatchObject({ auth: false, tier: 'general' });
+    expect(classify('GET', '/v1/users/@me')).toMatchObject({ auth: true, tier: 'general' });
+    expect(classify('GET', '/v1/health')).toMatchObject({ auth: false });
+  });
+
+  it('counts webhook execution per webhook id, in lower case', () => {
+    expect(classify('POST', `/v1/webhooks/${hook.toUpperCase()}/secret-token`)).toEqual({
+      auth: false,
+      tier: 'webhook',
+      webhookId: hook,
+      multipart: false,
+    });
+  });
+
+  it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {
+    expect(classify('GET', '/v1/servers/not-yet-built')).toEqual({ auth: true, tier: 'general', multipart: false });
+    expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
+    expect(classify('GET', '/v1/nothing-here')).toMatchObject({ auth: false, tier: 'general' });
+    expect(classify('GET', '/v1/%E0%A4%A')).toMatchObject({ tier: 'general' });
+  });
+});

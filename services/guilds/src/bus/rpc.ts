@@ -1,0 +1,53 @@
+import {
+  ChannelGetRequest,
+  ChannelPermissionsRequest,
+  GUILDS_RPC,
+  MemberCheckRequest,
+  Permission,
+  toMask,
+  VOICE_RPC,
+  VoiceAccessRequest,
+  type ChannelPermissionsReply,
+  type MemberCheckReply,
+  type VoiceAccessReply,
+} from '@chat/contracts';
+import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
+import { findChannel } from '../db/channels.ts';
+import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
+import type { Domain } from '../domain/context.ts';
+import { has } from '../domain/permissions.ts';
+import type { Channel } from '../records.ts';
+
+/** The questions other services ask guilds; every answer comes from the same access module as HTTP. */
+export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
+  serveRpc(bus, log, GUILDS_RPC.memberCheck, MemberCheckRequest, async ({ serverId, userId }): Promise<MemberCheckReply> => {
+    const access = await loadServerAccess(d.pool, serverId, userId);
+    if (!access) throw notFound('Server');
+    return { isMember: access.isMember, isOwner: access.isOwner };
+  });
+
+  serveRpc(bus, log, GUILDS_RPC.channelPermissions, ChannelPermissionsRequest, async ({ channelId, userId }): Promise<ChannelPermissionsReply> => {
+    const access = await loadChannelAccess(d.pool, channelId, userId);
+    if (!access) throw notFound('Channel');
+    return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
+  });
+
+  serveRpc(bus, log, GUILDS_RPC.channelGet, ChannelGetRequest, async ({ channelId }): Promise<Channel> => {
+    const channel = await findChannel(d.pool, channelId);
+    if (!channel) throw notFound('Channel');
+    return channel;
+  });
+
+  serveRpc(bus, log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }): Promise<VoiceAccessReply> => {
+    const access = await loadChannelAccess(d.pool, channelId, userId);
+    if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
+    const { id, serverId, channelType, ownerId, musicLocked } = access.channel;
+    return {
+      channel: { id, serverId, channelType, ownerId, musicLocked },
+      isMember: access.isMember,
+      // Voice states arrive with issue 7; until then nobody is in a voice channel as far as guilds knows.
+      inChannel: false,
+      canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
+    };
+  });
+}

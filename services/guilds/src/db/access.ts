@@ -1,0 +1,31 @@
+import { maybeOne, type Queryable } from '@chat/kit';
+import { SERVER_COLUMNS, type ServerRow } from './servers.ts';
+
+/** A server and what one user is in it: everything the permission algorithm needs, in one query. */
+export type MembershipRow = ServerRow & {
+  everyone_permissions: number;
+  is_member: boolean;
+  role_ids: string[];
+  /** int8[] arrives as strings. */
+  role_permissions: string[];
+  highest_position: number;
+};
+
+export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
+  return maybeOne<MembershipRow>(
+    db,
+    `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
+       COALESCE(r.role_ids, '{}') AS role_ids, COALESCE(r.role_permissions, '{}') AS role_permissions,
+       COALESCE(r.highest_position, 0) AS highest_position
+     FROM servers s
+     JOIN roles e ON e.id = s.id
+     LEFT JOIN members m ON m.server_id = s.id AND m.user_id = $2
+     LEFT JOIN LATERAL (
+       SELECT array_agg(ro.id::text) AS role_ids, array_agg(ro.permissions) AS role_permissions, max(ro.position) AS highest_position
+       FROM member_roles mr JOIN roles ro ON ro.id = mr.role_id
+       WHERE mr.server_id = s.id AND mr.user_id = $2
+     ) r ON m.user_id IS NOT NULL
+     WHERE s.id = $1`,
+    [serverId, userId],
+  );
+}

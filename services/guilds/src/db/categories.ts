@@ -1,0 +1,63 @@
+import type { Category } from '../records.ts';
+import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+
+type CategoryRow = { id: string; server_id: string; name: string; position: number; created_at: string };
+
+const COLUMNS = 'id, server_id, name, position, created_at';
+
+const toCategory = (r: CategoryRow): Category => ({
+  id: r.id,
+  serverId: r.server_id,
+  name: r.name,
+  position: r.position,
+  createdAt: r.created_at,
+});
+
+export async function insertCategory(db: Queryable, c: { id: string; serverId: string; name: string }): Promise<Category> {
+  const row = await maybeOne<CategoryRow>(
+    db,
+    `INSERT INTO categories (id, server_id, name, position)
+     VALUES ($1, $2, $3, (SELECT COALESCE(max(position) + 1, 0) FROM categories WHERE server_id = $2))
+     RETURNING ${COLUMNS}`,
+    [c.id, c.serverId, c.name],
+  );
+  return toCategory(row!);
+}
+
+export async function listCategories(db: Queryable, serverId: string, lock = false): Promise<Category[]> {
+  const rows = await many<CategoryRow>(
+    db,
+    `SELECT ${COLUMNS} FROM categories WHERE server_id = $1 ORDER BY position, id${lock ? ' FOR UPDATE' : ''}`,
+    [serverId],
+  );
+  return rows.map(toCategory);
+}
+
+export async function findCategory(db: Queryable, serverId: string, id: string): Promise<Category | undefined> {
+  const row = await maybeOne<CategoryRow>(db, `SELECT ${COLUMNS} FROM categories WHERE id = $1 AND server_id = $2`, [id, serverId]);
+  return row && toCategory(row);
+}
+
+export async function renameCategory(db: Queryable, serverId: string, id: string, name: string): Promise<Category | undefined> {
+  const row = await maybeOne<CategoryRow>(db, `UPDATE categories SET name = $3 WHERE id = $1 AND server_id = $2 RETURNING ${COLUMNS}`, [
+    id,
+    serverId,
+    name,
+  ]);
+  return row && toCategory(row);
+}
+
+export function deleteCategory(db: Queryable, serverId: string, id: string): Promise<number> {
+  return exec(db, 'DELETE FROM categories WHERE id = $1 AND server_id = $2', [id, serverId]);
+}
+
+/** Positions 0..n-1 in the order given. */
+export function setCategoryOrder(db: Queryable, serverId: string, orderedIds: string[]): Promise<number> {
+  return exec(
+    db,
+    `UPDATE categories c SET position = o.ord - 1
+     FROM unnest($2::uuid[]) WITH ORDINALITY AS o(id, ord)
+     WHERE c.id = o.id AND c.server_id = $1`,
+    [serverId, orderedIds],
+  );
+}

@@ -1,0 +1,70 @@
+import type { Member } from '@chat/contracts';
+import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+
+type MemberRow = {
+  server_id: string;
+  user_id: string;
+  nickname: string | null;
+  joined_at: string;
+  role_ids: string[];
+  username: string | null;
+  display_name: string | null;
+  avatar_url: string | null;
+};
+
+const toMember = (r: MemberRow): Member => ({
+  serverId: r.server_id,
+  userId: r.user_id,
+  nickname: r.nickname,
+  roleIds: r.role_ids,
+  joinedAt: r.joined_at,
+  user: r.username === null ? null : { id: r.user_id, username: r.username, displayName: r.display_name ?? r.username, avatarUrl: r.avatar_url },
+});
+
+const SELECT_MEMBER = `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,
+    COALESCE((SELECT array_agg(mr.role_id::text ORDER BY mr.role_id) FROM member_roles mr
+              WHERE mr.server_id = m.server_id AND mr.user_id = m.user_id), '{}') AS role_ids,
+    u.username, u.display_name, u.avatar_url
+  FROM members m LEFT JOIN users u ON u.id = m.user_id`;
+
+/** Adds the member; false when they already are one (the primary key decides races). */
+export async function insertMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
+  return (await exec(db, 'INSERT INTO members (server_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [serverId, userId])) === 1;
+}
+
+export async function isMemberOf(db: Queryable, serverId: string, userId: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, 'SELECT 1 FROM members WHERE server_id = $1 AND user_id = $2', [serverId, userId]));
+}
+
+export async function deleteMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
+  return (await exec(db, 'DELETE FROM members WHERE server_id = $1 AND user_id = $2', [serverId, userId])) === 1;
+}
+
+export async function findMember(db: Queryable, serverId: string, userId: string): Promise<Member | undefined> {
+  const row = await maybeOne<MemberRow>(db, `${SELECT_MEMBER} WHERE m.server_id = $1 AND m.user_id = $2`, [serverId, userId]);
+  return row && toMember(row);
+}
+
+/** One page of members by user id; the primary key index serves it. */
+export async function listMembers(db: Queryable, serverId: string, limit: number, after?: string): Promise<Member[]> {
+  const rows = await many<MemberRow>(
+    db,
+    `${SELECT_MEMBER} WHERE m.server_id = $1 AND ($2::uuid IS NULL OR m.user_id > $2) ORDER BY m.user_id LIMIT $3`,
+    [serverId, after ?? null, limit],
+  );
+  return rows.map(toMember);
+}
+
+export async function setNickname(db: Queryable, serverId: string, userId: string, nickname: string | null): Promise<boolean> {
+  return (await exec(db, 'UPDATE members SET nickname = $3 WHERE server_id = $1 AND user_id = $2', [serverId, userId, nickname])) === 1;
+}
+
+export async function addMemberRole(db: Queryable, serverId: string, userId: string, roleId: string): Promise<boolean> {
+  const sql = 'INSERT INTO member_roles (server_id, user_id, role_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING';
+  return (await exec(db, sql, [serverId, userId, roleId])) === 1;
+}
+
+export async function removeMemberRole(db: Queryable, serverId: string, userId: string, roleId: string): Promise<boolean> {
+  const sql = 'DELETE FROM member_roles WHERE server_id = $1 AND user_id = $2 AND role_id = $3';
+  return (await exec(db, sql, [serverId, userId, roleId])) === 1;
+}

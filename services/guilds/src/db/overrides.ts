@@ -1,0 +1,87 @@
+import type { PermissionOverride } from '../records.ts';
+import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+
+type OverrideRow = {
+  id: string;
+  channel_id: string;
+  role_id: string | null;
+  user_id: string | null;
+  allow_bits: number;
+  deny_bits: number;
+  created_at: string;
+};
+
+const COLUMNS = 'id, channel_id, role_id, user_id, allow_bits, deny_bits, created_at';
+
+const toOverride = (r: OverrideRow): PermissionOverride => ({
+  id: r.id,
+  channelId: r.channel_id,
+  roleId: r.role_id,
+  userId: r.user_id,
+  allowBits: r.allow_bits,
+  denyBits: r.deny_bits,
+  createdAt: r.created_at,
+});
+
+export async function listOverrides(db: Queryable, channelId: string): Promise<PermissionOverride[]> {
+  const rows = await many<OverrideRow>(db, `SELECT ${COLUMNS} FROM channel_overrides WHERE channel_id = $1 ORDER BY created_at, id`, [
+    channelId,
+  ]);
+  return rows.map(toOverride);
+}
+
+/** The overrides of these channels that concern a member: their roles (@everyone included) or themself. */
+export async function overridesConcerning(
+  db: Queryable,
+  channelIds: string[],
+  roleIds: string[],
+  userId: string,
+): Promise<PermissionOverride[]> {
+  const rows = await many<OverrideRow>(
+    db,
+    `SELECT ${COLUMNS} FROM channel_overrides WHERE channel_id = ANY($1::uuid[]) AND (role_id = ANY($2::uuid[]) OR user_id = $3)`,
+    [channelIds, roleIds, userId],
+  );
+  return rows.map(toOverride);
+}
+
+export async function findOverride(
+  db: Queryable,
+  channelId: string,
+  target: { roleId?: string; userId?: string },
+): Promise<PermissionOverride | undefined> {
+  const row = await maybeOne<OverrideRow>(
+    db,
+    `SELECT ${COLUMNS} FROM channel_overrides WHERE channel_id = $1 AND (role_id = $2 OR user_id = $3) FOR UPDATE`,
+    [channelId, target.roleId ?? null, target.userId ?? null],
+  );
+  return row && toOverride(row);
+}
+
+export async function findOverrideById(db: Queryable, channelId: string, id: string): Promise<PermissionOverride | undefined> {
+  const row = await maybeOne<OverrideRow>(db, `SELECT ${COLUMNS} FROM channel_overrides WHERE id = $1 AND channel_id = $2 FOR UPDATE`, [
+    id,
+    channelId,
+  ]);
+  return row && toOverride(row);
+}
+
+/** Creates the override of that role or user, or replaces its bits (one per target and channel). */
+export async function upsertOverride(
+  db: Queryable,
+  o: { id: string; channelId: string; roleId: string | null; userId: string | null; allow: bigint; deny: bigint },
+): Promise<PermissionOverride> {
+  const conflict = o.roleId ? '(channel_id, role_id) WHERE role_id IS NOT NULL' : '(channel_id, user_id) WHERE user_id IS NOT NULL';
+  const row = await one<OverrideRow>(
+    db,
+    `INSERT INTO channel_overrides (id, channel_id, role_id, user_id, allow_bits, deny_bits) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT ${conflict} DO UPDATE SET allow_bits = EXCLUDED.allow_bits, deny_bits = EXCLUDED.deny_bits
+     RETURNING ${COLUMNS}`,
+    [o.id, o.channelId, o.roleId, o.userId, o.allow.toString(), o.deny.toString()],
+  );
+  return toOverride(row);
+}
+
+export function deleteOverride(db: Queryable, id: string): Promise<number> {
+  return exec(db, 'DELETE FROM channel_overrides WHERE id = $1', [id]);
+}

@@ -1,0 +1,127 @@
+import type { Role } from '@chat/contracts';
+import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { setClause } from './sql.ts';
+
+type RoleRow = {
+  id: string;
+  server_id: string;
+  name: string;
+  color: number;
+  permissions: number;
+  position: number;
+  hoist: boolean;
+  mentionable: boolean;
+  created_at: string;
+};
+
+const COLUMNS = 'id, server_id, name, color, permissions, position, hoist, mentionable, created_at';
+
+const toRole = (r: RoleRow): Role => ({
+  id: r.id,
+  serverId: r.server_id,
+  name: r.name,
+  color: r.color,
+  permissions: r.permissions,
+  position: r.position,
+  hoist: r.hoist,
+  mentionable: r.mentionable,
+  createdAt: r.created_at,
+});
+
+/** @everyone: id = the server's id, position 0. */
+export async function insertEveryoneRole(db: Queryable, serverId: string, permissions: bigint): Promise<Role> {
+  const row = await one<RoleRow>(
+    db,
+    `INSERT INTO roles (id, server_id, name, permissions, position) VALUES ($1, $1, '@everyone', $2, 0) RETURNING ${COLUMNS}`,
+    [serverId, permissions.toString()],
+  );
+  return toRole(row);
+}
+
+export interface NewRole {
+  id: string;
+  serverId: string;
+  name: string;
+  color: number;
+  permissions: bigint;
+  hoist: boolean;
+  mentionable: boolean;
+}
+
+/** Discord puts a new role just above @everyone: every other role moves up one. */
+export async function insertRoleAtBottom(db: Queryable, r: NewRole): Promise<Role> {
+  await exec(db, 'UPDATE roles SET position = position + 1 WHERE server_id = $1 AND position >= 1', [r.serverId]);
+  const row = await one<RoleRow>(
+    db,
+    `INSERT INTO roles (id, server_id, name, color, permissions, position, hoist, mentionable)
+     VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING ${COLUMNS}`,
+    [r.id, r.serverId, r.name, r.color, r.permissions.toString(), r.hoist, r.mentionable],
+  );
+  return toRole(row);
+}
+
+export async function listRoles(db: Queryable, serverId: string): Promise<Role[]> {
+  return (await many<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE server_id = $1 ORDER BY position, id`, [serverId])).map(toRole);
+}
+
+/** The role if it belongs to `serverId`, locked for the rest of the transaction. */
+export async function lockServerRole(db: Queryable, serverId: string, id: string): Promise<Role | undefined> {
+  const row = await maybeOne<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE id = $1 AND server_id = $2 FOR UPDATE`, [id, serverId]);
+  return row && toRole(row);
+}
+
+export async function findServerRole(db: Queryable, serverId: string, id: string): Promise<Role | undefined> {
+  const row = await maybeOne<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE id = $1 AND server_id = $2`, [id, serverId]);
+  return row && toRole(row);
+}
+
+export type RolePatch = { name?: string; color?: number; permissions?: string; hoist?: boolean; mentionable?: boolean };
+
+const PATCH_COLUMNS: { [K in keyof RolePatch]: string } = {
+  name: 'name',
+  color: 'color',
+  permissions: 'permissions',
+  hoist: 'hoist',
+  mentionable: 'mentionable',
+};
+
+export async function updateRole(db: Queryable, id: string, patch: RolePatch): Promise<Role> {
+  const set = setClause(patch, PATCH_COLUMNS, 1);
+  const row = set
+    ? await one<RoleRow>(db, `UPDATE roles SET ${set.sql} WHERE id = $1 RETURNING ${COLUMNS}`, [id, ...set.params], 'Role')
+    : await one<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE id = $1`, [id], 'Role');
+  return toRole(row);
+}
+
+/**
+ * Moves a role to `to`, shifting the roles in between by one, so positions stay 1..n without gaps
+ * or duplicates. The caller holds the server's role rows (lockServerRole) for the transaction.
+ */
+export async function moveRole(db: Queryable, serverId: string, id: string, from: number, to: number): Promise<void> {
+  if (from === to) return;
+  const [shift, low, high] = from < to ? [-1, from + 1, to] : [1, to, from - 1];
+  await exec(db, 'UPDATE roles SET position = position + $2 WHERE server_id = $1 AND position BETWEEN $3 AND $4 AND id <> $5', [
+    serverId,
+    shift,
+    low,
+    high,
+    id,
+  ]);
+  await exec(db, 'UPDATE roles SET position = $2 WHERE id = $1', [id, to]);
+}
+
+export async function highestRolePosition(db: Queryable, serverId: string): Promise<number> {
+  const row = await maybeOne<{ top: number }>(db, 'SELECT COALESCE(max(position), 0) AS top FROM roles WHERE server_id = $1', [serverId]);
+  return row?.top ?? 0;
+}
+
+/** Deletes the role and closes the gap it leaves in the positions. */
+export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<void> {
+  await exec(db, 'DELETE FROM roles WHERE id = $1', [id]);
+  await exec(db, 'UPDATE roles SET position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
+}
+
+/** Serialises role changes of one server (positions move together). */
+export async function lockRoles(db: Queryable, serverId: string): Promise<void> {
+  await exec(db, 'SELECT 1 FROM roles WHERE server_id = $1 FOR UPDATE', [serverId]);
+}

@@ -1,0 +1,143 @@
+import type { Server } from '../records.ts';
+import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { containsPattern, setClause } from './sql.ts';
+
+export type ServerRow = {
+  id: string;
+  name: string;
+  icon_url: string | null;
+  banner_url: string | null;
+  description: string | null;
+  owner_id: string;
+  is_public: boolean;
+  require_approval: boolean;
+  entrance_channel_id: string | null;
+  afk_channel_id: string | null;
+  jtc_channel_id: string | null;
+  tags: string[];
+  member_count: number;
+  created_at: string;
+};
+
+export const SERVER_COLUMNS = `s.id, s.name, s.icon_url, s.banner_url, s.description, s.owner_id, s.is_public, s.require_approval,
+  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.member_count, s.created_at`;
+
+export function toServer(row: ServerRow): Server {
+  return {
+    id: row.id,
+    name: row.name,
+    iconUrl: row.icon_url,
+    bannerUrl: row.banner_url,
+    description: row.description,
+    ownerId: row.owner_id,
+    isPublic: row.is_public,
+    requireApproval: row.require_approval,
+    entranceChannelId: row.entrance_channel_id,
+    afkChannelId: row.afk_channel_id,
+    jtcChannelId: row.jtc_channel_id,
+    tags: row.tags,
+    createdAt: row.created_at,
+  };
+}
+
+export interface NewServer {
+  id: string;
+  name: string;
+  description: string | null;
+  iconUrl: string | null;
+  ownerId: string;
+  isPublic: boolean;
+  requireApproval: boolean;
+  tags: string[];
+}
+
+export function insertServer(db: Queryable, s: NewServer): Promise<ServerRow> {
+  return one<ServerRow>(
+    db,
+    `INSERT INTO servers AS s (id, name, description, icon_url, owner_id, is_public, require_approval, tags)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${SERVER_COLUMNS}`,
+    [s.id, s.name, s.description, s.iconUrl, s.ownerId, s.isPublic, s.requireApproval, s.tags],
+  );
+}
+
+export function findServer(db: Queryable, id: string): Promise<ServerRow | undefined> {
+  return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1`, [id]);
+}
+
+/** Locks the server row: joins, leaves and bans of one server take turns on it. */
+export function lockServer(db: Queryable, id: string): Promise<ServerRow | undefined> {
+  return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1 FOR UPDATE`, [id]);
+}
+
+export function listServersOfUser(db: Queryable, userId: string): Promise<ServerRow[]> {
+  return many<ServerRow>(
+    db,
+    `SELECT ${SERVER_COLUMNS} FROM servers s JOIN members m ON m.server_id = s.id WHERE m.user_id = $1 ORDER BY m.joined_at, s.id`,
+    [userId],
+  );
+}
+
+export interface ServerPatch {
+  name?: string;
+  description?: string | null;
+  iconUrl?: string | null;
+  bannerUrl?: string | null;
+  entranceChannelId?: string | null;
+  afkChannelId?: string | null;
+  jtcChannelId?: string | null;
+  isPublic?: boolean;
+  requireApproval?: boolean;
+  tags?: string[];
+}
+
+const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
+  name: 'name',
+  description: 'description',
+  iconUrl: 'icon_url',
+  bannerUrl: 'banner_url',
+  entranceChannelId: 'entrance_channel_id',
+  afkChannelId: 'afk_channel_id',
+  jtcChannelId: 'jtc_channel_id',
+  isPublic: 'is_public',
+  requireApproval: 'require_approval',
+  tags: 'tags',
+};
+
+export async function updateServer(db: Queryable, id: string, patch: ServerPatch): Promise<ServerRow> {
+  const set = setClause(patch, PATCH_COLUMNS, 1);
+  if (!set) return one<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1`, [id], 'Server');
+  return one<ServerRow>(db, `UPDATE servers s SET ${set.sql} WHERE s.id = $1 RETURNING ${SERVER_COLUMNS}`, [id, ...set.params], 'Server');
+}
+
+export function deleteServer(db: Queryable, id: string): Promise<number> {
+  return exec(db, 'DELETE FROM servers WHERE id = $1', [id]);
+}
+
+export function addToMemberCount(db: Queryable, id: string, delta: number): Promise<number> {
+  return exec(db, 'UPDATE servers SET member_count = member_count + $2 WHERE id = $1', [id, delta]);
+}
+
+export interface DiscoveryFilter {
+  q?: string;
+  tag?: string;
+  limit: number;
+  before?: string;
+}
+
+/**
+ * Public servers, most members first, then newest id. `before` is the last server of the previous
+ * page; its current (member_count, id) is the cursor.
+ */
+export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<ServerRow[]> {
+  return many<ServerRow>(
+    db,
+    `SELECT ${SERVER_COLUMNS} FROM servers s
+     WHERE s.is_public
+       AND ($1::text IS NULL OR s.name ILIKE $1 OR s.description ILIKE $1)
+       AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM unnest(s.tags) t WHERE lower(t) = lower($2)))
+       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3))
+     ORDER BY s.member_count DESC, s.id DESC
+     LIMIT $4`,
+    [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit],
+  );
+}

@@ -1,0 +1,116 @@
+import { Permission } from '@chat/contracts';
+import type { Channel, PermissionOverride } from '../records.ts';
+import { forbidden, notFound, type Queryable } from '@chat/kit';
+import { findMembership, type MembershipRow } from '../db/access.ts';
+import { findChannel, listChannels } from '../db/channels.ts';
+import { overridesConcerning } from '../db/overrides.ts';
+import type { ServerRow } from '../db/servers.ts';
+import { toBigInts } from '../db/sql.ts';
+import { type ApplicableOverrides, channelPermissions, has, type Rank, serverPermissions } from './permissions.ts';
+
+/**
+ * The one door of every route and RPC: who the caller is in a server or channel, and what they may
+ * do there, computed by the pure permission module from one snapshot of the database.
+ */
+
+export interface ServerAccess {
+  server: ServerRow;
+  userId: string;
+  isMember: boolean;
+  isOwner: boolean;
+  /** The member's roles besides @everyone. */
+  roleIds: string[];
+  rank: Rank;
+  /** Server-level mask; 0 for a non-member. */
+  permissions: bigint;
+}
+
+export interface ChannelAccess extends ServerAccess {
+  channel: Channel;
+  /** Channel-level mask; 0 when the user may not view the channel. */
+  channelPermissions: bigint;
+}
+
+function toAccess(row: MembershipRow, userId: string): ServerAccess {
+  const isOwner = row.owner_id === userId;
+  const isMember = row.is_member;
+  const permissions = isMember
+    ? serverPermissions({ isOwner, everyone: BigInt(row.everyone_permissions), roles: toBigInts(row.role_permissions) })
+    : 0n;
+  return { server: row, userId, isMember, isOwner, roleIds: row.role_ids, rank: { isOwner, highest: row.highest_position }, permissions };
+}
+
+/** The access of a user to a server, or undefined for an unknown server. Never throws on visibility. */
+export async function loadServerAccess(db: Queryable, serverId: string, userId: string): Promise<ServerAccess | undefined> {
+  const row = await findMembership(db, serverId, userId);
+  return row && toAccess(row, userId);
+}
+
+/** Access to a server the user may see: a member, or anyone for a public server; otherwise 404. */
+export async function serverAccess(db: Queryable, serverId: string, userId: string): Promise<ServerAccess> {
+  const access = await loadServerAccess(db, serverId, userId);
+  if (!access || (!access.isMember && !access.server.is_public)) throw notFound('Server');
+  return access;
+}
+
+/**
+ * Access of a member. A public server's non-member can see the server, so they get a 403; any
+ * other stranger gets the 404 of serverAccess.
+ */
+export async function memberAccess(db: Queryable, serverId: string, userId: string): Promise<ServerAccess> {
+  const access = await serverAccess(db, serverId, userId);
+  if (!access.isMember) throw forbidden('You are not a member of this server');
+  return access;
+}
+
+export function requirePermission(mask: bigint, bit: bigint, name: string): void {
+  if (!has(mask, bit)) throw forbidden(`Missing permission ${name}`);
+}
+
+/** Only the overrides of this channel that concern this member, sorted into the algorithm's slots. */
+export function applicableOverrides(access: ServerAccess, overrides: readonly PermissionOverride[]): ApplicableOverrides {
+  const mine = new Set(access.roleIds);
+  const bits = (o: PermissionOverride) => ({ allow: BigInt(o.allowBits), deny: BigInt(o.denyBits) });
+  const everyone = overrides.find((o) => o.roleId === access.server.id);
+  const member = overrides.find((o) => o.userId === access.userId);
+  return {
+    everyone: everyone && bits(everyone),
+    roles: overrides.filter((o) => o.roleId !== null && mine.has(o.roleId)).map(bits),
+    member: member && bits(member),
+  };
+}
+
+function maskIn(access: ServerAccess, overrides: readonly PermissionOverride[]): bigint {
+  return access.isMember ? channelPermissions(access.permissions, applicableOverrides(access, overrides)) : 0n;
+}
+
+/** The access of a user to a channel, or undefined for an unknown channel. Never throws on visibility. */
+export async function loadChannelAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess | undefined> {
+  const channel = await findChannel(db, channelId);
+  if (!channel) return undefined;
+  const access = await loadServerAccess(db, channel.serverId, userId);
+  if (!access) return undefined;
+  const overrides = access.isMember ? await overridesConcerning(db, [channel.id], [access.server.id, ...access.roleIds], userId) : [];
+  return { ...access, channel, channelPermissions: maskIn(access, overrides) };
+}
+
+/** Access to a channel the user may view (VIEW_CHANNEL there); otherwise 404, as if it did not exist. */
+export async function channelAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess> {
+  const access = await loadChannelAccess(db, channelId, userId);
+  if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
+  return access;
+}
+
+/** The server's channels this member may view, each with the member's mask in it. */
+export async function visibleChannels(db: Queryable, access: ServerAccess): Promise<{ channel: Channel; permissions: bigint }[]> {
+  const channels = await listChannels(db, access.server.id);
+  const overrides = await overridesConcerning(
+    db,
+    channels.map((c) => c.id),
+    [access.server.id, ...access.roleIds],
+    access.userId,
+  );
+  return channels
+    .map((channel) => ({ channel, permissions: maskIn(access, overrides.filter((o) => o.channelId === channel.id)) }))
+    .filter((c) => has(c.permissions, Permission.VIEW_CHANNEL));
+}

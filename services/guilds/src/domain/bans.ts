@@ -1,0 +1,49 @@
+import { Permission } from '@chat/contracts';
+import type { Ban } from '../records.ts';
+import { badRequest, forbidden, notFound, withTx } from '@chat/kit';
+import { deleteBan, listBans as listBanRows, upsertBan } from '../db/bans.ts';
+import { rejectPendingOf } from '../db/join-requests.ts';
+import { lockServer } from '../db/servers.ts';
+import { userExists } from '../db/users.ts';
+import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
+import { type Ctx, type Domain, emit } from './context.ts';
+import { removeMember } from './membership.ts';
+import { outranks } from './permissions.ts';
+
+export async function listBans(d: Domain, ctx: Ctx, serverId: string): Promise<Ban[]> {
+  const access = await memberAccess(d.pool, serverId, ctx.userId);
+  requirePermission(access.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
+  return listBanRows(d.pool, serverId);
+}
+
+/**
+ * Bans a user (a member or not, as in Discord) below the actor's highest role: removes the member,
+ * turns down their pending join request. The user must be known to the read-model of users.
+ */
+export function banUser(d: Domain, ctx: Ctx, serverId: string, userId: string, reason: string | null): Promise<Ban> {
+  return withTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
+    const actor = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(actor.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
+    if (userId === ctx.userId) throw badRequest('You cannot ban yourself');
+    const target = await loadServerAccess(tx, serverId, userId);
+    if (target && !outranks(actor.rank, target.rank)) throw forbidden('You can only ban members below your highest role');
+    if (!(await userExists(tx, userId))) throw notFound('User');
+    const ban = await upsertBan(tx, { serverId, userId, bannedBy: ctx.userId, reason });
+    await removeMember(tx, ctx, serverId, userId, 'banned');
+    for (const request of await rejectPendingOf(tx, serverId, userId, ctx.userId)) {
+      await emit(tx, ctx, 'guilds.joinrequest.reviewed', request);
+    }
+    await emit(tx, ctx, 'guilds.member.banned', { serverId, userId, bannedBy: ctx.userId, reason });
+    return ban;
+  });
+}
+
+export async function unbanUser(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  await withTx(d.pool, async (tx) => {
+    const actor = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(actor.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
+    if (!(await deleteBan(tx, serverId, userId))) throw notFound('Ban');
+    await emit(tx, ctx, 'guilds.member.unbanned', { serverId, userId });
+  });
+}

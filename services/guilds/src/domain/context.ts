@@ -1,0 +1,17 @@
+import type { GUILDS_EVENTS } from '@chat/contracts';
+import { enqueueEvent, type Pool, type Queryable, type RequestContext } from '@chat/kit';
+import type { z } from 'zod';
+
+/** What domain functions receive: the pool, and who asks under which request id. */
+export interface Domain {
+  pool: Pool;
+}
+
+export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;
+
+type Subject = keyof typeof GUILDS_EVENTS;
+
+/** Writes a guilds event into the outbox of the caller's transaction; the payload type follows the subject. */
+export function emit<S extends Subject>(tx: Queryable, ctx: Ctx, subject: S, data: z.input<(typeof GUILDS_EVENTS)[S]>): Promise<string> {
+  return enqueueEvent(tx, subject, data, ctx.requestId);
+}

@@ -1,0 +1,60 @@
+import { type JoinRequest, MANAGE_SERVER } from '@chat/contracts';
+import { badRequest, conflict, forbidden, notFound, withTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import { isBanned } from '../db/bans.ts';
+import {
+  insertJoinRequest,
+  listJoinRequests as listJoinRequestRows,
+  listJoinRequestsOfUser,
+  lockJoinRequest,
+  reviewJoinRequest,
+} from '../db/join-requests.ts';
+import { isMemberOf } from '../db/members.ts';
+import { lockServer } from '../db/servers.ts';
+import { memberAccess, requirePermission, serverAccess } from './access.ts';
+import { type Ctx, type Domain, emit } from './context.ts';
+import { addMember } from './membership.ts';
+
+/** One pending request per user and server (a second is a 409), for public servers that require approval. */
+export function requestToJoin(d: Domain, ctx: Ctx, serverId: string, message: string | null): Promise<JoinRequest> {
+  return withTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
+    const access = await serverAccess(tx, serverId, ctx.userId);
+    if (access.isMember) throw conflict('You are already a member of this server');
+    if (await isBanned(tx, serverId, ctx.userId)) throw forbidden('You are banned from this server');
+    if (!access.server.require_approval) throw badRequest('This server does not require approval; join it directly');
+    const request = await insertJoinRequest(tx, { id: uuidv7(), serverId, userId: ctx.userId, message });
+    await emit(tx, ctx, 'guilds.joinrequest.created', request);
+    return request;
+  });
+}
+
+export async function listJoinRequests(d: Domain, ctx: Ctx, serverId: string, status: JoinRequest['status']): Promise<JoinRequest[]> {
+  const access = await memberAccess(d.pool, serverId, ctx.userId);
+  requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
+  return listJoinRequestRows(d.pool, serverId, status);
+}
+
+export function myJoinRequests(d: Domain, ctx: Ctx): Promise<JoinRequest[]> {
+  return listJoinRequestsOfUser(d.pool, ctx.userId);
+}
+
+/** Approving adds the requester as a member; rejecting only records the decision. */
+export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: string, approve: boolean): Promise<JoinRequest> {
+  return withTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
+    const request = await lockJoinRequest(tx, serverId, requestId);
+    if (!request) throw notFound('Join request');
+    if (request.status !== 'pending') throw conflict(`This join request was already ${request.status}`);
+    if (approve) {
+      if (await isBanned(tx, serverId, request.userId)) throw conflict('The requester is banned from this server');
+      // They may have come in through an invite meanwhile: the request is still answered.
+      if (!(await isMemberOf(tx, serverId, request.userId))) await addMember(tx, ctx, serverId, request.userId);
+    }
+    const reviewed = await reviewJoinRequest(tx, requestId, approve ? 'approved' : 'rejected', ctx.userId);
+    await emit(tx, ctx, 'guilds.joinrequest.reviewed', reviewed);
+    return reviewed;
+  });
+}

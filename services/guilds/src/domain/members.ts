@@ -1,0 +1,65 @@
+import { type Member, Permission } from '@chat/contracts';
+import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { findMember, listMembers as listMemberRows, setNickname } from '../db/members.ts';
+import { lockServer } from '../db/servers.ts';
+import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
+import { type Ctx, type Domain, emit } from './context.ts';
+import { removeMember } from './membership.ts';
+import { outranks } from './permissions.ts';
+
+export async function listMembers(d: Domain, ctx: Ctx, serverId: string, page: { limit: number; after?: string }): Promise<Member[]> {
+  await memberAccess(d.pool, serverId, ctx.userId);
+  return listMemberRows(d.pool, serverId, page.limit, page.after);
+}
+
+export async function myServerPermissions(d: Domain, ctx: Ctx, serverId: string): Promise<bigint> {
+  return (await memberAccess(d.pool, serverId, ctx.userId)).permissions;
+}
+
+/**
+ * The target of a moderation action must be a member the actor outranks: otherwise 403 (the target
+ * is visible to any member, so not a 404). Answers the target's access.
+ */
+export async function outrankedMember(tx: Queryable, actor: ServerAccess, userId: string): Promise<ServerAccess> {
+  const target = await loadServerAccess(tx, actor.server.id, userId);
+  if (!target?.isMember) throw notFound('Member');
+  if (!outranks(actor.rank, target.rank)) throw forbidden('You can only act on members below your highest role');
+  return target;
+}
+
+/** My own nickname needs CHANGE_NICKNAME; someone else's MANAGE_NICKNAMES and a higher role. */
+export function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: string, nickname: string | null): Promise<Member> {
+  return withTx(d.pool, async (tx) => {
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    if (userId === ctx.userId) {
+      requirePermission(access.permissions, Permission.CHANGE_NICKNAME, 'CHANGE_NICKNAME');
+    } else {
+      requirePermission(access.permissions, Permission.MANAGE_NICKNAMES, 'MANAGE_NICKNAMES');
+      await outrankedMember(tx, access, userId);
+    }
+    await setNickname(tx, serverId, userId, nickname);
+    const member = (await findMember(tx, serverId, userId))!;
+    await emit(tx, ctx, 'guilds.member.updated', { serverId, userId, nickname: member.nickname, roleIds: member.roleIds });
+    return member;
+  });
+}
+
+export async function kickMember(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  if (userId === ctx.userId) throw badRequest('Use DELETE /v1/servers/{serverId}/members/@me to leave');
+  await withTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(access.permissions, Permission.KICK_MEMBERS, 'KICK_MEMBERS');
+    await outrankedMember(tx, access, userId);
+    await removeMember(tx, ctx, serverId, userId, 'kicked');
+  });
+}
+
+export async function leaveServer(d: Domain, ctx: Ctx, serverId: string): Promise<void> {
+  await withTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    if (access.isOwner) throw badRequest('The owner cannot leave the server; delete it instead');
+    await removeMember(tx, ctx, serverId, ctx.userId, 'left');
+  });
+}

@@ -1,0 +1,104 @@
+import { type CreateRoleBody, Permission, type Role, type UpdateRoleBody } from '@chat/contracts';
+import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import { addMemberRole, findMember, removeMemberRole } from '../db/members.ts';
+import {
+  deleteRole as deleteRoleRow,
+  highestRolePosition,
+  insertRoleAtBottom,
+  listRoles as listRoleRows,
+  lockRoles,
+  lockServerRole,
+  moveRole,
+  updateRole as updateRoleRow,
+} from '../db/roles.ts';
+import { memberAccess, requirePermission, type ServerAccess } from './access.ts';
+import { type Ctx, type Domain, emit } from './context.ts';
+import { bitsBeyondActor, canManageRoleAt } from './permissions.ts';
+
+export async function listRoles(d: Domain, ctx: Ctx, serverId: string): Promise<Role[]> {
+  await memberAccess(d.pool, serverId, ctx.userId);
+  return listRoleRows(d.pool, serverId);
+}
+
+/** MANAGE_ROLES, with role changes of the server serialised (positions move together). */
+async function roleManager(tx: Queryable, serverId: string, userId: string): Promise<ServerAccess> {
+  const access = await memberAccess(tx, serverId, userId);
+  requirePermission(access.permissions, Permission.MANAGE_ROLES, 'MANAGE_ROLES');
+  await lockRoles(tx, serverId);
+  return access;
+}
+
+function checkGrant(actor: ServerAccess, before: bigint, after: bigint) {
+  if (bitsBeyondActor(actor.permissions, before, after) !== 0n) throw forbidden('You cannot grant a permission you do not have');
+}
+
+/** The role, if it is this server's and below the actor's highest role. */
+async function manageableRole(tx: Queryable, actor: ServerAccess, roleId: string): Promise<Role> {
+  const role = await lockServerRole(tx, actor.server.id, roleId);
+  if (!role) throw notFound('Role');
+  if (!canManageRoleAt(actor.rank, role.position)) throw forbidden('You can only manage roles below your highest role');
+  return role;
+}
+
+const isEveryone = (role: Role) => role.id === role.serverId;
+
+export function createRole(d: Domain, ctx: Ctx, serverId: string, body: CreateRoleBody): Promise<Role> {
+  return withTx(d.pool, async (tx) => {
+    const actor = await roleManager(tx, serverId, ctx.userId);
+    checkGrant(actor, 0n, BigInt(body.permissions));
+    const role = await insertRoleAtBottom(tx, { id: uuidv7(), serverId, ...body, permissions: BigInt(body.permissions) });
+    await emit(tx, ctx, 'guilds.role.created', role);
+    return role;
+  });
+}
+
+export function updateRole(d: Domain, ctx: Ctx, serverId: string, roleId: string, patch: UpdateRoleBody): Promise<Role> {
+  return withTx(d.pool, async (tx) => {
+    const actor = await roleManager(tx, serverId, ctx.userId);
+    const role = await manageableRole(tx, actor, roleId);
+    if (isEveryone(role) && (patch.name !== undefined || patch.position !== undefined)) {
+      throw badRequest('@everyone keeps its name and position');
+    }
+    if (patch.permissions !== undefined) checkGrant(actor, BigInt(role.permissions), BigInt(patch.permissions));
+    if (patch.position !== undefined) await reposition(tx, actor, role, patch.position);
+    const { position: _, permissions, ...rest } = patch;
+    const updated = await updateRoleRow(tx, roleId, { ...rest, permissions: permissions === undefined ? undefined : String(permissions) });
+    await emit(tx, ctx, 'guilds.role.updated', updated);
+    return updated;
+  });
+}
+
+/** A role may move anywhere below the actor's highest role, and no higher than the top role. */
+async function reposition(tx: Queryable, actor: ServerAccess, role: Role, position: number) {
+  const top = await highestRolePosition(tx, actor.server.id);
+  if (position > top) throw badRequest(`position must be between 1 and ${top}`);
+  if (!canManageRoleAt(actor.rank, position)) throw forbidden('You can only move roles below your highest role');
+  await moveRole(tx, actor.server.id, role.id, role.position, position);
+}
+
+export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: string): Promise<void> {
+  await withTx(d.pool, async (tx) => {
+    const actor = await roleManager(tx, serverId, ctx.userId);
+    const role = await manageableRole(tx, actor, roleId);
+    if (isEveryone(role)) throw badRequest('@everyone cannot be deleted');
+    await deleteRoleRow(tx, serverId, roleId, role.position);
+    await emit(tx, ctx, 'guilds.role.deleted', { id: roleId, serverId });
+  });
+}
+
+/** Gives (or takes) a role below the actor's highest to (or from) a member. */
+export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string; userId: string; roleId: string }, give: boolean) {
+  await withTx(d.pool, async (tx) => {
+    const actor = await roleManager(tx, ids.serverId, ctx.userId);
+    const role = await manageableRole(tx, actor, ids.roleId);
+    if (isEveryone(role)) throw badRequest('Every member has @everyone');
+    if (!(await findMember(tx, ids.serverId, ids.userId))) throw notFound('Member');
+    const changed = give
+      ? await addMemberRole(tx, ids.serverId, ids.userId, ids.roleId)
+      : await removeMemberRole(tx, ids.serverId, ids.userId, ids.roleId);
+    if (!changed) return;
+    const member = (await findMember(tx, ids.serverId, ids.userId))!;
+    await emit(tx, ctx, 'guilds.member.updated', { serverId: ids.serverId, userId: ids.userId, nickname: member.nickname, roleIds: member.roleIds });
+  });
+}

@@ -1,0 +1,110 @@
+import { type CreateServerBody, DEFAULT_EVERYONE_PERMISSIONS, type DiscoveryServer, MANAGE_SERVER, type UpdateServerBody } from '@chat/contracts';
+import type { Server } from '../records.ts';
+import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import { isBanned } from '../db/bans.ts';
+import { insertCategory } from '../db/categories.ts';
+import { findServerChannel, insertChannel } from '../db/channels.ts';
+import { isMemberOf } from '../db/members.ts';
+import { insertEveryoneRole } from '../db/roles.ts';
+import {
+  type DiscoveryFilter,
+  deleteServer as deleteServerRow,
+  discoverServers,
+  insertServer,
+  listServersOfUser,
+  lockServer,
+  toServer,
+  updateServer as updateServerRow,
+} from '../db/servers.ts';
+import { memberAccess, requirePermission, serverAccess } from './access.ts';
+import { type Ctx, type Domain, emit } from './context.ts';
+import { addMember } from './membership.ts';
+
+/** A new server: the caller as owner and first member, @everyone, and a category with a text and a voice channel. */
+export function createServer(d: Domain, ctx: Ctx, body: CreateServerBody): Promise<Server> {
+  return withTx(d.pool, async (tx) => {
+    const id = uuidv7();
+    const server = toServer(
+      await insertServer(tx, {
+        id,
+        name: body.name,
+        description: body.description ?? null,
+        iconUrl: body.iconUrl ?? null,
+        ownerId: ctx.userId,
+        isPublic: body.isPublic,
+        requireApproval: body.requireApproval,
+        tags: body.tags,
+      }),
+    );
+    await emit(tx, ctx, 'guilds.server.created', server);
+    await emit(tx, ctx, 'guilds.role.created', await insertEveryoneRole(tx, id, DEFAULT_EVERYONE_PERMISSIONS));
+    await addMember(tx, ctx, id, ctx.userId);
+    const category = await insertCategory(tx, { id: uuidv7(), serverId: id, name: 'General' });
+    await emit(tx, ctx, 'guilds.category.created', category);
+    for (const [name, channelType] of [
+      ['general', 'text'],
+      ['General', 'voice'],
+    ] as const) {
+      const channel = await insertChannel(tx, { id: uuidv7(), serverId: id, categoryId: category.id, name, channelType, topic: null });
+      await emit(tx, ctx, 'guilds.channel.created', channel);
+    }
+    return server;
+  });
+}
+
+export async function listMyServers(d: Domain, ctx: Ctx): Promise<Server[]> {
+  return (await listServersOfUser(d.pool, ctx.userId)).map(toServer);
+}
+
+export async function getServer(d: Domain, ctx: Ctx, serverId: string): Promise<Server> {
+  return toServer((await serverAccess(d.pool, serverId, ctx.userId)).server);
+}
+
+export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch: UpdateServerBody): Promise<Server> {
+  return withTx(d.pool, async (tx) => {
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
+    await checkChannelRef(tx, serverId, patch.entranceChannelId, 'text', 'entranceChannelId');
+    await checkChannelRef(tx, serverId, patch.afkChannelId, 'voice', 'afkChannelId');
+    await checkChannelRef(tx, serverId, patch.jtcChannelId, 'voice', 'jtcChannelId');
+    const server = toServer(await updateServerRow(tx, serverId, patch));
+    await emit(tx, ctx, 'guilds.server.updated', server);
+    return server;
+  });
+}
+
+/** A channel a server points at must be one of its own, of the right type; null clears the pointer. */
+async function checkChannelRef(tx: Queryable, serverId: string, channelId: string | null | undefined, type: 'text' | 'voice', field: string) {
+  if (channelId === undefined || channelId === null) return;
+  const channel = await findServerChannel(tx, serverId, channelId);
+  if (!channel || channel.channelType !== type) throw badRequest(`${field} must be a ${type} channel of this server`);
+}
+
+export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promise<void> {
+  await withTx(d.pool, async (tx) => {
+    const access = await serverAccess(tx, serverId, ctx.userId);
+    if (!access.isOwner) throw forbidden('Only the owner can delete the server');
+    await deleteServerRow(tx, serverId);
+    await emit(tx, ctx, 'guilds.server.deleted', { id: serverId });
+  });
+}
+
+/** Joining a public server that does not require approval; the statuses are the issue's. */
+export function joinServer(d: Domain, ctx: Ctx, serverId: string): Promise<Server> {
+  return withTx(d.pool, async (tx) => {
+    // The row lock makes a join and a concurrent ban of the same user take turns.
+    const row = await lockServer(tx, serverId);
+    if (!row) throw notFound('Server');
+    if (await isMemberOf(tx, serverId, ctx.userId)) throw conflict('You are already a member of this server');
+    if (await isBanned(tx, serverId, ctx.userId)) throw badRequest('You are banned from this server');
+    if (!row.is_public) throw badRequest('This server is not public; you need an invite');
+    if (row.require_approval) throw badRequest('This server requires approval; send a join request instead');
+    await addMember(tx, ctx, serverId, ctx.userId);
+    return toServer(row);
+  });
+}
+
+export async function discover(d: Domain, filter: DiscoveryFilter): Promise<DiscoveryServer[]> {
+  return (await discoverServers(d.pool, filter)).map((row) => ({ ...toServer(row), memberCount: row.member_count }));
+}

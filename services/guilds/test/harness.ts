@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
+import { createTokenVerifier, ensureStream, loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { inject } from 'vitest';
+import { v7 as uuidv7 } from 'uuid';
+import { buildApp } from '../src/app.ts';
+import { startBus } from '../src/bus/index.ts';
+import { GuildsConfig } from '../src/config.ts';
+
+/**
+ * The guilds service of one test file: its own database and bus namespace, the app, its RPC
+ * answers and its consumer of auth's user events, and helpers to call it as a given user.
+ */
+export async function startGuilds() {
+  const runtime = await createTestRuntime({
+    service: 'guilds',
+    migrationsDir: new URL('../migrations', import.meta.url).pathname,
+    stream: STREAMS.guilds,
+    backing: inject('backing'),
+  });
+  const issuer = await createTestIssuer();
+  const config = loadConfig(GuildsConfig, runtime.env);
+  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const app = await buildApp({ ...runtime, config, tokens });
+  const consumers = await startBus(runtime);
+  const tokenCache = new Map<string, string>();
+
+  async function call(userId: string | null, method: string, url: string, payload?: unknown) {
+    const headers: Record<string, string> = {};
+    if (userId) {
+      if (!tokenCache.has(userId)) tokenCache.set(userId, await issuer.sign(userId));
+      headers.authorization = `Bearer ${tokenCache.get(userId)}`;
+    }
+    const res = await app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+    // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
+    const body = res.body ? (res.json() as any) : undefined;
+    return { status: res.statusCode, body };
+  }
+
+  /** Publishes auth's event about a user to this namespace's AUTH stream, as auth would. */
+  async function publishUser(user: UserEventData, subject: string = AUTH_SUBJECTS.userRegistered, occurredAt = new Date().toISOString()) {
+    await ensureStream(runtime.bus, STREAMS.auth);
+    const envelope = { id: uuidv7(), subject, occurredAt, data: user };
+    await runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+  }
+
+  /** A user id that the read-model knows (auth's registered event applied). */
+  async function knownUser(name = 'user'): Promise<string> {
+    const id = randomUUID();
+    await publishUser({ id, username: `${name}_${id.slice(0, 6)}`, displayName: `${name} ${id.slice(0, 4)}`, avatarUrl: null, badges: [] });
+    await until(async () => (await runtime.pool.query('SELECT 1 FROM users WHERE id = $1', [id])).rowCount === 1);
+    return id;
+  }
+
+  /** Events of a subject that this request wrote into the outbox. */
+  async function outbox(subject: string): Promise<{ data: Record<string, unknown> }[]> {
+    const { rows } = await runtime.pool.query('SELECT payload FROM outbox WHERE subject = $1 ORDER BY seq', [subject]);
+    return rows.map((r) => r.payload);
+  }
+
+  async function close() {
+    await Promise.all(consumers.map((c) => c.stop()));
+    await app.close();
+    await runtime.close();
+  }
+
+  return { runtime, app, call, publishUser, knownUser, outbox, close, db: runtime.pool };
+}
+
+export type Guilds = Awaited<ReturnType<typeof startGuilds>>;
+
+export async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+export const newId = () => randomUUID();

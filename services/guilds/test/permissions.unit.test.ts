@@ -1,0 +1,181 @@
+import { ALL_PERMISSIONS, Permission } from '@chat/contracts';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type ApplicableOverrides,
+  bitsBeyondActor,
+  canManageRoleAt,
+  channelPermissions,
+  type MemberPermissionInput,
+  outranks,
+  serverPermissions,
+} from '../src/domain/permissions.ts';
+
+/**
+ * A plain reference of DESIGN.md's algorithm, one bit at a time with booleans, written without the
+ * masks of the real module, so the two can disagree.
+ */
+const BIT_COUNT = 32;
+const ADMIN_BIT = 3;
+const VIEW_BIT = 10;
+const bitOf = (mask: bigint, i: number) => ((mask >> BigInt(i)) & 1n) === 1n;
+const fromBits = (bits: boolean[]) => bits.reduce((mask, on, i) => (on ? mask | (1n << BigInt(i)) : mask), 0n);
+
+function referenceServer(input: MemberPermissionInput): boolean[] {
+  const all = [input.everyone, ...input.roles];
+  const admin = all.some((m) => bitOf(m, ADMIN_BIT));
+  return Array.from({ length: BIT_COUNT }, (_, i) => input.isOwner || admin || all.some((m) => bitOf(m, i)));
+}
+
+function referenceChannel(server: boolean[], o: ApplicableOverrides): boolean[] {
+  if (server[ADMIN_BIT]) return server.map(() => true);
+  const result = server.map((allowed, i) => {
+    let on = allowed;
+    if (o.everyone && bitOf(o.everyone.deny, i)) on = false;
+    if (o.everyone && bitOf(o.everyone.allow, i)) on = true;
+    if (o.roles.some((r) => bitOf(r.deny, i))) on = false;
+    if (o.roles.some((r) => bitOf(r.allow, i))) on = true;
+    if (o.member && bitOf(o.member.deny, i)) on = false;
+    if (o.member && bitOf(o.member.allow, i)) on = true;
+    return on;
+  });
+  return result[VIEW_BIT] ? result : result.map(() => false);
+}
+
+const mask = fc.bigInt({ min: 0n, max: ALL_PERMISSIONS }).map((m) => m & ALL_PERMISSIONS);
+/** Masks without ADMINISTRATOR, so the channel algorithm is actually exercised. */
+const plainMask = mask.map((m) => m & ~Permission.ADMINISTRATOR);
+const override = fc.record({ allow: plainMask, deny: plainMask });
+const member = fc.record({ isOwner: fc.boolean(), everyone: mask, roles: fc.array(mask, { maxLength: 5 }) });
+const plainMember = fc.record({ isOwner: fc.constant(false), everyone: plainMask, roles: fc.array(plainMask, { maxLength: 5 }) });
+const overrides = fc.record({
+  everyone: fc.option(override, { nil: undefined }),
+  roles: fc.array(override, { maxLength: 5 }),
+  member: fc.option(override, { nil: undefined }),
+});
+const singleBit = fc.integer({ min: 0, max: BIT_COUNT - 1 }).map((i) => 1n << BigInt(i));
+const nonViewBit = singleBit.filter((b) => b !== Permission.VIEW_CHANNEL && b !== Permission.ADMINISTRATOR);
+
+describe('serverPermissions', () => {
+  it('agrees with the reference for any member', () => {
+    fc.assert(fc.property(member, (m) => serverPermissions(m) === fromBits(referenceServer(m))));
+  });
+
+  it('gives the owner and any ADMINISTRATOR every bit', () => {
+    fc.assert(fc.property(member, (m) => serverPermissions({ ...m, isOwner: true }) === ALL_PERMISSIONS));
+    fc.assert(
+      fc.property(member, fc.nat(5), (m, at) => {
+        const roles = [...m.roles];
+        roles.splice(at, 0, Permission.ADMINISTRATOR);
+        return serverPermissions({ ...m, roles }) === ALL_PERMISSIONS;
+      }),
+    );
+  });
+
+  it('is @everyone alone for a member without roles', () => {
+    expect(serverPermissions({ isOwner: false, everyone: Permission.VIEW_CHANNEL, roles: [] })).toBe(Permission.VIEW_CHANNEL);
+  });
+});
+
+describe('channelPermissions', () => {
+  it('agrees with the reference for any member and overrides', () => {
+    fc.assert(
+      fc.property(member, overrides, (m, o) => {
+        const server = serverPermissions(m);
+        return channelPermissions(server, o) === fromBits(referenceChannel(referenceServer(m), o));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('gives the owner and any ADMINISTRATOR every bit whatever the overrides deny', () => {
+    fc.assert(
+      fc.property(member, overrides, (m, o) => {
+        const denyAll = { ...o, member: { allow: 0n, deny: ALL_PERMISSIONS } };
+        return (
+          channelPermissions(serverPermissions({ ...m, isOwner: true }), denyAll) === ALL_PERMISSIONS &&
+          channelPermissions(serverPermissions({ ...m, roles: [...m.roles, Permission.ADMINISTRATOR] }), denyAll) === ALL_PERMISSIONS
+        );
+      }),
+    );
+  });
+
+  it('lets one role override allow a bit that another role override denies', () => {
+    fc.assert(
+      fc.property(plainMember, nonViewBit, (m, bit) => {
+        const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
+        const result = channelPermissions(server, { roles: [{ allow: 0n, deny: bit }, { allow: bit, deny: 0n }] });
+        return (result & bit) === bit;
+      }),
+    );
+  });
+
+  it('applies the role overrides over the @everyone override', () => {
+    fc.assert(
+      fc.property(plainMember, nonViewBit, (m, bit) => {
+        const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
+        const allowed = channelPermissions(server, { everyone: { allow: 0n, deny: bit }, roles: [{ allow: bit, deny: 0n }] });
+        const denied = channelPermissions(server, { everyone: { allow: bit, deny: 0n }, roles: [{ allow: 0n, deny: bit }] });
+        return (allowed & bit) === bit && (denied & bit) === 0n;
+      }),
+    );
+  });
+
+  it('applies the member override last', () => {
+    fc.assert(
+      fc.property(plainMember, overrides, nonViewBit, (m, o, bit) => {
+        const server = serverPermissions(m);
+        const view = { allow: Permission.VIEW_CHANNEL, deny: 0n };
+        const allowed = channelPermissions(server, { ...o, member: { allow: bit | view.allow, deny: 0n } });
+        const denied = channelPermissions(server, { ...o, member: { allow: view.allow, deny: bit } });
+        return (allowed & bit) === bit && (denied & bit) === 0n;
+      }),
+    );
+  });
+
+  it('removes every bit when VIEW_CHANNEL ends up denied', () => {
+    fc.assert(
+      fc.property(plainMember, overrides, (m, o) => {
+        const hidden = { ...o, member: { allow: 0n, deny: Permission.VIEW_CHANNEL } };
+        return channelPermissions(serverPermissions(m), hidden) === 0n;
+      }),
+    );
+    expect(channelPermissions(ALL_PERMISSIONS & ~Permission.ADMINISTRATOR & ~Permission.VIEW_CHANNEL, { roles: [] })).toBe(0n);
+  });
+
+  it('is the server mask when the channel has no overrides', () => {
+    fc.assert(
+      fc.property(plainMember, (m) => {
+        const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
+        return channelPermissions(server, { roles: [] }) === server;
+      }),
+    );
+  });
+});
+
+describe('hierarchy', () => {
+  it('lets only the owner or someone strictly higher act on a member, and nobody act on the owner', () => {
+    expect(outranks({ isOwner: false, highest: 3 }, { isOwner: false, highest: 2 })).toBe(true);
+    expect(outranks({ isOwner: false, highest: 2 }, { isOwner: false, highest: 2 })).toBe(false);
+    expect(outranks({ isOwner: false, highest: 1 }, { isOwner: false, highest: 2 })).toBe(false);
+    expect(outranks({ isOwner: true, highest: 0 }, { isOwner: false, highest: 9 })).toBe(true);
+    expect(outranks({ isOwner: false, highest: 99 }, { isOwner: true, highest: 0 })).toBe(false);
+  });
+
+  it('lets one manage only roles below one’s highest', () => {
+    expect(canManageRoleAt({ isOwner: false, highest: 3 }, 2)).toBe(true);
+    expect(canManageRoleAt({ isOwner: false, highest: 3 }, 3)).toBe(false);
+    expect(canManageRoleAt({ isOwner: true, highest: 0 }, 7)).toBe(true);
+  });
+
+  it('names exactly the newly granted bits the actor lacks', () => {
+    fc.assert(
+      fc.property(mask, mask, mask, (actor, before, after) => {
+        const beyond = bitsBeyondActor(actor, before, after);
+        return (beyond & actor) === 0n && (beyond & before) === 0n && (beyond & ~after) === 0n && ((after & ~before) | beyond) === (after & ~before);
+      }),
+    );
+    expect(bitsBeyondActor(Permission.KICK_MEMBERS, Permission.BAN_MEMBERS, Permission.BAN_MEMBERS | Permission.KICK_MEMBERS)).toBe(0n);
+    expect(bitsBeyondActor(Permission.KICK_MEMBERS, 0n, Permission.BAN_MEMBERS)).toBe(Permission.BAN_MEMBERS);
+  });
+});

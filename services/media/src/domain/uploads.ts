@@ -1,0 +1,66 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
+import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
+import { insertMediaFile } from '../db/media-files.ts';
+import type { MediaDeps } from '../deps.ts';
+import { sniffContentType } from './content-type.ts';
+import { toMediaFile } from './files.ts';
+import { sanitizeFilename } from './filename.ts';
+
+type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config'>;
+
+/** A file as the client sent it: its declared name and its bytes (which end early on error). */
+export interface IncomingFile {
+  filename: string | undefined;
+  bytes: AsyncIterable<Buffer>;
+}
+
+/** Bytes that are in the store but not yet recorded: record them or discard them. */
+export interface StoredFile {
+  id: string;
+  storageKey: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Streams a file into the store under a fresh id, hashing and counting on the way. The id comes
+ * from a CSPRNG (UUID v4, 122 random bits) rather than the time-ordered v7 used elsewhere,
+ * because it is the only secret of the public url. The key is the id, never the client's name.
+ */
+export async function storeFile(deps: Deps, file: IncomingFile): Promise<StoredFile> {
+  const id = randomUUID();
+  const digest = createHash('sha256');
+  let size = 0;
+  async function* measured() {
+    for await (const chunk of file.bytes) {
+      digest.update(chunk);
+      size += chunk.length;
+      yield chunk;
+    }
+  }
+  const { contentType } = await deps.storage.put(id, measured(), sniffContentType);
+  return { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
+}
+
+/** Records a stored file and its event in one transaction; if that fails, the bytes go too. */
+export async function recordFile(deps: Deps, ctx: RequestContext, stored: StoredFile): Promise<MediaFile> {
+  try {
+    return await withTx(deps.pool, async (tx) => {
+      const row = await insertMediaFile(tx, { ...stored, uploaderId: ctx.userId });
+      const file = toMediaFile(row, deps.config.MEDIA_PUBLIC_URL);
+      await enqueueEvent(tx, MEDIA_SUBJECTS.fileUploaded, file, ctx.requestId);
+      return file;
+    });
+  } catch (err) {
+    await discardFile(deps, stored);
+    throw err;
+  }
+}
+
+/** Removes the bytes of an upload that will not be recorded. */
+export async function discardFile(deps: Deps, stored: StoredFile): Promise<void> {
+  await deps.storage.remove(stored.storageKey);
+}

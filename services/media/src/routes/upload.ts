@@ -1,0 +1,83 @@
+import { mediaRoutes } from '@chat/contracts';
+import { AppError, badRequest, contextOf, route } from '@chat/kit';
+import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
+import type { FastifyInstance } from 'fastify';
+import type { MediaDeps } from '../deps.ts';
+import { discardFile, recordFile, type StoredFile, storeFile } from '../domain/uploads.ts';
+
+const ONE_FILE = 'Send multipart/form-data with exactly one part named "file"';
+
+/** POST /v1/media: one file, streamed into the store, then recorded with its event. */
+export async function uploadRoutes(app: FastifyInstance, deps: MediaDeps): Promise<void> {
+  const limit = deps.config.MEDIA_MAX_UPLOAD_BYTES;
+  await app.register(async (scope) => {
+    // This scope reads multipart and nothing else: any other body reaches the handler unread,
+    // after the token check, and is answered 415 there (the kit's 415 speaks of JSON).
+    scope.removeAllContentTypeParsers();
+    await scope.register(multipart, {
+      // files: 2 so that a second file part reaches the handler and gets its clear 400.
+      limits: { fileSize: limit, files: 2, fields: 16, fieldSize: 64 * 1024, parts: 24, headerPairs: 32 },
+    });
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+
+    route(scope, mediaRoutes.upload, async (req) => {
+      if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
+      const stored = await receiveOneFile(deps, req.parts(), limit);
+      const { id, url, filename, contentType, size } = await recordFile(deps, contextOf(req), stored);
+      return { id, url, filename, contentType, size };
+    });
+  });
+}
+
+/**
+ * Reads the parts in order: the file part is stored as it streams in, other fields are ignored
+ * (as unknown body fields are). When anything is wrong, during or after the file, its bytes go.
+ */
+async function receiveOneFile(deps: MediaDeps, parts: AsyncIterable<Multipart>, limit: number): Promise<StoredFile> {
+  let stored: StoredFile | undefined;
+  try {
+    for await (const part of parts) {
+      if (part.fieldname !== 'file') {
+        if (part.type === 'file') throw badRequest(`Unexpected file part ${JSON.stringify(part.fieldname.slice(0, 64))}. ${ONE_FILE}`);
+        continue;
+      }
+      if (part.type !== 'file') throw badRequest('The part "file" must be a file (give it a filename)');
+      if (stored) throw badRequest(ONE_FILE);
+      stored = await storeFile(deps, { filename: part.filename, bytes: withinLimit(part.file, limit) });
+    }
+  } catch (err) {
+    if (stored) await discardFile(deps, stored);
+    throw asClientError(err, limit);
+  }
+  // The parser drops a part whose name or filename holds a line break, so say so.
+  if (!stored) throw badRequest(`Missing the part named "file" (parts with line breaks in their names are dropped). ${ONE_FILE}`);
+  return stored;
+}
+
+/** The bytes of a file part; one byte over the limit fails it at once, not at the part's end. */
+async function* withinLimit(file: MultipartFile['file'], limit: number): AsyncGenerator<Buffer, void> {
+  file.once('limit', () => file.destroy(fileTooLarge(limit)));
+  for await (const chunk of file) yield chunk as Buffer;
+  if (file.truncated) throw fileTooLarge(limit);
+}
+
+function fileTooLarge(limit: number): AppError {
+  return new AppError(413, `The file is larger than the upload limit of ${limit} bytes`);
+}
+
+/** Errors of the multipart parser as answers: limits are 413, the rest is a malformed body. */
+function asClientError(err: unknown, limit: number): unknown {
+  if (err instanceof AppError) return err;
+  const { code, statusCode } = err as { code?: string; statusCode?: number };
+  if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(limit);
+  if (statusCode === 413) return new AppError(413, `Too many parts. ${ONE_FILE}`, { cause: err });
+  if (code === 'FST_MP_PREMATURE_CLOSE') return new AppError(400, 'The upload was interrupted', { cause: err });
+  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') return new AppError(415, ONE_FILE, { cause: err });
+  if (isParserError(err)) return new AppError(400, `Malformed multipart body. ${ONE_FILE}`, { cause: err });
+  return err;
+}
+
+/** busboy throws plain Errors; these are the messages it uses for a body it cannot parse. */
+function isParserError(err: unknown): boolean {
+  return err instanceof Error && /multipart|boundary|needle/i.test(err.message);
+}

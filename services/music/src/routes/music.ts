@@ -1,0 +1,18 @@
+import { musicRoutes } from '@chat/contracts';
+import { contextOf, route } from '@chat/kit';
+import type { FastifyInstance } from 'fastify';
+import * as player from '../domain/player.ts';
+
+/** The music area: player state and controls. */
+export function registerMusicRoutes(app: FastifyInstance, deps: player.PlayerDeps): void {
+  route(app, musicRoutes.state, async (req) => player.getPlayer(deps, contextOf(req), req.params.channelId));
+  route(app, musicRoutes.play, async (req) => player.play(deps, contextOf(req), req.body));
+  route(app, musicRoutes.skip, async (req) => {
+    await player.skip(deps, contextOf(req), req.body);
+    return {};
+  });
+  route(app, musicRoutes.pause, async (req) => player.pause(deps, contextOf(req), req.body));
+  route(app, musicRoutes.resume, async (req) => player.resume(deps, contextOf(req), req.body));
+  route(app, musicRoutes.stop, async (req) => player.stop(deps, contextOf(req), req.body));
+  route(app, musicRoutes.volume, async (req) => player.setVolume(deps, contextOf(req), req.body));
+}

@@ -1,0 +1,152 @@
+import { MUSIC_SUBJECTS, PlayerUpdatedEvent, STREAMS, VOICE_RPC, type VoiceAccessReply, VoiceAccessRequest } from '@chat/contracts';
+import {
+  connectBus,
+  createPool,
+  createTokenVerifier,
+  type EventEnvelope,
+  loadConfig,
+  natsCheck,
+  notFound,
+  type Runtime,
+  serveRpc,
+  startOutboxRelay,
+} from '@chat/kit';
+import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER, type TestRuntime } from '@chat/testkit';
+import type { FastifyInstance } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import { inject } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { MusicConfig } from '../src/config.ts';
+
+type Channel = VoiceAccessReply['channel'];
+type UserAccess = Omit<VoiceAccessReply, 'channel'>;
+
+/**
+ * Stand-in for the guilds service, which is built concurrently: it answers
+ * rpc.guilds.voice.access on the real NATS, in this test file's bus namespace, through the kit's
+ * own serveRpc, so the status of its errors crosses the hop exactly as guilds' will. Tests set
+ * up channels and what each user may do there, and so drive every case of the access rule.
+ */
+export class StandInGuilds {
+  private readonly channels = new Map<string, { channel: Channel; users: Map<string, UserAccess> }>();
+
+  serve(runtime: Runtime): void {
+    serveRpc(runtime.bus, runtime.log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }) => {
+      const known = this.channels.get(channelId);
+      if (!known) throw notFound('Channel');
+      const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false };
+      return { channel: known.channel, ...access } satisfies VoiceAccessReply;
+    });
+  }
+
+  /** A channel of a server (a fresh voice channel of a fresh server unless told otherwise). */
+  addChannel(overrides: Partial<Channel> = {}): Channel {
+    const channel: Channel = { id: uuidv7(), serverId: uuidv7(), channelType: 'voice', ownerId: null, musicLocked: false, ...overrides };
+    this.channels.set(channel.id, { channel, users: new Map() });
+    return channel;
+  }
+
+  /** What a user is in a channel; a member sitting in it unless told otherwise. */
+  setUser(channelId: string, userId: string, access: Partial<UserAccess> = {}): void {
+    const known = this.channels.get(channelId);
+    if (!known) throw new Error(`stand-in guilds: unknown channel ${channelId}`);
+    known.users.set(userId, { isMember: true, inChannel: true, canManageChannel: false, ...access });
+  }
+
+  /** A voice channel with `userIds` sitting in it. */
+  voiceChannelWith(userIds: string[], overrides: Partial<Channel> = {}): Channel {
+    const channel = this.addChannel(overrides);
+    for (const userId of userIds) this.setUser(channel.id, userId);
+    return channel;
+  }
+}
+
+export interface MusicInstance {
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+export interface MusicTest {
+  runtime: TestRuntime;
+  guilds: StandInGuilds;
+  /** The instance built on the test runtime (closed by close()). */
+  app: FastifyInstance;
+  /** Another instance on the same database and namespace, with its own pool, bus and relay: a restart. */
+  startInstance(): Promise<MusicInstance>;
+  auth(userId: string): Promise<{ authorization: string }>;
+  /** Every music.player.updated event on the stream so far, oldest first. */
+  playerEvents(): Promise<PlayerUpdatedEvent[]>;
+  close(): Promise<void>;
+}
+
+/** One test file's music service: fresh database and namespace, stand-in guilds, a built app. */
+export async function startMusicTest(): Promise<MusicTest> {
+  const runtime = await createTestRuntime({
+    service: 'music',
+    migrationsDir: new URL('../migrations', import.meta.url).pathname,
+    stream: STREAMS.music,
+    backing: inject('backing'),
+  });
+  const issuer = await createTestIssuer();
+  const config = loadConfig(MusicConfig, runtime.env);
+  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const guilds = new StandInGuilds();
+  guilds.serve(runtime);
+  const app = await buildApp({ ...runtime, config, tokens });
+
+  async function startInstance(): Promise<MusicInstance> {
+    const pool = createPool(runtime.databaseUrl, 5);
+    const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
+    const relay = startOutboxRelay({ pool, databaseUrl: runtime.databaseUrl, bus, log: runtime.log, pollMs: 200 });
+    const checks = { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) };
+    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
+    return {
+      app: instance,
+      async close() {
+        await instance.close();
+        await relay.stop();
+        await bus.nc.drain();
+        await pool.end();
+      },
+    };
+  }
+
+  async function playerEvents(): Promise<PlayerUpdatedEvent[]> {
+    await allEventsPublished();
+    const stream = runtime.bus.name(STREAMS.music.name);
+    const { state } = await runtime.bus.jsm.streams.info(stream);
+    const events: PlayerUpdatedEvent[] = [];
+    for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
+      const msg = await runtime.bus.jsm.streams.getMessage(stream, { seq });
+      if (msg && runtime.bus.logical(msg.subject) === MUSIC_SUBJECTS.playerUpdated) {
+        events.push(PlayerUpdatedEvent.parse(msg.json<EventEnvelope>().data));
+      }
+    }
+    return events;
+  }
+
+  /** Flushes this relay, then waits for another instance's relay to finish rows it has locked. */
+  async function allEventsPublished(): Promise<void> {
+    await runtime.relay.flush();
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const { rows } = await runtime.pool.query('SELECT count(*)::int AS unsent FROM outbox WHERE sent_at IS NULL');
+      if (rows[0].unsent === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await runtime.relay.flush();
+    }
+    throw new Error('outbox still has unsent events');
+  }
+
+  return {
+    runtime,
+    guilds,
+    app,
+    startInstance,
+    auth: async (userId) => ({ authorization: `Bearer ${await issuer.sign(userId)}` }),
+    playerEvents,
+    async close() {
+      await app.close();
+      await runtime.close();
+    },
+  };
+}

@@ -1,0 +1,269 @@
+import { MAX_QUEUE_LENGTH, type PlayerState } from '@chat/contracts';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startMusicTest } from './harness.ts';
+
+const t = await startMusicTest();
+afterAll(() => t.close());
+
+const alice = uuidv7();
+const bob = uuidv7();
+
+async function control(userId: string, action: string, payload: Record<string, unknown>) {
+  return t.app.inject({ method: 'POST', url: `/v1/music/${action}`, headers: await t.auth(userId), payload });
+}
+
+async function state(userId: string, channelId: string): Promise<PlayerState> {
+  const res = await t.app.inject({ method: 'GET', url: `/v1/music/${channelId}`, headers: await t.auth(userId) });
+  expect(res.statusCode).toBe(200);
+  return res.json();
+}
+
+async function dbTracks(channelId: string) {
+  const { rows } = await t.runtime.pool.query('SELECT url FROM tracks WHERE channel_id = $1 ORDER BY seq', [channelId]);
+  return rows.map((r) => r.url as string);
+}
+
+async function dbPlayer(channelId: string) {
+  const { rows } = await t.runtime.pool.query('SELECT * FROM players WHERE channel_id = $1', [channelId]);
+  return rows[0];
+}
+
+/** A voice channel with alice in it and the given tracks queued (the first playing). */
+async function channelPlaying(...urls: string[]) {
+  const channel = t.guilds.voiceChannelWith([alice]);
+  const target = { channelId: channel.id, serverId: channel.serverId };
+  for (const url of urls) expect((await control(alice, 'play', { ...target, url })).statusCode).toBe(200);
+  return { channel, target };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('play', () => {
+  it('plays at once on an idle player, stores the track and publishes music.player.updated', async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const res = await control(alice, 'play', { channelId: channel.id, serverId: channel.serverId, url: 'https://example.com/a.mp3' });
+
+    expect(res.statusCode).toBe(200);
+    const body: PlayerState = res.json();
+    expect(body).toMatchObject({ channelId: channel.id, serverId: channel.serverId, paused: false, volume: 100, queue: [], version: 1 });
+    expect(body.current).toMatchObject({ url: 'https://example.com/a.mp3', title: 'https://example.com/a.mp3', requestedBy: alice });
+    expect(body.current?.positionMs).toBeLessThan(1_000);
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3']);
+    expect((await dbPlayer(channel.id)).started_at).not.toBeNull();
+    const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
+    expect(events).toEqual([{ action: 'play', actorId: alice, player: body }]);
+  });
+
+  it('queues behind the current track without restarting it, keeping the given title', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    const before = await state(alice, channel.id);
+    const res = await control(alice, 'play', { ...target, url: 'http://example.com/b.ogg', title: '  B side  ' });
+
+    expect(res.statusCode).toBe(200);
+    const body: PlayerState = res.json();
+    expect(body.current?.id).toBe(before.current?.id);
+    expect(body.current?.startedAt).toBe(before.current?.startedAt);
+    expect(body.queue).toEqual([expect.objectContaining({ url: 'http://example.com/b.ogg', title: 'B side', requestedBy: alice })]);
+    expect(body.version).toBe(before.version + 1);
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3', 'http://example.com/b.ogg']);
+  });
+
+  it.each([
+    ['an ftp url', { url: 'ftp://example.com/a.mp3' }, /^body.url: must be an http or https URL/],
+    ['a javascript: url', { url: 'javascript:alert(1)' }, /^body.url: must be an http or https URL/],
+    ['no url', {}, /^body.url: /],
+    ['a url of 2049 characters', { url: `https://example.com/${'a'.repeat(2029)}` }, /^body.url: /],
+    ['a channelId that is not a UUID', { url: 'https://example.com/a.mp3', channelId: 'general' }, /^body.channelId: must be a UUID/],
+    ['an empty title', { url: 'https://example.com/a.mp3', title: '   ' }, /^body.title: /],
+  ])('answers 400 for %s and changes nothing', async (_case, fields, message) => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const res = await control(alice, 'play', { channelId: channel.id, serverId: channel.serverId, ...fields });
+
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: expect.stringMatching(message) });
+    expect(await dbPlayer(channel.id)).toBeUndefined();
+  });
+
+  it(`answers 409 once the queue holds ${MAX_QUEUE_LENGTH} tracks`, async () => {
+    const { channel, target } = await channelPlaying();
+    for (let i = 0; i < MAX_QUEUE_LENGTH; i++) {
+      expect((await control(alice, 'play', { ...target, url: `https://example.com/${i}.mp3` })).statusCode).toBe(200);
+    }
+    const res = await control(alice, 'play', { ...target, url: 'https://example.com/one-too-many.mp3' });
+
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toEqual({ error: `The queue is full (${MAX_QUEUE_LENGTH} tracks)` });
+    expect(await dbTracks(channel.id)).toHaveLength(MAX_QUEUE_LENGTH);
+  });
+
+  it('answers 401 without a token, or with one that does not verify', async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const payload = { channelId: channel.id, serverId: channel.serverId, url: 'https://example.com/a.mp3' };
+    const anonymous = await t.app.inject({ method: 'POST', url: '/v1/music/play', payload });
+    const forged = await t.app.inject({ method: 'POST', url: '/v1/music/play', headers: { authorization: 'Bearer a.b.c' }, payload });
+
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.json()).toEqual({ error: expect.any(String) });
+    expect(forged.statusCode).toBe(401);
+    expect(await dbPlayer(channel.id)).toBeUndefined();
+  });
+});
+
+describe('skip', () => {
+  it('answers {} and starts the next track when url is the current track', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const res = await control(alice, 'skip', { ...target, url: 'https://example.com/a.mp3' });
+
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({});
+    const after = await state(alice, channel.id);
+    expect(after.current?.url).toBe('https://example.com/b.mp3');
+    expect(after.queue).toEqual([]);
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/b.mp3']);
+    const last = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id).at(-1);
+    expect(last).toMatchObject({ action: 'skip', actorId: alice, player: { version: 3, current: { url: 'https://example.com/b.mp3' } } });
+  });
+
+  it('leaves the player idle after the last track', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    expect((await control(alice, 'skip', { ...target, url: 'https://example.com/a.mp3' })).statusCode).toBe(200);
+
+    expect(await state(alice, channel.id)).toMatchObject({ current: null, queue: [], paused: false, version: 2 });
+    expect(await dbTracks(channel.id)).toEqual([]);
+    expect((await dbPlayer(channel.id)).started_at).toBeNull();
+  });
+
+  it('answers 409 for a stale url, a stale trackId or an idle player, and changes nothing', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const before = await state(alice, channel.id);
+    const eventsBefore = (await t.playerEvents()).length;
+
+    const staleUrl = await control(alice, 'skip', { ...target, url: 'https://example.com/b.mp3' });
+    const staleId = await control(alice, 'skip', { ...target, url: 'https://example.com/a.mp3', trackId: uuidv7() });
+    const idle = t.guilds.voiceChannelWith([alice]);
+    const onIdle = await control(alice, 'skip', { channelId: idle.id, serverId: idle.serverId, url: 'https://example.com/a.mp3' });
+
+    for (const res of [staleUrl, staleId, onIdle]) {
+      expect(res.statusCode).toBe(409);
+      expect(res.json()).toEqual({ error: 'That track is no longer playing' });
+    }
+    expect(await state(alice, channel.id)).toMatchObject({ version: before.version, current: { id: before.current?.id } });
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3', 'https://example.com/b.mp3']);
+    expect(await t.playerEvents()).toHaveLength(eventsBefore);
+  });
+});
+
+describe('pause and resume', () => {
+  it('freezes the position while paused and continues from it on resume', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    await sleep(120);
+    const paused = await control(alice, 'pause', target);
+
+    expect(paused.statusCode).toBe(200);
+    const atPause: PlayerState = paused.json();
+    expect(atPause.paused).toBe(true);
+    expect(atPause.current?.positionMs).toBeGreaterThanOrEqual(100);
+    expect(Number((await dbPlayer(channel.id)).paused_position_ms)).toBe(atPause.current?.positionMs);
+    await sleep(200);
+    expect((await state(alice, channel.id)).current?.positionMs).toBe(atPause.current?.positionMs);
+
+    const resumed: PlayerState = (await control(alice, 'resume', target)).json();
+    expect(resumed.paused).toBe(false);
+    expect(resumed.current?.positionMs).toBeGreaterThanOrEqual(atPause.current?.positionMs ?? 0);
+    expect(resumed.current?.positionMs).toBeLessThan((atPause.current?.positionMs ?? 0) + 150);
+    // The start moved forward by the length of the pause (about 200 ms).
+    const shift = Date.parse(resumed.current?.startedAt ?? '') - Date.parse(atPause.current?.startedAt ?? '');
+    expect(shift).toBeGreaterThanOrEqual(190);
+    expect((await dbPlayer(channel.id)).paused_position_ms).toBeNull();
+  });
+
+  it('changes nothing and publishes nothing when already in the asked state', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    const resumeWhilePlaying = await control(alice, 'resume', target);
+    await control(alice, 'pause', target);
+    const eventsBefore = (await t.playerEvents()).length;
+    const pauseAgain = await control(alice, 'pause', target);
+
+    expect(resumeWhilePlaying.statusCode).toBe(200);
+    expect(resumeWhilePlaying.json()).toMatchObject({ paused: false, version: 1 });
+    expect(pauseAgain.statusCode).toBe(200);
+    expect(pauseAgain.json()).toMatchObject({ paused: true, version: 2 });
+    expect(await t.playerEvents()).toHaveLength(eventsBefore);
+    expect((await dbPlayer(channel.id)).version).toBe(2);
+  });
+
+  it.each(['pause', 'resume'])('%s answers 409 when nothing is playing and creates no player', async (action) => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const res = await control(alice, action, { channelId: channel.id, serverId: channel.serverId });
+
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toEqual({ error: 'Nothing is playing' });
+    expect(await dbPlayer(channel.id)).toBeUndefined();
+  });
+});
+
+describe('stop and volume', () => {
+  it('stop clears the current track and the queue and keeps the volume', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    await control(alice, 'volume', { ...target, volume: 40 });
+    const res = await control(alice, 'stop', target);
+
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ current: null, queue: [], paused: false, volume: 40, version: 4 });
+    expect(await dbTracks(channel.id)).toEqual([]);
+    const last = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id).at(-1);
+    expect(last).toMatchObject({ action: 'stop', actorId: alice });
+  });
+
+  it('sets the volume from 0 to 200', async () => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    for (const volume of [0, 200]) {
+      const res = await control(alice, 'volume', { ...target, volume });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ volume });
+      expect((await dbPlayer(channel.id)).volume).toBe(volume);
+    }
+  });
+
+  it.each([201, -1, 1.5, '100', null])('answers 400 for volume %j and changes nothing', async (volume) => {
+    const { channel, target } = await channelPlaying('https://example.com/a.mp3');
+    const res = await control(alice, 'volume', { ...target, volume });
+
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: expect.stringMatching(/^body.volume: /) });
+    expect((await dbPlayer(channel.id)).volume).toBe(100);
+  });
+});
+
+describe('GET /v1/music/:channelId', () => {
+  it('shows a member who is not in the channel the whole state', async () => {
+    const { channel } = await channelPlaying('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    t.guilds.setUser(channel.id, bob, { inChannel: false });
+    const seen = await state(bob, channel.id);
+
+    expect(seen).toMatchObject({ channelId: channel.id, serverId: channel.serverId, paused: false, volume: 100, version: 2 });
+    expect(seen.current?.url).toBe('https://example.com/a.mp3');
+    expect(seen.queue.map((track) => track.url)).toEqual(['https://example.com/b.mp3']);
+  });
+
+  it('answers an idle player for a voice channel that never played', async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    expect(await state(alice, channel.id)).toEqual({
+      channelId: channel.id,
+      serverId: channel.serverId,
+      current: null,
+      paused: false,
+      volume: 100,
+      queue: [],
+      version: 0,
+    });
+    expect(await dbPlayer(channel.id)).toBeUndefined();
+  });
+
+  it('answers 400 for a channel id that is not a UUID', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v1/music/general', headers: await t.auth(alice) });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: expect.stringMatching(/^path.channelId: /) });
+  });
+});

@@ -1,0 +1,124 @@
+import type { UserSummary } from '@chat/contracts';
+import { many, maybeOne, type Queryable } from '@chat/kit';
+import { pairKey } from './relationships.ts';
+import { toUserSummary } from './users.ts';
+
+/** Conversations and their participants. */
+
+/** What a participant's request needs to know of its conversation. */
+export type ConversationAccess = {
+  id: string;
+  isGroup: boolean;
+  lastMessageId: string | null;
+  participantIds: string[];
+  /** A 1:1 conversation whose two people blocked one another (either way). */
+  blocked: boolean;
+};
+
+type AccessRow = { id: string; is_group: boolean; last_message_id: string | null; participant_ids: string[]; blocked: boolean };
+
+const ACCESS_SQL = `
+  SELECT c.id, c.is_group, c.last_message_id,
+    ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids,
+    (NOT c.is_group AND EXISTS (
+      SELECT 1 FROM conversation_participants o JOIN blocks b
+        ON (b.blocker_id = $2 AND b.blocked_id = o.user_id) OR (b.blocker_id = o.user_id AND b.blocked_id = $2)
+      WHERE o.conversation_id = c.id AND o.user_id <> $2)) AS blocked
+  FROM conversations c
+  JOIN conversation_participants me ON me.conversation_id = c.id AND me.user_id = $2
+  WHERE c.id = $1`;
+
+/**
+ * The conversation when `userId` takes part in it. `lock` holds the conversation row until the
+ * transaction ends: messages of one conversation are then numbered in commit order.
+ */
+export async function conversationForParticipant(
+  db: Queryable,
+  conversationId: string,
+  userId: string,
+  options: { lock?: boolean } = {},
+): Promise<ConversationAccess | undefined> {
+  const row = await maybeOne<AccessRow>(db, options.lock ? `${ACCESS_SQL} FOR NO KEY UPDATE OF c` : ACCESS_SQL, [conversationId, userId]);
+  return (
+    row && { id: row.id, isGroup: row.is_group, lastMessageId: row.last_message_id, participantIds: row.participant_ids, blocked: row.blocked }
+  );
+}
+
+/** Creates the 1:1 conversation of a pair, or finds it when it exists (also when created concurrently). */
+export async function insertPairConversation(tx: Queryable, id: string, a: string, b: string): Promise<{ id: string; created: boolean }> {
+  const inserted = await maybeOne<{ id: string }>(
+    tx,
+    `INSERT INTO conversations (id, is_group, pair_key) VALUES ($1, false, $2) ON CONFLICT (pair_key) DO NOTHING RETURNING id`,
+    [id, pairKey(a, b)],
+  );
+  if (inserted) {
+    await insertParticipants(tx, id, [a, b]);
+    return { id, created: true };
+  }
+  // The other transaction committed (ON CONFLICT waited for it), so this statement sees its row.
+  const existing = await maybeOne<{ id: string }>(tx, 'SELECT id FROM conversations WHERE pair_key = $1', [pairKey(a, b)]);
+  if (!existing) throw new Error('pair conversation vanished after a conflict');
+  return { id: existing.id, created: false };
+}
+
+export async function insertGroupConversation(tx: Queryable, id: string, ownerId: string, userIds: string[]): Promise<void> {
+  await tx.query('INSERT INTO conversations (id, is_group, owner_id) VALUES ($1, true, $2)', [id, ownerId]);
+  await insertParticipants(tx, id, userIds);
+}
+
+async function insertParticipants(tx: Queryable, conversationId: string, userIds: string[]): Promise<void> {
+  await tx.query('INSERT INTO conversation_participants (conversation_id, user_id) SELECT $1, unnest($2::uuid[])', [conversationId, userIds]);
+}
+
+/** Records a new message as the conversation's latest. */
+export async function markActivity(tx: Queryable, conversationId: string, messageId: string, at: string): Promise<void> {
+  await tx.query('UPDATE conversations SET last_message_id = $2, last_activity_at = $3 WHERE id = $1', [conversationId, messageId, at]);
+}
+
+export type ConversationView = {
+  id: string;
+  type: 'direct' | 'group';
+  ownerId: string | null;
+  participants: UserSummary[];
+  /** The newest message still there (the latest may have been deleted). */
+  lastMessageId: string | null;
+  lastActivityAt: string;
+  createdAt: string;
+};
+
+type ParticipantJson = { id: string; username: string | null; display_name: string | null; avatar_url: string | null };
+type ViewRow = {
+  id: string;
+  is_group: boolean;
+  owner_id: string | null;
+  participants: ParticipantJson[];
+  newest_message_id: string | null;
+  last_activity_at: string;
+  created_at: string;
+};
+
+/** The caller's conversations (or the one `onlyId`), most recent activity first. */
+export async function conversationsOf(db: Queryable, userId: string, onlyId?: string): Promise<ConversationView[]> {
+  const rows = await many<ViewRow>(
+    db,
+    `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
+       (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
+                                          'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
+        FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id
+        WHERE p.conversation_id = c.id) AS participants,
+       (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id ORDER BY m.id DESC LIMIT 1) AS newest_message_id
+     FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
+     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2)
+     ORDER BY c.last_activity_at DESC, c.id DESC`,
+    [userId, onlyId ?? null],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    type: row.is_group ? 'group' : 'direct',
+    ownerId: row.owner_id,
+    participants: row.participants.map((p) => toUserSummary(p.id, p)),
+    lastMessageId: row.newest_message_id,
+    lastActivityAt: row.last_activity_at,
+    createdAt: row.created_at,
+  }));
+}

@@ -1,0 +1,136 @@
+import type { DirectMessageRecord as DirectMessage } from '@chat/contracts';
+import { many, maybeOne, one, type Queryable } from '@chat/kit';
+
+/** Direct messages, with their sender's name, avatar and badges from the users read-model. */
+
+export type StoredFile = { url: string; filename: string; contentType: string; size: number };
+/** A message as stored; reactions depend on who looks, so they are added per viewer. */
+export type StoredMessage = Omit<DirectMessage, 'reactions'>;
+
+type MessageRow = {
+  id: string;
+  conversation_id: string;
+  sender_id: string;
+  content: string;
+  attachments: Record<string, StoredFile>;
+  reply_to_id: string | null;
+  edited_at: string | null;
+  created_at: string;
+  sender_name: string | null;
+  sender_avatar: string | null;
+  sender_badges: string[] | null;
+};
+
+const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.edited_at, m.created_at,
+  u.display_name AS sender_name, u.avatar_url AS sender_avatar, u.badges AS sender_badges`;
+
+function toMessage(row: MessageRow): StoredMessage {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    senderId: row.sender_id,
+    content: row.content,
+    attachments: row.attachments,
+    replyToId: row.reply_to_id,
+    editedAt: row.edited_at,
+    createdAt: row.created_at,
+    // A sender whose auth event has not reached us yet still gets a readable name.
+    senderName: row.sender_name ?? 'Unknown user',
+    senderAvatar: row.sender_avatar,
+    senderBadges: row.sender_badges ?? [],
+  };
+}
+
+export type NewMessage = {
+  id: string;
+  conversationId: string;
+  senderId: string;
+  content: string;
+  attachments: Record<string, StoredFile>;
+  replyToId: string | null;
+};
+
+export async function insertMessage(tx: Queryable, message: NewMessage): Promise<StoredMessage> {
+  const row = await one<MessageRow>(
+    tx,
+    `WITH m AS (
+       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *)
+     SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
+    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId],
+  );
+  return toMessage(row);
+}
+
+export async function messageById(db: Queryable, id: string): Promise<StoredMessage | undefined> {
+  const row = await maybeOne<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = $1`, [
+    id,
+  ]);
+  return row && toMessage(row);
+}
+
+export async function messagesByIds(db: Queryable, ids: string[]): Promise<StoredMessage[]> {
+  if (ids.length === 0) return [];
+  const rows = await many<MessageRow>(
+    db,
+    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return rows.map(toMessage);
+}
+
+export async function isMessageOf(db: Queryable, messageId: string, conversationId: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, 'SELECT 1 FROM direct_messages WHERE id = $1 AND conversation_id = $2', [messageId, conversationId]));
+}
+
+export type Page = { limit: number; before?: string | undefined; after?: string | undefined };
+
+/**
+ * A page of a conversation, newest first. Ids are UUID v7 issued in commit order per conversation,
+ * so `before`/`after` an id neither skip nor repeat a message while others arrive. `after` takes
+ * the messages right after the cursor (oldest of them first), then answers them newest first.
+ */
+export async function pageOfMessages(db: Queryable, conversationId: string, page: Page): Promise<StoredMessage[]> {
+  const from = `FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.conversation_id = $1`;
+  if (page.after) {
+    const rows = await many<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} ${from} AND m.id > $2 ORDER BY m.id ASC LIMIT $3`, [
+      conversationId,
+      page.after,
+      page.limit,
+    ]);
+    return rows.reverse().map(toMessage);
+  }
+  const rows = await many<MessageRow>(
+    db,
+    `SELECT ${MESSAGE_COLUMNS} ${from} AND ($2::uuid IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3`,
+    [conversationId, page.before ?? null, page.limit],
+  );
+  return rows.map(toMessage);
+}
+
+export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {
+  const row = await one<MessageRow>(
+    tx,
+    `WITH m AS (UPDATE direct_messages SET content = $2, edited_at = now() WHERE id = $1 RETURNING *)
+     SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
+    [id, content],
+    'Message',
+  );
+  return toMessage(row);
+}
+
+export async function deleteMessageRow(tx: Queryable, id: string): Promise<void> {
+  await tx.query('DELETE FROM direct_messages WHERE id = $1', [id]);
+}
+
+export type LockedMessage = { id: string; conversationId: string; senderId: string; attachments: Record<string, StoredFile> };
+
+/** The message row, locked until the transaction ends, for a change by its sender (edit, delete). */
+export async function lockMessage(tx: Queryable, id: string): Promise<LockedMessage | undefined> {
+  const row = await maybeOne<{ conversation_id: string; sender_id: string; attachments: Record<string, StoredFile> }>(
+    tx,
+    'SELECT conversation_id, sender_id, attachments FROM direct_messages WHERE id = $1 FOR UPDATE',
+    [id],
+  );
+  return row && { id, conversationId: row.conversation_id, senderId: row.sender_id, attachments: row.attachments };
+}

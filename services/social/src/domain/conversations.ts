@@ -1,0 +1,101 @@
+import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
+import { badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import {
+  type ConversationAccess,
+  type ConversationView,
+  conversationForParticipant,
+  conversationsOf,
+  insertGroupConversation,
+  insertPairConversation,
+} from '../db/conversations.ts';
+import { messagesByIds } from '../db/messages.ts';
+import { blockedEitherWay } from '../db/relationships.ts';
+import { knownUserIds } from '../db/users.ts';
+import { withReactions } from './messages.ts';
+
+/** Conversations: who may open them, who may see them, who may write in them. */
+
+type Deps = { pool: Pool };
+
+/**
+ * The conversation `id` of a participant, or 404 (naming `what` was asked for) for everyone else:
+ * a conversation one is not in, and its messages, are not visible, so they answer like unknown ones.
+ */
+export async function participantAccess(
+  db: Queryable,
+  ctx: RequestContext,
+  id: string,
+  options: { lock?: boolean; what?: string } = {},
+): Promise<ConversationAccess> {
+  const access = await conversationForParticipant(db, id, ctx.userId, { lock: options.lock });
+  if (!access) throw notFound(options.what ?? 'Conversation');
+  return access;
+}
+
+const BLOCKED_MESSAGE = 'You cannot message this user: one of you has blocked the other';
+
+/** The one writing rule: two people who blocked one another cannot write to each other. */
+export function assertMayWrite(access: ConversationAccess): void {
+  if (access.blocked) throw forbidden(BLOCKED_MESSAGE);
+}
+
+/**
+ * Opens a conversation with `userIds` (the caller is added). One other user: the pair's single
+ * 1:1 conversation, created on first use. More: a new group of up to ten people.
+ */
+export async function openConversation(
+  deps: Deps,
+  ctx: RequestContext,
+  userIds: string[],
+): Promise<{ conversation: Conversation; created: boolean }> {
+  const others = [...new Set(userIds)].filter((id) => id !== ctx.userId);
+  if (others.length === 0) throw badRequest('body.userIds: name at least one user other than yourself');
+  const known = await knownUserIds(deps.pool, others);
+  if (others.some((id) => !known.has(id))) throw notFound('User');
+  for (const other of others) {
+    if (await blockedEitherWay(deps.pool, ctx.userId, other)) throw forbidden(BLOCKED_MESSAGE);
+  }
+  const { id, created } = await withTx(deps.pool, async (tx) => {
+    const opened = others.length === 1 ? await openPair(tx, others[0]!, ctx) : await openGroup(tx, others, ctx);
+    if (opened.created) {
+      await enqueueEvent(
+        tx,
+        SOCIAL_SUBJECTS.conversationCreated,
+        { conversationId: opened.id, type: others.length === 1 ? 'direct' : 'group', participantIds: [ctx.userId, ...others] },
+        ctx.requestId,
+      );
+    }
+    return opened;
+  });
+  return { conversation: await conversationOf(deps, ctx, id), created };
+}
+
+function openPair(tx: Queryable, other: string, ctx: RequestContext) {
+  return insertPairConversation(tx, uuidv7(), ctx.userId, other);
+}
+
+async function openGroup(tx: Queryable, others: string[], ctx: RequestContext) {
+  const id = uuidv7();
+  await insertGroupConversation(tx, id, ctx.userId, [ctx.userId, ...others]);
+  return { id, created: true };
+}
+
+export async function conversationOf(deps: Deps, ctx: RequestContext, id: string): Promise<Conversation> {
+  const [view] = await conversationsOf(deps.pool, ctx.userId, id);
+  if (!view) throw notFound('Conversation');
+  const [conversation] = await present(deps, ctx, [view]);
+  return conversation!;
+}
+
+/** The caller's conversations, most recent activity first, each with its last message. */
+export async function listConversations(deps: Deps, ctx: RequestContext): Promise<Conversation[]> {
+  return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId));
+}
+
+async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {
+  const lastIds = views.flatMap((v) => (v.lastMessageId ? [v.lastMessageId] : []));
+  const messages = await withReactions(deps.pool, await messagesByIds(deps.pool, lastIds), ctx.userId);
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  return views.map(({ lastMessageId, ...view }) => ({ ...view, lastMessage: (lastMessageId && byId.get(lastMessageId)) || null }));
+}

@@ -1,0 +1,16 @@
+import { v7 as uuidv7 } from 'uuid';
+
+/** The millisecond timestamp a UUID v7 carries in its first 48 bits. */
+export function msecsOf(id: string): number {
+  return Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+/**
+ * The id of a conversation's next message: a fresh UUID v7, or one a millisecond past the latest
+ * id when this process's clock is behind the one that issued it (another replica), so ids of a
+ * conversation always grow in commit order and cursor paging never skips a message.
+ */
+export function nextMessageId(latestId: string | null, fresh: string = uuidv7()): string {
+  if (latestId === null || fresh > latestId) return fresh;
+  return uuidv7({ msecs: msecsOf(latestId) + 1 });
+}

@@ -1,0 +1,127 @@
+import { type DirectMessageRecord as DirectMessage, SOCIAL_SUBJECTS, type SendDirectMessageBody } from '@chat/contracts';
+import { badRequest, type Bus, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { markActivity } from '../db/conversations.ts';
+import {
+  deleteMessageRow,
+  insertMessage,
+  isMessageOf,
+  type LockedMessage,
+  lockMessage,
+  messageById,
+  type Page,
+  pageOfMessages,
+  type StoredFile,
+  type StoredMessage,
+  updateMessageContent,
+} from '../db/messages.ts';
+import { addReaction, reactionsOf, removeReaction } from '../db/reactions.ts';
+import { resolveAttachments } from './attachments.ts';
+import { assertMayWrite, participantAccess } from './conversations.ts';
+import { nextMessageId } from './message-ids.ts';
+
+/** Direct messages: sending, paging, editing, deleting, reacting. */
+
+type Deps = { pool: Pool; bus: Bus };
+
+/** A message needs words or files: content may be blank only when it carries attachments. */
+function assertHasBody(content: string, attachments: Record<string, StoredFile>): void {
+  if (content.trim() === '' && Object.keys(attachments).length === 0) {
+    throw badRequest('body.content: must be 1-4000 characters unless attachments are given');
+  }
+}
+
+/** Adds each message's reactions as `viewerId` sees them. */
+export async function withReactions(db: Queryable, messages: StoredMessage[], viewerId: string): Promise<DirectMessage[]> {
+  const reactions = await reactionsOf(
+    db,
+    messages.map((m) => m.id),
+    viewerId,
+  );
+  return messages.map((m) => ({ ...m, reactions: reactions.get(m.id) ?? {} }));
+}
+
+export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDirectMessageBody): Promise<DirectMessage> {
+  // Before the transaction: no row lock is held while the media service answers.
+  const attachments = await resolveAttachments(deps.bus, ctx, body.attachments);
+  assertHasBody(body.content, attachments);
+  const message = await withTx(deps.pool, async (tx) => {
+    const access = await participantAccess(tx, ctx, body.conversationId, { lock: true });
+    assertMayWrite(access);
+    if (body.replyToId && !(await isMessageOf(tx, body.replyToId, access.id))) {
+      throw badRequest('body.replyToId: no such message in this conversation');
+    }
+    const stored = await insertMessage(tx, {
+      id: nextMessageId(access.lastMessageId),
+      conversationId: access.id,
+      senderId: ctx.userId,
+      content: body.content,
+      attachments,
+      replyToId: body.replyToId ?? null,
+    });
+    await markActivity(tx, access.id, stored.id, stored.createdAt);
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.participantIds }, ctx.requestId);
+    return stored;
+  });
+  return { ...message, reactions: {} };
+}
+
+export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
+  const access = await participantAccess(deps.pool, ctx, conversationId);
+  return withReactions(deps.pool, await pageOfMessages(deps.pool, access.id, page), ctx.userId);
+}
+
+/**
+ * Runs a change of the caller's own message: 404 when the caller cannot see the message (not a
+ * participant), 403 when it is someone else's.
+ */
+async function changeOwnMessage<T>(
+  deps: Deps,
+  ctx: RequestContext,
+  messageId: string,
+  change: (tx: Queryable, message: LockedMessage, participantIds: string[]) => Promise<T>,
+): Promise<T> {
+  return withTx(deps.pool, async (tx) => {
+    const message = await lockMessage(tx, messageId);
+    if (!message) throw notFound('Message');
+    const access = await participantAccess(tx, ctx, message.conversationId, { what: 'Message' });
+    if (message.senderId !== ctx.userId) throw forbidden('You can only change your own messages');
+    return change(tx, message, access.participantIds);
+  });
+}
+
+export async function editMessage(deps: Deps, ctx: RequestContext, messageId: string, content: string): Promise<DirectMessage> {
+  const updated = await changeOwnMessage(deps, ctx, messageId, async (tx, current, participantIds) => {
+    assertHasBody(content, current.attachments);
+    const message = await updateMessageContent(tx, messageId, content);
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmUpdated, { message, participantIds }, ctx.requestId);
+    return message;
+  });
+  const [withTheirReactions] = await withReactions(deps.pool, [updated], ctx.userId);
+  return withTheirReactions!;
+}
+
+export async function deleteMessage(deps: Deps, ctx: RequestContext, messageId: string): Promise<void> {
+  await changeOwnMessage(deps, ctx, messageId, async (tx, message, participantIds) => {
+    await deleteMessageRow(tx, messageId);
+    const data = { id: messageId, conversationId: message.conversationId, participantIds };
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmDeleted, data, ctx.requestId);
+  });
+}
+
+/** Adds (`add`) or takes back the caller's reaction; repeating either changes nothing and sends no event. */
+export async function react(deps: Deps, ctx: RequestContext, messageId: string, emoji: string, add: boolean): Promise<void> {
+  await withTx(deps.pool, async (tx) => {
+    const message = await messageById(tx, messageId);
+    if (!message) throw notFound('Message');
+    const access = await participantAccess(tx, ctx, message.conversationId, { what: 'Message' });
+    if (add) assertMayWrite(access);
+    const changed = add ? await addReaction(tx, messageId, emoji, ctx.userId) : await removeReaction(tx, messageId, emoji, ctx.userId);
+    if (!changed) return;
+    await enqueueEvent(
+      tx,
+      add ? SOCIAL_SUBJECTS.dmReactionAdded : SOCIAL_SUBJECTS.dmReactionRemoved,
+      { messageId, conversationId: message.conversationId, userId: ctx.userId, emoji, participantIds: access.participantIds },
+      ctx.requestId,
+    );
+  });
+}

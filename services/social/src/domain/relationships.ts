@@ -1,0 +1,129 @@
+import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
+import { badRequest, conflict, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  deleteBlock,
+  deleteFriendship,
+  deleteRequest,
+  insertBlock,
+  insertFriendship,
+  insertRequest,
+  type ListedUser,
+  listBlocked,
+  listFriends,
+  listRequests,
+  lockPair,
+  type PendingRequest,
+  relationBetween,
+} from '../db/relationships.ts';
+import { findUserById, findUserByUsername, type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+
+/** Friend requests, friendships and blocks: the rules between two users. */
+
+type Deps = { pool: Pool };
+
+/** Runs a change between the caller and `other` in one transaction that holds the pair's lock. */
+function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return withTx(deps.pool, async (tx) => {
+    await lockPair(tx, ctx.userId, other);
+    return fn(tx);
+  });
+}
+
+/** A user the caller names: known to the read-model and not the caller. */
+async function otherUser(deps: Deps, ctx: RequestContext, ref: { userId?: string; username?: string | undefined }): Promise<KnownUser> {
+  if (ref.userId === ctx.userId) throw badRequest('That is you');
+  const user = ref.userId ? await findUserById(deps.pool, ref.userId) : await findUserByUsername(deps.pool, ref.username ?? '');
+  if (!user) throw notFound('User');
+  if (user.id === ctx.userId) throw badRequest('That is you');
+  return user;
+}
+
+export type FriendRequestOutcome = { status: 'pending' | 'accepted'; user: UserSummary };
+
+/**
+ * Asks `target` to be friends. If they had asked the caller already, this accepts their request.
+ * Someone who blocked the caller is answered like an unknown user, so a block stays private.
+ */
+export async function sendFriendRequest(deps: Deps, ctx: RequestContext, body: FriendRequestBody): Promise<FriendRequestOutcome> {
+  const target = await otherUser(deps, ctx, body);
+  return inPairTx(deps, ctx, target.id, async (tx) => {
+    const relation = await relationBetween(tx, ctx.userId, target.id);
+    if (relation.blockedMe) throw notFound('User');
+    if (relation.iBlocked) throw forbidden('You have blocked this user; unblock them first');
+    if (relation.friends) throw conflict('You are already friends');
+    if (relation.outgoing) throw conflict('You have already sent this user a friend request');
+    if (relation.incoming) {
+      await becomeFriends(tx, ctx, target.id);
+      return { status: 'accepted', user: knownToSummary(target) };
+    }
+    const createdAt = await insertRequest(tx, ctx.userId, target.id);
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRequested, { requesterId: ctx.userId, recipientId: target.id, createdAt }, ctx.requestId);
+    return { status: 'pending', user: knownToSummary(target) };
+  });
+}
+
+/** Turns `requesterId`'s pending request to the caller into a friendship. */
+async function becomeFriends(tx: Queryable, ctx: RequestContext, requesterId: string): Promise<string> {
+  if (!(await deleteRequest(tx, requesterId, ctx.userId))) throw notFound('Friend request');
+  const createdAt = await insertFriendship(tx, requesterId, ctx.userId);
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.friendAccepted, { requesterId, recipientId: ctx.userId }, ctx.requestId);
+  return createdAt;
+}
+
+export async function acceptFriendRequest(deps: Deps, ctx: RequestContext, requesterId: string): Promise<ListedUser> {
+  const createdAt = await inPairTx(deps, ctx, requesterId, (tx) => becomeFriends(tx, ctx, requesterId));
+  return { user: await summaryOf(deps.pool, requesterId), createdAt };
+}
+
+export async function declineFriendRequest(deps: Deps, ctx: RequestContext, requesterId: string): Promise<void> {
+  await inPairTx(deps, ctx, requesterId, async (tx) => {
+    if (!(await deleteRequest(tx, requesterId, ctx.userId))) throw notFound('Friend request');
+    await announceRemoval(tx, ctx, { otherUserId: requesterId, relation: 'request', reason: 'declined' });
+  });
+}
+
+export async function cancelFriendRequest(deps: Deps, ctx: RequestContext, recipientId: string): Promise<void> {
+  await inPairTx(deps, ctx, recipientId, async (tx) => {
+    if (!(await deleteRequest(tx, ctx.userId, recipientId))) throw notFound('Friend request');
+    await announceRemoval(tx, ctx, { otherUserId: recipientId, relation: 'request', reason: 'cancelled' });
+  });
+}
+
+export async function removeFriend(deps: Deps, ctx: RequestContext, friendId: string): Promise<void> {
+  await inPairTx(deps, ctx, friendId, async (tx) => {
+    if (!(await deleteFriendship(tx, ctx.userId, friendId))) throw notFound('Friend');
+    await announceRemoval(tx, ctx, { otherUserId: friendId, relation: 'friend', reason: 'unfriended' });
+  });
+}
+
+/** Blocks `userId`: the friendship and pending requests both ways end with it. */
+export async function blockUser(deps: Deps, ctx: RequestContext, userId: string): Promise<ListedUser> {
+  const target = await otherUser(deps, ctx, { userId });
+  return inPairTx(deps, ctx, target.id, async (tx) => {
+    const createdAt = await insertBlock(tx, ctx.userId, target.id);
+    if (!createdAt) throw conflict('You have already blocked this user');
+    if (await deleteFriendship(tx, ctx.userId, target.id)) {
+      await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'friend', reason: 'blocked' });
+    }
+    const requestsRemoved = [await deleteRequest(tx, ctx.userId, target.id), await deleteRequest(tx, target.id, ctx.userId)];
+    if (requestsRemoved.some(Boolean)) await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'request', reason: 'blocked' });
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockCreated, { userId: ctx.userId, blockedUserId: target.id }, ctx.requestId);
+    return { user: knownToSummary(target), createdAt };
+  });
+}
+
+export async function unblockUser(deps: Deps, ctx: RequestContext, userId: string): Promise<void> {
+  await inPairTx(deps, ctx, userId, async (tx) => {
+    if (!(await deleteBlock(tx, ctx.userId, userId))) throw notFound('Block');
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockRemoved, { userId: ctx.userId, blockedUserId: userId }, ctx.requestId);
+  });
+}
+
+async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit<FriendRemovedEvent, 'userId'>): Promise<void> {
+  const data: FriendRemovedEvent = { userId: ctx.userId, ...removal };
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
+}
+
+export const friendsOf = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listFriends(deps.pool, ctx.userId);
+export const blockedBy = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listBlocked(deps.pool, ctx.userId);
+export const pendingRequestsOf = (deps: Deps, ctx: RequestContext): Promise<PendingRequest[]> => listRequests(deps.pool, ctx.userId);

@@ -1,0 +1,32 @@
+import { socialRoutes as r } from '@chat/contracts';
+import { contextOf, route } from '@chat/kit';
+import type { FastifyInstance } from 'fastify';
+import type { SocialDeps } from '../deps.ts';
+import {
+  acceptFriendRequest,
+  blockedBy,
+  blockUser,
+  cancelFriendRequest,
+  declineFriendRequest,
+  friendsOf,
+  pendingRequestsOf,
+  removeFriend,
+  sendFriendRequest,
+  unblockUser,
+} from '../domain/relationships.ts';
+
+/** Answers of 204 routes carry no body. */
+const noBody = () => undefined;
+
+export function friendsRoutes(app: FastifyInstance, deps: SocialDeps): void {
+  route(app, r.sendRequest, (req) => sendFriendRequest(deps, contextOf(req), req.body));
+  route(app, r.listRequests, (req) => pendingRequestsOf(deps, contextOf(req)));
+  route(app, r.accept, (req) => acceptFriendRequest(deps, contextOf(req), req.body.userId));
+  route(app, r.decline, (req) => declineFriendRequest(deps, contextOf(req), req.body.userId).then(noBody));
+  route(app, r.cancel, (req) => cancelFriendRequest(deps, contextOf(req), req.body.userId).then(noBody));
+  route(app, r.list, (req) => friendsOf(deps, contextOf(req)));
+  route(app, r.remove, (req) => removeFriend(deps, contextOf(req), req.params.userId).then(noBody));
+  route(app, r.block, (req) => blockUser(deps, contextOf(req), req.body.userId));
+  route(app, r.unblock, (req) => unblockUser(deps, contextOf(req), req.params.userId).then(noBody));
+  route(app, r.listBlocked, (req) => blockedBy(deps, contextOf(req)));
+}
