@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Figures } from './load.ts';
 
@@ -28,7 +28,8 @@ export interface NotRun {
 
 export interface BenchReport {
   startedAt: string;
-  machine: { node: string; platform: string; cpus: number; cpuModel: string };
+  /** loadAverage: the 1-minute load average when the run started; above the core count, other work competed. */
+  machine: { node: string; platform: string; cpus: number; cpuModel: string; loadAverage: number };
   settings: {
     durationSeconds: number;
     warmupSeconds: number;
@@ -48,6 +49,7 @@ export function machine(): BenchReport['machine'] {
     platform: `${process.platform}-${process.arch}`,
     cpus: cores.length,
     cpuModel: cores[0]?.model ?? 'unknown',
+    loadAverage: Number(loadavg()[0]!.toFixed(2)),
   };
 }
 
@@ -94,7 +96,8 @@ export function formatTable(report: BenchReport): string {
   out.push(
     '',
     `${s.durationSeconds} s per row after ${s.warmupSeconds} s warm-up; client IPs from a pool of ${s.clientIpPool}; ` +
-      `services at NODE_ENV=${s.nodeEnv}, LOG_LEVEL=${s.logLevel}; ${report.machine.cpus} cores, Node ${report.machine.node}`,
+      `services at NODE_ENV=${s.nodeEnv}, LOG_LEVEL=${s.logLevel}; ${report.machine.cpus} cores, Node ${report.machine.node}, ` +
+      `load average ${report.machine.loadAverage} at the start`,
   );
   return out.join('\n');
 }

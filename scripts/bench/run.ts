@@ -16,14 +16,17 @@ const scenarios = selectScenarios(await loadScenarios(), settings.BENCH_SCENARIO
 const nextClientIp = clientIpCycle(settings.BENCH_IP_POOL);
 const running: Running<unknown>[] = [];
 stopOnSignals();
+// Taken before the platform starts, whose start-up would count in the load average.
+const startedAt = new Date().toISOString();
+const host = machine();
 
 progress(`starting the platform and the baseline (${scenarios.length} scenarios: ${scenarios.map((s) => s.name).join(', ')})`);
 const [platform, baseline] = await startProcesses(settings);
 progress(`platform ready (logs in ${platform.logDir})`);
 
 const report: BenchReport = {
-  startedAt: new Date().toISOString(),
-  machine: machine(),
+  startedAt,
+  machine: host,
   settings: {
     durationSeconds: settings.BENCH_DURATION,
     warmupSeconds: settings.BENCH_WARMUP,

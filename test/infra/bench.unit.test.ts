@@ -108,7 +108,7 @@ describe('the printed table', () => {
   it('shows each row with its baseline, both ratios, and what went wrong', () => {
     const table = formatTable({
       startedAt: '2024-01-01T00:00:00.000Z',
-      machine: { node: 'v20', platform: 'linux-x64', cpus: 2, cpuModel: 'x' },
+      machine: { node: 'v20', platform: 'linux-x64', cpus: 2, cpuModel: 'x', loadAverage: 0.5 },
       settings: { durationSeconds: 10, warmupSeconds: 2, connections: 64, clientIpPool: 65_536, logLevel: 'warn', nodeEnv: 'production' },
       measurements: [row('gateway', 3_000, { ratioToDirect: 0.5, figures: figures(3_000, { 200: 2_990, 429: 10 }) }), row('auth', 6_000)],
       notRun: [{ scenario: 'users.me', reason: 'not built yet', failed: false }],
@@ -117,5 +117,6 @@ describe('the printed table', () => {
     expect(lines[2]).toMatch(/^auth\.jwks\s+gateway\s+64\s+3000\s+2\s+9\s+10000\s+2\s+9\s+0\.300\s+0\.500\s+10 \(200: 2990, 429: 10\)$/);
     expect(lines[3]).toMatch(/^auth\.jwks\s+auth\s+64\s+6000 .* 0\.600\s+0$/);
     expect(table).toContain('skipped users.me: not built yet');
+    expect(table).toContain('load average 0.5 at the start');
   });
 });

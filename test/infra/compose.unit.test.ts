@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { env, loadConfig } from '@chat/kit';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -104,6 +104,24 @@ describe('docker-compose.yml', () => {
       for (const key of PUBLIC_URLS.filter((k) => k in envOf(name))) expect(new URL(envOf(name)[key]!).port, key).toBe(published);
     }
     expect(envOf('media').MEDIA_PUBLIC_URL).toBeDefined();
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+
+  it("copies every workspace's manifest before installing, so npm ci sees the whole workspace", () => {
+    const root = new URL('../../', import.meta.url);
+    const workspaces = readdirSync(new URL('libs/', root))
+      .map((d) => `libs/${d}`)
+      .concat(readdirSync(new URL('services/', root)).map((d) => `services/${d}`))
+      .filter((dir) => existsSync(new URL(`${dir}/package.json`, root)));
+    expect(workspaces.length).toBeGreaterThanOrEqual(9);
+    for (const dir of workspaces) expect(dockerfile, dir).toContain(`COPY ${dir}/package.json ${dir}/`);
+  });
+
+  it('runs the process its SERVICE build argument names, as PID 1', () => {
+    expect(dockerfile).toMatch(/^CMD exec node --import tsx "services\/\$\{SERVICE\}\/src\/main\.ts"$/m);
   });
 });
 

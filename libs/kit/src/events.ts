@@ -21,6 +21,13 @@ export async function enqueueEvent(tx: Queryable, subject: string, data: unknown
   return id;
 }
 
+const RELAY_LOCK_KEY = 727_002;
+
+/** Backs off a failing event: 1 s, 2 s, 4 s... up to a minute; it is never dropped. */
+export function redeliveryDelayMs(deliveryCount: number): number {
+  return Math.min(60_000, 1_000 * 2 ** Math.max(0, deliveryCount - 1));
+}
+
 export interface Relay {
   /** Publishes whatever is pending now and waits for it (tests and shutdown). */
   flush(): Promise<void>;
@@ -62,6 +69,9 @@ export function startOutboxRelay(options: {
 
   async function publishBatch(): Promise<number> {
     return withTx(pool, async (tx) => {
+      // One relay at a time per database, so that replicas cannot interleave batches out of order.
+      const { rows: lock } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS held', [RELAY_LOCK_KEY]);
+      if (!lock[0]?.held) return 0;
       const { rows } = await tx.query<{
         seq: number;
         id: string;
@@ -220,7 +230,7 @@ export async function consumeEvents(options: {
         msg.ack();
       } catch (err) {
         log.error({ err, eventId: event.id, subject: event.subject }, 'event handler failed; will be redelivered');
-        msg.nak(1_000);
+        msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
       }
     }
   })().catch((err) => log.error({ err }, 'event consumer stopped'));

@@ -14,7 +14,12 @@ const runtime = await startRuntime({
 });
 const keys = await loadSigningKeys(config, runtime.log);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
-const tokens = createTokenVerifier({ keys: keys.getKey, issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, algorithm: config.JWT_ALGORITHM });
+const tokens = createTokenVerifier({
+  keys: keys.getKey,
+  issuer: config.JWT_ISSUER,
+  audience: config.JWT_AUDIENCE,
+  algorithm: config.JWT_ALGORITHM,
+});
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
 await serve({

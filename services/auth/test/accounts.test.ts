@@ -190,7 +190,12 @@ describe('refresh tokens', () => {
     expect(foreign.statusCode).toBe(204);
     const unauthenticated = await app.inject({ method: 'POST', url: '/v1/auth/logout', payload: { refreshToken: alice.refreshToken } });
     expect(unauthenticated.statusCode).toBe(401);
-    const own = await app.inject({ method: 'POST', url: '/v1/auth/logout', headers: bearer(alice.token), payload: { refreshToken: alice.refreshToken } });
+    const own = await app.inject({
+      method: 'POST',
+      url: '/v1/auth/logout',
+      headers: bearer(alice.token),
+      payload: { refreshToken: alice.refreshToken },
+    });
     expect(own.statusCode).toBe(204);
     expect((await refresh(alice.refreshToken)).statusCode).toBe(401);
     expect((await refresh(bob.refreshToken)).statusCode).toBe(200);
@@ -229,7 +234,13 @@ describe('profile', () => {
     expect(seenByOthers.json().status).toBe('offline');
     const updates = (await outboxEvents(runtime, AUTH_SUBJECTS.userUpdated)).filter((e) => e.id === pair.user.id);
     expect(updates).toEqual([
-      { id: pair.user.id, username: pair.user.username, displayName: 'New Name', avatarUrl: 'https://cdn.example/a.png', badges: ['founder'] },
+      {
+        id: pair.user.id,
+        username: pair.user.username,
+        displayName: 'New Name',
+        avatarUrl: 'https://cdn.example/a.png',
+        badges: ['founder'],
+      },
     ]);
     const bioOnly = await app.inject({ method: 'PATCH', url: '/v1/users/@me', headers: bearer(pair.token), payload: { bio: 'again' } });
     expect(bioOnly.statusCode).toBe(200);
@@ -249,14 +260,26 @@ describe('profile', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ error: expect.stringMatching(/^body\./) });
     const me = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(pair.token) });
-    expect(me.json()).toEqual({ ...me.json(), displayName: pair.user.username, bio: '', status: 'online', customStatus: '', avatarUrl: null });
+    expect(me.json()).toEqual({
+      ...me.json(),
+      displayName: pair.user.username,
+      bio: '',
+      status: 'online',
+      customStatus: '',
+      avatarUrl: null,
+    });
   });
 });
 
 describe('tokens of this app are verifiable by any service with the published keys', () => {
   it('a verifier built on the JWKS accepts them', async () => {
     const { pair } = await register();
-    const verifier = createTokenVerifier({ keys: createLocalJWKSet(keys.jwks), issuer: 'chat-auth', audience: 'chat-api', algorithm: 'EdDSA' });
+    const verifier = createTokenVerifier({
+      keys: createLocalJWKSet(keys.jwks),
+      issuer: 'chat-auth',
+      audience: 'chat-api',
+      algorithm: 'EdDSA',
+    });
     await expect(verifier.verify(pair.token)).resolves.toMatchObject({ id: pair.user.id });
   });
 });

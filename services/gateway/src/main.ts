@@ -28,4 +28,3 @@ await serve({
     redis.disconnect();
   },
 });
-

@@ -39,7 +39,13 @@ export async function startGateway(options: {
 }): Promise<TestGateway> {
   const upstreams = Object.fromEntries(['AUTH', 'GUILDS', 'SOCIAL', 'MEDIA', 'MUSIC'].map((s) => [`${s}_URL`, options.upstreamUrl]));
   const namespace = options.namespace ?? newNamespace();
-  const config = loadConfig(GatewayConfig, { NODE_ENV: 'test', LOG_LEVEL: 'silent', BUS_NAMESPACE: namespace, ...upstreams, ...options.env });
+  const config = loadConfig(GatewayConfig, {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    BUS_NAMESPACE: namespace,
+    ...upstreams,
+    ...options.env,
+  });
   const log = options.log ?? createLogger({ service: 'gateway', level: 'silent' });
   const redis = createRedis(options.redisUrl ?? inject('backing').redisUrl, config.REDIS_TIMEOUT_MS);
   // As main does: the first requests should meet Redis, not the fallback (a dead URL just times out here).
@@ -74,7 +80,11 @@ export function freePort(): Promise<number> {
 /** A redis-server of this test's own, so that stopping it never disturbs anyone else's tests. */
 export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
-  const child: ChildProcess = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes'], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--save', '', '--appendonly', 'no', '--enable-debug-command', 'yes'],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}`;
   const probe = createRedis(url, 500);
   for (let i = 0; i < 50 && probe.status !== 'ready'; i++) await new Promise((r) => setTimeout(r, 100));

@@ -49,7 +49,9 @@ describe('the Auth tier: 5 per 60 s per client IP', () => {
 
   it('is exact under concurrency and across two gateway replicas sharing Redis', async () => {
     const namespace = newNamespace();
-    const [a, b] = await Promise.all([0, 1].map(() => startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, namespace, env: { TRUSTED_PROXIES: '127.0.0.1' } })));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, namespace, env: { TRUSTED_PROXIES: '127.0.0.1' } })),
+    );
     try {
       const ip = freshIp();
       const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => login(i % 2 ? a! : b!, ip)));
@@ -86,7 +88,12 @@ describe('the Webhook tier: 30 per 60 s per webhook id', () => {
   it('counts per webhook whatever the client IP, and each webhook separately', async () => {
     const hook = crypto.randomUUID();
     const execute = (id: string) =>
-      gateway.app.inject({ method: 'POST', url: `/v1/webhooks/${id}/token`, headers: { 'x-forwarded-for': freshIp() }, payload: { content: 'hi' } });
+      gateway.app.inject({
+        method: 'POST',
+        url: `/v1/webhooks/${id}/token`,
+        headers: { 'x-forwarded-for': freshIp() },
+        payload: { content: 'hi' },
+      });
     const answers = [];
     for (let i = 0; i < 31; i++) answers.push(await execute(i % 2 ? hook.toUpperCase() : hook));
     expect(answers.slice(0, 30).every((a) => a.statusCode === 200 && a.headers['x-ratelimit-limit'] === '30')).toBe(true);
@@ -121,10 +128,20 @@ describe('when Redis is down', () => {
     const lines: string[] = [];
     const log = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }));
     const deadRedis = `redis://127.0.0.1:${await freePort()}`;
-    const gw = await startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, redisUrl: deadRedis, log, env: { TRUSTED_PROXIES: '127.0.0.1' } });
+    const gw = await startGateway({
+      upstreamUrl: upstream.url,
+      keys: issuer.keys,
+      redisUrl: deadRedis,
+      log,
+      env: { TRUSTED_PROXIES: '127.0.0.1' },
+    });
     try {
       const token = await issuer.sign(crypto.randomUUID());
-      const general = await gw.app.inject({ method: 'GET', url: '/v1/users/@me', headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': freshIp() } });
+      const general = await gw.app.inject({
+        method: 'GET',
+        url: '/v1/users/@me',
+        headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': freshIp() },
+      });
       expect(general.statusCode).toBe(200);
       expect(general.headers['x-ratelimit-limit']).toBe('300');
       // Auth: five in total for the whole process, whichever IPs they come from.
@@ -139,7 +156,12 @@ describe('when Redis is down', () => {
 
   it('falls back at once when Redis is stopped mid-run, and the Auth tier is then strict in this process', async () => {
     const redis = await startOwnRedis();
-    const gw = await startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, redisUrl: redis.url, env: { TRUSTED_PROXIES: '127.0.0.1' } });
+    const gw = await startGateway({
+      upstreamUrl: upstream.url,
+      keys: issuer.keys,
+      redisUrl: redis.url,
+      env: { TRUSTED_PROXIES: '127.0.0.1' },
+    });
     try {
       const ip = freshIp();
       for (let i = 0; i < 5; i++) expect((await login(gw, ip)).statusCode).toBe(200);

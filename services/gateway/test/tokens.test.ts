@@ -16,7 +16,14 @@ const me = (authorization?: string) =>
   gateway.app.inject({ method: 'GET', url: '/v1/users/@me', headers: authorization ? { authorization } : {} });
 const user = crypto.randomUUID();
 const encode = (value: object) => base64url.encode(JSON.stringify(value));
-const claims = () => ({ sub: user, sid: crypto.randomUUID(), iss: 'chat-auth', aud: 'chat-api', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 600 });
+const claims = () => ({
+  sub: user,
+  sid: crypto.randomUUID(),
+  iss: 'chat-auth',
+  aud: 'chat-api',
+  iat: Math.floor(Date.now() / 1000),
+  exp: Math.floor(Date.now() / 1000) + 600,
+});
 
 describe('the token check at the edge', () => {
   it('lets a valid token through to the service, Authorization header intact', async () => {
@@ -63,9 +70,15 @@ describe('the token check at the edge', () => {
     const header = encode({ alg: 'HS256', typ: 'JWT', kid: 'hs-key' });
     const body = encode(claims());
     const signature = createHmac('sha256', JSON.stringify(jwk)).update(`${header}.${body}`).digest('base64url');
-    const signature2 = createHmac('sha256', base64url.decode(jwk.x as string)).update(`${header}.${body}`).digest('base64url');
+    const signature2 = createHmac('sha256', base64url.decode(jwk.x as string))
+      .update(`${header}.${body}`)
+      .digest('base64url');
     for (const sig of [signature, signature2]) {
-      const res = await gw.app.inject({ method: 'GET', url: '/v1/users/@me', headers: { authorization: `Bearer ${header}.${body}.${sig}` } });
+      const res = await gw.app.inject({
+        method: 'GET',
+        url: '/v1/users/@me',
+        headers: { authorization: `Bearer ${header}.${body}.${sig}` },
+      });
       expect(res.statusCode).toBe(401);
     }
     await gw.close();

@@ -1,4 +1,10 @@
-import type { Ban as BanSchema, Category as CategorySchema, Channel as ChannelSchema, PermissionOverride as OverrideSchema, Server as ServerSchema } from '@chat/contracts';
+import type {
+  Ban as BanSchema,
+  Category as CategorySchema,
+  Channel as ChannelSchema,
+  PermissionOverride as OverrideSchema,
+  Server as ServerSchema,
+} from '@chat/contracts';
 import type { z } from 'zod';
 
 /** Types of the shared records (libs/contracts/src/records.ts exports only the schemas). */

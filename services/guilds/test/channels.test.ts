@@ -16,7 +16,8 @@ beforeAll(async () => {
   expect((await g.call(member, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
 });
 
-const categoriesOf = async (serverId: string) => (await g.db.query('SELECT id, name FROM categories WHERE server_id = $1 ORDER BY position', [serverId])).rows;
+const categoriesOf = async (serverId: string) =>
+  (await g.db.query('SELECT id, name FROM categories WHERE server_id = $1 ORDER BY position', [serverId])).rows;
 
 describe('categories', () => {
   it('creates at the end, renames, lists by position; needs MANAGE_CHANNELS', async () => {
@@ -45,7 +46,9 @@ describe('categories', () => {
       expect(res.status, JSON.stringify(categoryIds)).toBe(400);
     }
     expect(await categoriesOf(server.id)).toEqual(before);
-    expect((await g.call(member, 'PATCH', `/v1/servers/${server.id}/categories/positions`, { categoryIds: [...ids].reverse() })).status).toBe(403);
+    expect(
+      (await g.call(member, 'PATCH', `/v1/servers/${server.id}/categories/positions`, { categoryIds: [...ids].reverse() })).status,
+    ).toBe(403);
 
     const reversed = [...ids].reverse();
     const res = await g.call(owner, 'PATCH', `/v1/servers/${server.id}/categories/positions`, { categoryIds: reversed });
@@ -57,7 +60,9 @@ describe('categories', () => {
 
   it('deletes a category and keeps its channels, uncategorised', async () => {
     const category = (await g.call(owner, 'POST', `/v1/servers/${server.id}/categories`, { name: 'Doomed' })).body;
-    const channel = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'keep-me', channelType: 'text', categoryId: category.id })).body;
+    const channel = (
+      await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'keep-me', channelType: 'text', categoryId: category.id })
+    ).body;
     expect((await g.call(member, 'DELETE', `/v1/servers/${server.id}/categories/${category.id}`)).status).toBe(403);
     expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/categories/${category.id}`)).status).toBe(204);
     expect((await g.call(owner, 'GET', `/v1/channels/${channel.id}`)).body.categoryId).toBeNull();
@@ -68,7 +73,12 @@ describe('categories', () => {
 describe('channels', () => {
   it('creates with every Channel field and the defaults, last in its category', async () => {
     const category = (await categoriesOf(server.id)).find((c) => c.name === 'General')!;
-    const res = await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'news', channelType: 'text', categoryId: category.id, topic: 'Updates' });
+    const res = await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, {
+      name: 'news',
+      channelType: 'text',
+      categoryId: category.id,
+      topic: 'Updates',
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -112,7 +122,13 @@ describe('channels', () => {
   it('patches the allowed fields within their limits', async () => {
     const voice = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'talk', channelType: 'voice' })).body;
     const text = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'chat', channelType: 'text' })).body;
-    const ok = await g.call(owner, 'PATCH', `/v1/channels/${voice.id}`, { name: 'Talk', userLimit: 5, isLocked: true, musicLocked: true, position: 7 });
+    const ok = await g.call(owner, 'PATCH', `/v1/channels/${voice.id}`, {
+      name: 'Talk',
+      userLimit: 5,
+      isLocked: true,
+      musicLocked: true,
+      position: 7,
+    });
     expect(ok.status).toBe(200);
     expect(ok.body).toMatchObject({ name: 'Talk', userLimit: 5, isLocked: true, musicLocked: true, position: 7 });
     const textOk = await g.call(owner, 'PATCH', `/v1/channels/${text.id}`, { slowmodeSeconds: 21600, isNsfw: true, topic: null });
@@ -127,7 +143,11 @@ describe('channels', () => {
       expect((await g.call(owner, 'PATCH', `/v1/channels/${id}`, body)).status, JSON.stringify(body)).toBe(400);
     }
     expect((await g.call(member, 'PATCH', `/v1/channels/${text.id}`, { name: 'mine' })).status).toBe(403);
-    expect((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body).toMatchObject({ name: 'chat', slowmodeSeconds: 21600, userLimit: 0 });
+    expect((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body).toMatchObject({
+      name: 'chat',
+      slowmodeSeconds: 21600,
+      userLimit: 0,
+    });
     expect((await g.call(member, 'DELETE', `/v1/channels/${text.id}`)).status).toBe(403);
     expect((await g.call(owner, 'DELETE', `/v1/channels/${text.id}`)).status).toBe(204);
     expect((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).status).toBe(404);
@@ -137,9 +157,21 @@ describe('channels', () => {
 describe('channel permission overrides', () => {
   it('hide a channel from a member everywhere once VIEW_CHANNEL is denied, and give it back when removed', async () => {
     const secret = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'secret', channelType: 'text' })).body;
-    const put = await g.call(owner, 'PUT', `/v1/channels/${secret.id}/permissions`, { roleId: server.id, allowBits: 0, denyBits: toMask(Permission.VIEW_CHANNEL) });
+    const put = await g.call(owner, 'PUT', `/v1/channels/${secret.id}/permissions`, {
+      roleId: server.id,
+      allowBits: 0,
+      denyBits: toMask(Permission.VIEW_CHANNEL),
+    });
     expect(put.status).toBe(200);
-    expect(put.body).toEqual({ id: expect.any(String), channelId: secret.id, roleId: server.id, userId: null, allowBits: 0, denyBits: 1024, createdAt: expect.any(String) });
+    expect(put.body).toEqual({
+      id: expect.any(String),
+      channelId: secret.id,
+      roleId: server.id,
+      userId: null,
+      allowBits: 0,
+      denyBits: 1024,
+      createdAt: expect.any(String),
+    });
 
     expect((await g.call(member, 'GET', `/v1/channels/${secret.id}`)).status).toBe(404);
     expect((await g.call(member, 'GET', `/v1/channels/${secret.id}/permissions/@me`)).status).toBe(404);
@@ -149,7 +181,11 @@ describe('channel permission overrides', () => {
     expect((await g.call(owner, 'GET', `/v1/channels/${secret.id}`)).status).toBe(200);
 
     // A member override that allows VIEW_CHANNEL comes last and wins over the @everyone deny.
-    const mine = await g.call(owner, 'PUT', `/v1/channels/${secret.id}/permissions`, { userId: member, allowBits: toMask(Permission.VIEW_CHANNEL), denyBits: toMask(Permission.SEND_MESSAGES) });
+    const mine = await g.call(owner, 'PUT', `/v1/channels/${secret.id}/permissions`, {
+      userId: member,
+      allowBits: toMask(Permission.VIEW_CHANNEL),
+      denyBits: toMask(Permission.SEND_MESSAGES),
+    });
     expect(mine.status).toBe(200);
     const mask = await g.call(member, 'GET', `/v1/channels/${secret.id}/permissions/@me`);
     expect(BigInt(mask.body.permissions) & Permission.VIEW_CHANNEL).toBe(Permission.VIEW_CHANNEL);
@@ -166,8 +202,16 @@ describe('channel permission overrides', () => {
 
   it('replaces the override of the same target instead of adding one', async () => {
     const channel = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'replace', channelType: 'text' })).body;
-    const first = await g.call(owner, 'PUT', `/v1/channels/${channel.id}/permissions`, { userId: member, allowBits: 0, denyBits: toMask(Permission.ADD_REACTIONS) });
-    const second = await g.call(owner, 'PUT', `/v1/channels/${channel.id}/permissions`, { userId: member, allowBits: 0, denyBits: toMask(Permission.ATTACH_FILES) });
+    const first = await g.call(owner, 'PUT', `/v1/channels/${channel.id}/permissions`, {
+      userId: member,
+      allowBits: 0,
+      denyBits: toMask(Permission.ADD_REACTIONS),
+    });
+    const second = await g.call(owner, 'PUT', `/v1/channels/${channel.id}/permissions`, {
+      userId: member,
+      allowBits: 0,
+      denyBits: toMask(Permission.ATTACH_FILES),
+    });
     expect(second.body.id).toBe(first.body.id);
     expect(second.body.denyBits).toBe(toMask(Permission.ATTACH_FILES));
     expect((await g.call(owner, 'GET', `/v1/channels/${channel.id}/permissions`)).body).toHaveLength(1);
@@ -185,7 +229,9 @@ describe('channel permission overrides', () => {
     ]) {
       expect((await g.call(owner, 'PUT', `/v1/channels/${channel.id}/permissions`, body)).status, JSON.stringify(body)).toBe(400);
     }
-    expect((await g.call(member, 'PUT', `/v1/channels/${channel.id}/permissions`, { roleId: server.id, allowBits: 0, denyBits: 1024 })).status).toBe(403);
+    expect(
+      (await g.call(member, 'PUT', `/v1/channels/${channel.id}/permissions`, { roleId: server.id, allowBits: 0, denyBits: 1024 })).status,
+    ).toBe(403);
     expect((await g.call(owner, 'DELETE', `/v1/channels/${channel.id}/permissions/${newId()}`)).status).toBe(404);
     expect(Number((await g.db.query('SELECT count(*) n FROM channel_overrides WHERE channel_id = $1', [channel.id])).rows[0].n)).toBe(0);
   });

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
 import { createTokenVerifier, ensureStream, loadConfig } from '@chat/kit';
 import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
-import { inject } from 'vitest';
 import { v7 as uuidv7 } from 'uuid';
+import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { startBus } from '../src/bus/index.ts';
 import { GuildsConfig } from '../src/config.ts';
@@ -32,7 +32,12 @@ export async function startGuilds() {
       if (!tokenCache.has(userId)) tokenCache.set(userId, await issuer.sign(userId));
       headers.authorization = `Bearer ${tokenCache.get(userId)}`;
     }
-    const res = await app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+    const res = await app.inject({
+      method: method as 'GET',
+      url,
+      headers,
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
     // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
     const body = res.body ? (res.json() as any) : undefined;
     return { status: res.statusCode, body };

@@ -33,7 +33,12 @@ describe('members', () => {
     const second = await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=2&after=${first.body[1].userId}`);
     expect([...first.body, ...second.body].map((m: { userId: string }) => m.userId)).toEqual(all);
     const ownerEntry = [...first.body, ...second.body].find((m: { userId: string }) => m.userId === owner);
-    expect(ownerEntry).toMatchObject({ serverId: server.id, nickname: null, roleIds: [], user: { id: owner, username: expect.stringMatching(/^owner_/) } });
+    expect(ownerEntry).toMatchObject({
+      serverId: server.id,
+      nickname: null,
+      roleIds: [],
+      user: { id: owner, username: expect.stringMatching(/^owner_/) },
+    });
     expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=0`)).status).toBe(400);
     expect((await g.call(newId(), 'GET', `/v1/servers/${server.id}/members`)).status).toBe(403);
   });
@@ -93,7 +98,10 @@ describe('roles', () => {
     const managers = await role(owner, server.id, Permission.MANAGE_ROLES | Permission.KICK_MEMBERS, 'managers');
     await give(owner, server.id, manager, managers.id);
 
-    const low = await g.call(manager, 'POST', `/v1/servers/${server.id}/roles`, { name: 'low', permissions: toMask(Permission.KICK_MEMBERS) });
+    const low = await g.call(manager, 'POST', `/v1/servers/${server.id}/roles`, {
+      name: 'low',
+      permissions: toMask(Permission.KICK_MEMBERS),
+    });
     expect(low.status).toBe(201);
     expect(low.body.position).toBe(1);
     const refreshed = (await g.call(owner, 'GET', `/v1/servers/${server.id}/roles`)).body;
@@ -103,18 +111,32 @@ describe('roles', () => {
       ['managers', 2],
     ]);
 
-    const grantBan = await g.call(manager, 'POST', `/v1/servers/${server.id}/roles`, { name: 'x', permissions: toMask(Permission.BAN_MEMBERS) });
+    const grantBan = await g.call(manager, 'POST', `/v1/servers/${server.id}/roles`, {
+      name: 'x',
+      permissions: toMask(Permission.BAN_MEMBERS),
+    });
     expect(grantBan.status).toBe(403);
-    expect((await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { permissions: toMask(Permission.ADMINISTRATOR) })).status).toBe(403);
+    expect(
+      (await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { permissions: toMask(Permission.ADMINISTRATOR) }))
+        .status,
+    ).toBe(403);
     expect((await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${managers.id}`, { name: 'mine now' })).status).toBe(403);
     expect((await g.call(manager, 'DELETE', `/v1/servers/${server.id}/roles/${managers.id}`)).status).toBe(403);
     expect((await g.call(manager, 'PUT', `/v1/servers/${server.id}/members/${manager}/roles/${managers.id}`)).status).toBe(403);
     expect((await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { position: 2 })).status).toBe(403);
 
-    const renamed = await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { name: 'helpers', color: 0xff0000, hoist: true });
+    const renamed = await g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, {
+      name: 'helpers',
+      color: 0xff0000,
+      hoist: true,
+    });
     expect(renamed.body).toMatchObject({ name: 'helpers', color: 0xff0000, hoist: true, permissions: toMask(Permission.KICK_MEMBERS) });
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { position: 2 })).body.position).toBe(2);
-    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/roles`)).body.map((r: { name: string }) => r.name)).toEqual(['@everyone', 'managers', 'helpers']);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/roles`)).body.map((r: { name: string }) => r.name)).toEqual([
+      '@everyone',
+      'managers',
+      'helpers',
+    ]);
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { position: 9 })).status).toBe(400);
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { color: 0x1000000 })).status).toBe(400);
   });
@@ -125,7 +147,9 @@ describe('roles', () => {
     expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/roles/${server.id}`)).status).toBe(400);
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${server.id}`, { name: 'all' })).status).toBe(400);
     expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${owner}/roles/${server.id}`)).status).toBe(400);
-    const edited = await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${server.id}`, { permissions: toMask(Permission.VIEW_CHANNEL) });
+    const edited = await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${server.id}`, {
+      permissions: toMask(Permission.VIEW_CHANNEL),
+    });
     expect(edited.body.permissions).toBe(toMask(Permission.VIEW_CHANNEL));
   });
 
@@ -257,7 +281,7 @@ describe('invites', () => {
     expect((await g.call(banned, 'POST', `/v1/invites/${byOwner.code}/accept`)).status).toBe(403);
     expect(await isMember(server.id, banned)).toBe(false);
     expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/invites`)).body[0].uses).toBe(0);
-    await g.db.query("UPDATE roles SET permissions = 0 WHERE id = $1", [server.id]);
+    await g.db.query('UPDATE roles SET permissions = 0 WHERE id = $1', [server.id]);
     expect((await g.call(member, 'POST', `/v1/servers/${server.id}/invites`)).status).toBe(403);
   });
 });
@@ -301,6 +325,10 @@ describe('join requests', () => {
     expect((await g.call(newId(), 'POST', `/v1/servers/${open.id}/join-requests`)).status).toBe(400);
     expect((await g.call(newId(), 'POST', `/v1/servers/${closed.id}/join-requests`)).status).toBe(404);
     expect((await g.call(newId(), 'POST', `/v1/servers/${approval.id}/join-requests`, { message: 'x'.repeat(501) })).status).toBe(400);
-    expect(Number((await g.db.query('SELECT count(*) n FROM join_requests WHERE server_id = ANY($1)', [[approval.id, open.id, closed.id]])).rows[0].n)).toBe(0);
+    expect(
+      Number(
+        (await g.db.query('SELECT count(*) n FROM join_requests WHERE server_id = ANY($1)', [[approval.id, open.id, closed.id]])).rows[0].n,
+      ),
+    ).toBe(0);
   });
 });

@@ -104,8 +104,13 @@ describe('channelPermissions', () => {
     fc.assert(
       fc.property(plainMember, nonViewBit, (m, bit) => {
         const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
-        const result = channelPermissions(server, { roles: [{ allow: 0n, deny: bit }, { allow: bit, deny: 0n }] });
-        return (result & bit) === bit;
+        const deny = { allow: 0n, deny: bit };
+        const allow = { allow: bit, deny: 0n };
+        // Whatever order the roles come in: the roles' allows are applied after all their denies.
+        return [
+          [deny, allow],
+          [allow, deny],
+        ].every((roles) => (channelPermissions(server, { roles }) & bit) === bit);
       }),
     );
   });
@@ -172,7 +177,12 @@ describe('hierarchy', () => {
     fc.assert(
       fc.property(mask, mask, mask, (actor, before, after) => {
         const beyond = bitsBeyondActor(actor, before, after);
-        return (beyond & actor) === 0n && (beyond & before) === 0n && (beyond & ~after) === 0n && ((after & ~before) | beyond) === (after & ~before);
+        return (
+          (beyond & actor) === 0n &&
+          (beyond & before) === 0n &&
+          (beyond & ~after) === 0n &&
+          ((after & ~before) | beyond) === (after & ~before)
+        );
       }),
     );
     expect(bitsBeyondActor(Permission.KICK_MEMBERS, Permission.BAN_MEMBERS, Permission.BAN_MEMBERS | Permission.KICK_MEMBERS)).toBe(0n);

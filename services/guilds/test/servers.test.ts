@@ -16,7 +16,12 @@ const count = async (sql: string, params: unknown[]) => Number((await g.db.query
 describe('POST /v1/servers', () => {
   it('makes the caller owner and first member, with @everyone and a category holding a text and a voice channel', async () => {
     const owner = newId();
-    const res = await g.call(owner, 'POST', '/v1/servers', { name: 'Guild', description: 'd', isPublic: true, tags: ['games', 'games', 'art'] });
+    const res = await g.call(owner, 'POST', '/v1/servers', {
+      name: 'Guild',
+      description: 'd',
+      isPublic: true,
+      tags: ['games', 'games', 'art'],
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       name: 'Guild',
@@ -34,7 +39,9 @@ describe('POST /v1/servers', () => {
     const id = res.body.id;
     expect(await count('SELECT count(*) n FROM members WHERE server_id = $1 AND user_id = $2', [id, owner])).toBe(1);
     const roles = await g.call(owner, 'GET', `/v1/servers/${id}/roles`);
-    expect(roles.body).toEqual([expect.objectContaining({ id, name: '@everyone', position: 0, permissions: toMask(DEFAULT_EVERYONE_PERMISSIONS) })]);
+    expect(roles.body).toEqual([
+      expect.objectContaining({ id, name: '@everyone', position: 0, permissions: toMask(DEFAULT_EVERYONE_PERMISSIONS) }),
+    ]);
     const categories = await g.call(owner, 'GET', `/v1/servers/${id}/categories`);
     expect(categories.body).toHaveLength(1);
     const channels = await g.call(owner, 'GET', `/v1/servers/${id}/channels`);
@@ -50,7 +57,14 @@ describe('POST /v1/servers', () => {
 
   it('refuses a bad body with 400 and creates nothing', async () => {
     const owner = newId();
-    for (const body of [{}, { name: 'x' }, { name: 'x'.repeat(101) }, { name: 'ok name', tags: Array(11).fill('t') }, { name: 'ok name', tags: ['x'.repeat(25)] }, { name: 'ok name', iconUrl: 'not a url' }]) {
+    for (const body of [
+      {},
+      { name: 'x' },
+      { name: 'x'.repeat(101) },
+      { name: 'ok name', tags: Array(11).fill('t') },
+      { name: 'ok name', tags: ['x'.repeat(25)] },
+      { name: 'ok name', iconUrl: 'not a url' },
+    ]) {
       const res = await g.call(owner, 'POST', '/v1/servers', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body).toEqual({ error: expect.any(String) });
@@ -104,7 +118,14 @@ describe('PATCH /v1/servers/{id}', () => {
       requireApproval: true,
     });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ name: 'Renamed', entranceChannelId: text.id, afkChannelId: voice.id, jtcChannelId: voice.id, tags: ['a'], requireApproval: true });
+    expect(ok.body).toMatchObject({
+      name: 'Renamed',
+      entranceChannelId: text.id,
+      afkChannelId: voice.id,
+      jtcChannelId: voice.id,
+      tags: ['a'],
+      requireApproval: true,
+    });
 
     for (const body of [
       { entranceChannelId: voice.id },
@@ -125,6 +146,11 @@ describe('PATCH /v1/servers/{id}', () => {
     expect(cleared.body.entranceChannelId).toBeNull();
     expect(cleared.body.afkChannelId).toBe(voice.id);
     expect((await g.outbox('guilds.server.updated')).filter((e) => e.data.id === server.id)).toHaveLength(2);
+
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${voice.id}`)).status).toBe(204);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body).toMatchObject({ afkChannelId: null, jtcChannelId: null });
+    const updates = (await g.outbox('guilds.server.updated')).filter((e) => e.data.id === server.id);
+    expect(updates.at(-1)?.data).toMatchObject({ afkChannelId: null, jtcChannelId: null });
   });
 
   it('needs MANAGE_SERVER: a plain member gets 403 and nothing changes', async () => {

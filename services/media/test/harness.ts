@@ -60,8 +60,8 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
     objectBytes: async (key: string) => Buffer.concat(await collect<Buffer>(await s3.getObject(bucket, key))),
     rows: async () =>
       (await runtime.pool.query('SELECT id, uploader_id, storage_key, filename, content_type, size, sha256 FROM media_files ORDER BY created_at')).rows,
-    async close(appToo = true) {
-      if (appToo) await app.close();
+    async close() {
+      await app.close();
       await removeBucket(s3, bucket).catch(() => {});
       await runtime.close();
     },

@@ -5,7 +5,7 @@ import { PART_SIZE } from '../src/storage.ts';
 import { createMediaHarness, type MediaHarness } from './harness.ts';
 
 // Real sockets: inject() always delivers the whole body, so these need a listening app.
-const LIMIT = 2 * PART_SIZE;
+const LIMIT = 4 * PART_SIZE;
 let h: MediaHarness;
 let origin: string;
 
@@ -57,7 +57,8 @@ describe('uploads over a real connection', () => {
 
   it('leaves no object, no partial upload and no record when the client goes away mid-upload', async () => {
     const { req } = await openUpload('interrupted.bin');
-    req.write(randomBytes(PART_SIZE + 1024 * 1024));
+    // Two parts and a bit: the multipart upload starts once a second part is known to exist.
+    req.write(randomBytes(2 * PART_SIZE + 1024 * 1024));
     // The upload is under way in the store before the client leaves.
     await until(async () => (await h.incompleteUploads()).length === 1, 'a multipart upload is under way');
     req.destroy();

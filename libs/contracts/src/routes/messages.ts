@@ -8,7 +8,7 @@ export const messagesRoutes = {
     method: 'POST',
     path: '/v1/webhooks/:id/:token',
     service: 'guilds',
-    summary: "Post a message as the webhook (its token in the path; no bearer token)",
+    summary: 'Post a message as the webhook (its token in the path; no bearer token)',
     auth: false,
     tier: 'webhook',
     params: z.object({ id: Id, token: z.string().min(1).max(256) }),

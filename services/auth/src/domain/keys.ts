@@ -1,7 +1,17 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { base64url, calculateJwkThumbprint, createLocalJWKSet, exportJWK, generateKeyPair, importJWK, type JWK, type JWTVerifyGetKey, SignJWT } from 'jose';
+import {
+  base64url,
+  calculateJwkThumbprint,
+  createLocalJWKSet,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  type JWTVerifyGetKey,
+  SignJWT,
+} from 'jose';
 import type { Logger } from 'pino';
 import type { AuthConfig } from '../config.ts';
 
@@ -42,9 +52,7 @@ export async function signingKeysFrom(privateJwks: JWK[], algorithm: SigningAlgo
   const signer = signingKid ? privateJwks.find((k) => k.kid === signingKid) : privateJwks[0];
   if (!signer) throw new Error(`no signing key has kid ${signingKid}`);
   const privateKey = await importJWK({ ...signer, alg: algorithm }, algorithm);
-  const publicKeys = privateJwks.map(
-    (jwk) => ({ ...publicPart(jwk), alg: algorithm, use: 'sig' }) as JWK,
-  );
+  const publicKeys = privateJwks.map((jwk) => ({ ...publicPart(jwk), alg: algorithm, use: 'sig' }) as JWK);
   const jwks = { keys: publicKeys };
   return {
     algorithm,

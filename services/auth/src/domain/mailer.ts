@@ -1,5 +1,5 @@
-import nodemailer from 'nodemailer';
 import { unavailable } from '@chat/kit';
+import nodemailer from 'nodemailer';
 
 export interface Mail {
   to: string;

@@ -1,15 +1,15 @@
 import {
   ChannelGetRequest,
+  type ChannelPermissionsReply,
   ChannelPermissionsRequest,
   GUILDS_RPC,
+  type MemberCheckReply,
   MemberCheckRequest,
   Permission,
   toMask,
   VOICE_RPC,
-  VoiceAccessRequest,
-  type ChannelPermissionsReply,
-  type MemberCheckReply,
   type VoiceAccessReply,
+  VoiceAccessRequest,
 } from '@chat/contracts';
 import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
@@ -26,11 +26,17 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
     return { isMember: access.isMember, isOwner: access.isOwner };
   });
 
-  serveRpc(bus, log, GUILDS_RPC.channelPermissions, ChannelPermissionsRequest, async ({ channelId, userId }): Promise<ChannelPermissionsReply> => {
-    const access = await loadChannelAccess(d.pool, channelId, userId);
-    if (!access) throw notFound('Channel');
-    return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
-  });
+  serveRpc(
+    bus,
+    log,
+    GUILDS_RPC.channelPermissions,
+    ChannelPermissionsRequest,
+    async ({ channelId, userId }): Promise<ChannelPermissionsReply> => {
+      const access = await loadChannelAccess(d.pool, channelId, userId);
+      if (!access) throw notFound('Channel');
+      return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
+    },
+  );
 
   serveRpc(bus, log, GUILDS_RPC.channelGet, ChannelGetRequest, async ({ channelId }): Promise<Channel> => {
     const channel = await findChannel(d.pool, channelId);

@@ -1,5 +1,5 @@
-import type { Ban } from '../records.ts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import type { Ban } from '../records.ts';
 
 type BanRow = {
   server_id: string;
@@ -27,7 +27,10 @@ const SELECT_BAN = `SELECT b.server_id, b.user_id, b.banned_by, b.reason, b.crea
   FROM bans b JOIN users u ON u.id = b.user_id`;
 
 /** Creates or replaces the ban (a second PUT updates the reason, as in Discord). */
-export async function upsertBan(db: Queryable, b: { serverId: string; userId: string; bannedBy: string; reason: string | null }): Promise<Ban> {
+export async function upsertBan(
+  db: Queryable,
+  b: { serverId: string; userId: string; bannedBy: string; reason: string | null },
+): Promise<Ban> {
   await exec(
     db,
     `INSERT INTO bans (server_id, user_id, banned_by, reason) VALUES ($1, $2, $3, $4)

@@ -1,5 +1,5 @@
-import type { Channel } from '../records.ts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import type { Channel } from '../records.ts';
 import { setClause } from './sql.ts';
 
 type ChannelRow = {
@@ -80,8 +80,8 @@ export async function findServerChannel(db: Queryable, serverId: string, id: str
 export async function listChannels(db: Queryable, serverId: string): Promise<Channel[]> {
   const rows = await many<ChannelRow>(
     db,
-    `SELECT ${COLUMNS.replace(/(\w+)/g, 'c.$1')} FROM channels c LEFT JOIN categories k ON k.id = c.category_id
-     WHERE c.server_id = $1 ORDER BY k.position NULLS FIRST, c.position, c.id`,
+    `SELECT ${COLUMNS} FROM channels c WHERE c.server_id = $1
+     ORDER BY (SELECT k.position FROM categories k WHERE k.id = c.category_id) NULLS FIRST, c.position, c.id`,
     [serverId],
   );
   return rows.map(toChannel);

@@ -51,7 +51,9 @@ export async function findInvite(db: Queryable, code: string): Promise<Invite | 
 
 /** Takes one use if the invite is still usable; the row lock makes concurrent accepts count right. */
 export async function consumeInvite(db: Queryable, code: string): Promise<Invite | undefined> {
-  const row = await maybeOne<InviteRow>(db, `UPDATE invites SET uses = uses + 1 WHERE code = $1 AND ${USABLE} RETURNING ${COLUMNS}`, [code]);
+  const row = await maybeOne<InviteRow>(db, `UPDATE invites SET uses = uses + 1 WHERE code = $1 AND ${USABLE} RETURNING ${COLUMNS}`, [
+    code,
+  ]);
   return row && toInvite(row);
 }
 

@@ -18,7 +18,10 @@ const toMember = (r: MemberRow): Member => ({
   nickname: r.nickname,
   roleIds: r.role_ids,
   joinedAt: r.joined_at,
-  user: r.username === null ? null : { id: r.user_id, username: r.username, displayName: r.display_name ?? r.username, avatarUrl: r.avatar_url },
+  user:
+    r.username === null
+      ? null
+      : { id: r.user_id, username: r.username, displayName: r.display_name ?? r.username, avatarUrl: r.avatar_url },
 });
 
 const SELECT_MEMBER = `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,

@@ -95,7 +95,7 @@ export async function updateRole(db: Queryable, id: string, patch: RolePatch): P
 
 /**
  * Moves a role to `to`, shifting the roles in between by one, so positions stay 1..n without gaps
- * or duplicates. The caller holds the server's role rows (lockServerRole) for the transaction.
+ * or duplicates. The caller holds the server's role rows (lockRoles) for the transaction.
  */
 export async function moveRole(db: Queryable, serverId: string, id: string, from: number, to: number): Promise<void> {
   if (from === to) return;

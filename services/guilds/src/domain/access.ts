@@ -1,11 +1,11 @@
 import { Permission } from '@chat/contracts';
-import type { Channel, PermissionOverride } from '../records.ts';
 import { forbidden, notFound, type Queryable } from '@chat/kit';
 import { findMembership, type MembershipRow } from '../db/access.ts';
 import { findChannel, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
+import type { Channel, PermissionOverride } from '../records.ts';
 import { type ApplicableOverrides, channelPermissions, has, type Rank, serverPermissions } from './permissions.ts';
 
 /**
@@ -111,6 +111,12 @@ export async function visibleChannels(db: Queryable, access: ServerAccess): Prom
     access.userId,
   );
   return channels
-    .map((channel) => ({ channel, permissions: maskIn(access, overrides.filter((o) => o.channelId === channel.id)) }))
+    .map((channel) => ({
+      channel,
+      permissions: maskIn(
+        access,
+        overrides.filter((o) => o.channelId === channel.id),
+      ),
+    }))
     .filter((c) => has(c.permissions, Permission.VIEW_CHANNEL));
 }

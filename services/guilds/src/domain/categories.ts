@@ -1,5 +1,4 @@
 import { Permission } from '@chat/contracts';
-import type { Category } from '../records.ts';
 import { badRequest, notFound, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import {
@@ -9,6 +8,7 @@ import {
   renameCategory as renameCategoryRow,
   setCategoryOrder,
 } from '../db/categories.ts';
+import type { Category } from '../records.ts';
 import { memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 
@@ -54,7 +54,12 @@ export function reorderCategories(d: Domain, ctx: Ctx, serverId: string, categor
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     const current = await listCategoryRows(tx, serverId, true);
-    if (!isPermutationOf(categoryIds, current.map((c) => c.id))) {
+    if (
+      !isPermutationOf(
+        categoryIds,
+        current.map((c) => c.id),
+      )
+    ) {
       throw badRequest("categoryIds must list each of this server's categories exactly once");
     }
     await setCategoryOrder(tx, serverId, categoryIds);

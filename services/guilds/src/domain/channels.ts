@@ -1,9 +1,10 @@
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
-import type { Channel } from '../records.ts';
 import { badRequest, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findCategory } from '../db/categories.ts';
 import { deleteChannel as deleteChannelRow, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
+import { findServer, toServer } from '../db/servers.ts';
+import type { Channel } from '../records.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 
@@ -66,5 +67,10 @@ export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Pro
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     await deleteChannelRow(tx, channelId);
     await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: access.channel.serverId });
+    // The foreign keys cleared the server's pointers to this channel; say so to those who keep servers.
+    const { entrance_channel_id, afk_channel_id, jtc_channel_id } = access.server;
+    if ([entrance_channel_id, afk_channel_id, jtc_channel_id].includes(channelId)) {
+      await emit(tx, ctx, 'guilds.server.updated', toServer((await findServer(tx, access.server.id))!));
+    }
   });
 }

@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { type Invite, type InvitePreview, MANAGE_SERVER, Permission } from '@chat/contracts';
-import type { Server } from '../records.ts';
 import { forbidden, notFound, withTx } from '@chat/kit';
 import { isBanned } from '../db/bans.ts';
 import { consumeInvite, deleteInvite, findInvite, findUsableInvite, insertInvite, listInvites as listInviteRows } from '../db/invites.ts';
 import { findServer, lockServer, toServer } from '../db/servers.ts';
+import type { Server } from '../records.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
@@ -54,7 +54,13 @@ export async function previewInvite(d: Domain, code: string): Promise<InvitePrev
   if (!invite || !server) throw unknownInvite();
   return {
     code,
-    server: { id: server.id, name: server.name, iconUrl: server.icon_url, description: server.description, memberCount: server.member_count },
+    server: {
+      id: server.id,
+      name: server.name,
+      iconUrl: server.icon_url,
+      description: server.description,
+      memberCount: server.member_count,
+    },
     expiresAt: invite.expiresAt,
   };
 }

@@ -1,10 +1,16 @@
 import { Permission, type PutOverrideBody } from '@chat/contracts';
-import type { PermissionOverride } from '../records.ts';
 import { badRequest, forbidden, notFound, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
-import { deleteOverride as deleteOverrideRow, findOverride, findOverrideById, listOverrides as listOverrideRows, upsertOverride } from '../db/overrides.ts';
+import {
+  deleteOverride as deleteOverrideRow,
+  findOverride,
+  findOverrideById,
+  listOverrides as listOverrideRows,
+  upsertOverride,
+} from '../db/overrides.ts';
 import { findServerRole } from '../db/roles.ts';
+import type { PermissionOverride } from '../records.ts';
 import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { bitsBeyondActor } from './permissions.ts';
@@ -37,7 +43,14 @@ export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOve
       bitsBeyondActor(access.channelPermissions, BigInt(previous?.allowBits ?? 0), allow) |
       bitsBeyondActor(access.channelPermissions, BigInt(previous?.denyBits ?? 0), deny);
     if (beyond !== 0n) throw forbidden('You cannot allow or deny a permission you do not have in this channel');
-    const override = await upsertOverride(tx, { id: uuidv7(), channelId, roleId: body.roleId ?? null, userId: body.userId ?? null, allow, deny });
+    const override = await upsertOverride(tx, {
+      id: uuidv7(),
+      channelId,
+      roleId: body.roleId ?? null,
+      userId: body.userId ?? null,
+      allow,
+      deny,
+    });
     await emit(tx, ctx, 'guilds.override.updated', override);
     return override;
   });

@@ -99,6 +99,11 @@ export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string
       : await removeMemberRole(tx, ids.serverId, ids.userId, ids.roleId);
     if (!changed) return;
     const member = (await findMember(tx, ids.serverId, ids.userId))!;
-    await emit(tx, ctx, 'guilds.member.updated', { serverId: ids.serverId, userId: ids.userId, nickname: member.nickname, roleIds: member.roleIds });
+    await emit(tx, ctx, 'guilds.member.updated', {
+      serverId: ids.serverId,
+      userId: ids.userId,
+      nickname: member.nickname,
+      roleIds: member.roleIds,
+    });
   });
 }

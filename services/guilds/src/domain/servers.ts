@@ -1,5 +1,10 @@
-import { type CreateServerBody, DEFAULT_EVERYONE_PERMISSIONS, type DiscoveryServer, MANAGE_SERVER, type UpdateServerBody } from '@chat/contracts';
-import type { Server } from '../records.ts';
+import {
+  type CreateServerBody,
+  DEFAULT_EVERYONE_PERMISSIONS,
+  type DiscoveryServer,
+  MANAGE_SERVER,
+  type UpdateServerBody,
+} from '@chat/contracts';
 import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { isBanned } from '../db/bans.ts';
@@ -17,6 +22,7 @@ import {
   toServer,
   updateServer as updateServerRow,
 } from '../db/servers.ts';
+import type { Server } from '../records.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
@@ -75,7 +81,13 @@ export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch:
 }
 
 /** A channel a server points at must be one of its own, of the right type; null clears the pointer. */
-async function checkChannelRef(tx: Queryable, serverId: string, channelId: string | null | undefined, type: 'text' | 'voice', field: string) {
+async function checkChannelRef(
+  tx: Queryable,
+  serverId: string,
+  channelId: string | null | undefined,
+  type: 'text' | 'voice',
+  field: string,
+) {
   if (channelId === undefined || channelId === null) return;
   const channel = await findServerChannel(tx, serverId, channelId);
   if (!channel || channel.channelType !== type) throw badRequest(`${field} must be a ${type} channel of this server`);

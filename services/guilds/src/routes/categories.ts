@@ -9,8 +9,6 @@ export function categoryRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listCategories, async (req) => listCategories(d, contextOf(req), req.params.serverId));
   route(app, r.createCategory, async (req) => createCategory(d, contextOf(req), req.params.serverId, req.body.name));
   route(app, r.reorderCategories, async (req) => reorderCategories(d, contextOf(req), req.params.serverId, req.body.categoryIds));
-  route(app, r.updateCategory, async (req) =>
-    renameCategory(d, contextOf(req), req.params.serverId, req.params.categoryId, req.body.name),
-  );
+  route(app, r.updateCategory, async (req) => renameCategory(d, contextOf(req), req.params.serverId, req.params.categoryId, req.body.name));
   route(app, r.deleteCategory, async (req) => noContent(deleteCategory(d, contextOf(req), req.params.serverId, req.params.categoryId)));
 }

@@ -2,9 +2,9 @@ import { CreateInviteBody, serversRoutes as r } from '@chat/contracts';
 import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
-import { noContent } from './no-content.ts';
 import { acceptInvite, createInvite, listInvites, previewInvite, revokeInvite } from '../domain/invites.ts';
 import { listJoinRequests, myJoinRequests, requestToJoin, reviewRequest } from '../domain/join-requests.ts';
+import { noContent } from './no-content.ts';
 
 /** An invite created without a body gets the schema's defaults (unlimited uses, one day). */
 const INVITE_DEFAULTS = CreateInviteBody.parse({});
@@ -18,15 +18,9 @@ export function inviteRoutes(app: FastifyInstance, d: Domain): void {
 }
 
 export function joinRequestRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createJoinRequest, async (req) =>
-    requestToJoin(d, contextOf(req), req.params.serverId, req.body?.message ?? null),
-  );
+  route(app, r.createJoinRequest, async (req) => requestToJoin(d, contextOf(req), req.params.serverId, req.body?.message ?? null));
   route(app, r.listJoinRequests, async (req) => listJoinRequests(d, contextOf(req), req.params.serverId, req.query.status));
-  route(app, r.approveJoinRequest, async (req) =>
-    reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, true),
-  );
-  route(app, r.rejectJoinRequest, async (req) =>
-    reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, false),
-  );
+  route(app, r.approveJoinRequest, async (req) => reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, true));
+  route(app, r.rejectJoinRequest, async (req) => reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, false));
   route(app, r.myJoinRequests, async (req) => myJoinRequests(d, contextOf(req)));
 }

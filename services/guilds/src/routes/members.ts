@@ -3,18 +3,14 @@ import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { banUser, listBans, unbanUser } from '../domain/bans.ts';
 import type { Domain } from '../domain/context.ts';
-import { noContent } from './no-content.ts';
 import { kickMember, leaveServer, listMembers, myServerPermissions, updateNickname } from '../domain/members.ts';
 import { createRole, deleteRole, listRoles, setMemberRole, updateRole } from '../domain/roles.ts';
+import { noContent } from './no-content.ts';
 
 export function memberRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listMembers, async (req) => listMembers(d, contextOf(req), req.params.serverId, req.query));
-  route(app, r.updateMyMember, async (req) =>
-    updateNickname(d, contextOf(req), req.params.serverId, req.user.id, req.body.nickname),
-  );
-  route(app, r.updateMember, async (req) =>
-    updateNickname(d, contextOf(req), req.params.serverId, req.params.userId, req.body.nickname),
-  );
+  route(app, r.updateMyMember, async (req) => updateNickname(d, contextOf(req), req.params.serverId, req.user.id, req.body.nickname));
+  route(app, r.updateMember, async (req) => updateNickname(d, contextOf(req), req.params.serverId, req.params.userId, req.body.nickname));
   route(app, r.leaveServer, async (req) => noContent(leaveServer(d, contextOf(req), req.params.serverId)));
   route(app, r.kickMember, async (req) => noContent(kickMember(d, contextOf(req), req.params.serverId, req.params.userId)));
   route(app, r.myServerPermissions, async (req) => ({

@@ -1,0 +1,94 @@
+import { GUILDS_RPC, Permission, toMask, VOICE_RPC } from '@chat/contracts';
+import { type AppError, requestRpc } from '@chat/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId, startGuilds, until } from './harness.ts';
+
+const g = await startGuilds();
+afterAll(() => g.close());
+
+const [owner, member, hidden, stranger] = [newId(), newId(), newId(), newId()];
+let server: { id: string };
+let text: { id: string };
+let voice: { id: string };
+
+beforeAll(async () => {
+  server = (await g.call(owner, 'POST', '/v1/servers', { name: 'Rpc', isPublic: true })).body;
+  for (const u of [member, hidden]) await g.call(u, 'POST', `/v1/servers/${server.id}/join`);
+  const channels = (await g.call(owner, 'GET', `/v1/servers/${server.id}/channels`)).body;
+  text = channels.find((c: { channelType: string }) => c.channelType === 'text');
+  voice = channels.find((c: { channelType: string }) => c.channelType === 'voice');
+  await g.call(owner, 'PUT', `/v1/channels/${voice.id}/permissions`, {
+    userId: hidden,
+    allowBits: 0,
+    denyBits: toMask(Permission.VIEW_CHANNEL),
+  });
+});
+
+const ask = <T>(subject: string, data: unknown) => requestRpc<T>(g.runtime.bus, subject, data);
+const statusOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 200,
+    (e: AppError) => e.status,
+  );
+
+describe('rpc.guilds.member.check', () => {
+  it('answers membership and ownership, 404 for an unknown server, 400 for a malformed request', async () => {
+    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: owner })).toEqual({ isMember: true, isOwner: true });
+    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: member })).toEqual({ isMember: true, isOwner: false });
+    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: stranger })).toEqual({ isMember: false, isOwner: false });
+    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: newId(), userId: owner }))).toBe(404);
+    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: 'x' }))).toBe(400);
+  });
+});
+
+describe('rpc.guilds.channel.permissions and rpc.guilds.channel.get', () => {
+  it('answers the channel-level mask from the same algorithm as HTTP', async () => {
+    const http = (await g.call(member, 'GET', `/v1/channels/${text.id}/permissions/@me`)).body.permissions;
+    const rpc = await ask<{ permissions: number }>(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: member });
+    expect(rpc).toEqual({ channelId: text.id, serverId: server.id, isMember: true, permissions: http });
+    const none = await ask(GUILDS_RPC.channelPermissions, { channelId: voice.id, userId: hidden });
+    expect(none).toMatchObject({ isMember: true, permissions: 0 });
+    expect(await ask(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: stranger })).toMatchObject({
+      isMember: false,
+      permissions: 0,
+    });
+    expect(await statusOf(ask(GUILDS_RPC.channelPermissions, { channelId: newId(), userId: owner }))).toBe(404);
+  });
+
+  it('answers the Channel record, 404 for an unknown one', async () => {
+    expect(await ask(GUILDS_RPC.channelGet, { channelId: text.id })).toEqual((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body);
+    expect(await statusOf(ask(GUILDS_RPC.channelGet, { channelId: newId() }))).toBe(404);
+  });
+});
+
+describe('rpc.guilds.voice.access', () => {
+  it('answers membership and MANAGE_CHANNELS, and 404 to whoever cannot see the channel', async () => {
+    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: owner })).toEqual({
+      channel: { id: voice.id, serverId: server.id, channelType: 'voice', ownerId: null, musicLocked: false },
+      isMember: true,
+      inChannel: false,
+      canManageChannel: true,
+    });
+    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
+    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: hidden }))).toBe(404);
+    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: stranger }))).toBe(404);
+  });
+});
+
+describe('read-model of users', () => {
+  it('applies registered and updated events once, and ignores an older event arriving late', async () => {
+    const id = newId();
+    const t0 = new Date(Date.now() - 10_000).toISOString();
+    const t1 = new Date().toISOString();
+    await g.publishUser({ id, username: 'first', displayName: 'First', avatarUrl: null, badges: [] }, 'auth.user.registered', t0);
+    await g.publishUser(
+      { id, username: 'renamed', displayName: 'Renamed', avatarUrl: 'http://x/a.png', badges: [] },
+      'auth.user.updated',
+      t1,
+    );
+    await g.publishUser({ id, username: 'stale', displayName: 'Stale', avatarUrl: null, badges: [] }, 'auth.user.updated', t0);
+    const row = async () => (await g.db.query('SELECT username, display_name, avatar_url FROM users WHERE id = $1', [id])).rows[0];
+    await until(async () => (await g.db.query("SELECT count(*) n FROM processed_events WHERE consumer = 'guilds-users'")).rows[0].n >= 3);
+    expect(await row()).toEqual({ username: 'renamed', display_name: 'Renamed', avatar_url: 'http://x/a.png' });
+  });
+});

@@ -1,0 +1,385 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { createHarness } from './harness.ts';
+
+const h = await createHarness();
+afterAll(() => h.close());
+
+type User = Awaited<ReturnType<typeof h.addUser>>;
+const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
+
+async function conversation(a: User, ...others: User[]): Promise<string> {
+  const res = await h.call(a, 'POST', '/v1/dm/conversations', { userIds: others.map((o) => o.id) });
+  expect([200, 201]).toContain(res.status);
+  return res.body.id;
+}
+
+async function send(user: User, conversationId: string, body: Record<string, unknown> = {}) {
+  return h.call(user, 'POST', '/v1/dm/messages', { conversationId, content: 'hello', ...body });
+}
+
+const messageCount = async (conversationId: string) =>
+  Number((await rows('SELECT count(*) FROM direct_messages WHERE conversation_id = $1', [conversationId]))[0].count);
+
+describe('conversations', () => {
+  it('maps a 1:1 pair to one conversation, from either side, created once', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const created = await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      id: expect.any(String),
+      type: 'direct',
+      ownerId: null,
+      participants: expect.arrayContaining([
+        { id: alice.id, username: alice.username, displayName: alice.displayName, avatarUrl: null, status: 'offline' },
+        { id: bob.id, username: bob.username, displayName: bob.displayName, avatarUrl: null, status: 'offline' },
+      ]),
+      lastMessage: null,
+      lastActivityAt: expect.any(String),
+      createdAt: expect.any(String),
+    });
+    expect(created.body.participants).toHaveLength(2);
+
+    const again = await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id, alice.id] });
+    const reverse = await h.call(bob, 'POST', '/v1/dm/conversations', { userIds: [alice.id] });
+    expect([again.status, reverse.status]).toEqual([200, 200]);
+    expect([again.body.id, reverse.body.id]).toEqual([created.body.id, created.body.id]);
+    const created_events = (await h.events('social.conversation.created')).filter((e) => e.data.conversationId === created.body.id);
+    expect(created_events).toHaveLength(1);
+  });
+
+  it('creates one conversation when both sides open it at the same moment', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 ? h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] }) : h.call(bob, 'POST', '/v1/dm/conversations', { userIds: [alice.id] }))),
+    );
+    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    const pairs = await rows('SELECT id FROM conversations WHERE pair_key = $1', [[alice.id, bob.id].sort().join(':')]);
+    expect(pairs).toHaveLength(1);
+  });
+
+  it('makes a new group of up to ten people each time', async () => {
+    const owner = await h.addUser();
+    const members = await Promise.all(Array.from({ length: 9 }, () => h.addUser()));
+    const group = await h.call(owner, 'POST', '/v1/dm/conversations', { userIds: members.map((m) => m.id) });
+    expect(group.status).toBe(201);
+    expect(group.body).toMatchObject({ type: 'group', ownerId: owner.id });
+    expect(group.body.participants).toHaveLength(10);
+    const second = await h.call(owner, 'POST', '/v1/dm/conversations', { userIds: members.slice(0, 2).map((m) => m.id) });
+    expect(second.status).toBe(201);
+    expect(second.body.id).not.toBe(group.body.id);
+
+    const extra = await h.addUser();
+    const tooMany = await h.call(owner, 'POST', '/v1/dm/conversations', { userIds: [...members, extra].map((m) => m.id) });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error).toMatch(/userIds/);
+  });
+
+  it('answers 404 for an unknown user, 400 for only yourself, 403 across a block, and creates nothing', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const before = (await rows('SELECT count(*) FROM conversations'))[0].count;
+    expect(await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id, crypto.randomUUID()] })).toEqual({
+      status: 404,
+      body: { error: 'User not found' },
+    });
+    expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [alice.id] })).status).toBe(400);
+    expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [] })).status).toBe(400);
+    await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id });
+    expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).status).toBe(403);
+    expect((await rows('SELECT count(*) FROM conversations'))[0].count).toBe(before);
+  });
+
+  it('lists mine by most recent activity, each with its last message, and hides others', async () => {
+    const me = await h.addUser();
+    const [a, b] = [await h.addUser(), await h.addUser()];
+    const withA = await conversation(me, a);
+    const withB = await conversation(me, b);
+    await send(a, withA, { content: 'older' });
+    await send(b, withB, { content: 'newer' });
+    await send(me, withA, { content: 'newest' });
+
+    const list = await h.call(me, 'GET', '/v1/dm/conversations');
+    expect(list.status).toBe(200);
+    expect(list.body.map((c: { id: string }) => c.id)).toEqual([withA, withB]);
+    expect(list.body[0].lastMessage).toMatchObject({ content: 'newest', senderId: me.id, reactions: {} });
+    expect(list.body[1].lastMessage).toMatchObject({ content: 'newer', senderId: b.id });
+
+    const one = await h.call(me, 'GET', `/v1/dm/conversations/${withB}`);
+    expect(one).toEqual({ status: 200, body: list.body[1] });
+    expect((await h.call(a, 'GET', '/v1/dm/conversations')).body.map((c: { id: string }) => c.id)).toEqual([withA]);
+    expect(await h.call(a, 'GET', `/v1/dm/conversations/${withB}`)).toEqual({ status: 404, body: { error: 'Conversation not found' } });
+  });
+});
+
+describe('sending messages', () => {
+  it('answers 201 with every spec field, sender fields from the read-model, and writes the message and its event', async () => {
+    const alice = await h.addUser({ displayName: 'Alice A.', avatarUrl: 'https://cdn.example/a.png', badges: ['founder'] });
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const res = await send(alice, id, { content: 'hi bob' });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{14}7/),
+      conversationId: id,
+      senderId: alice.id,
+      content: 'hi bob',
+      attachments: {},
+      replyToId: null,
+      editedAt: null,
+      createdAt: expect.any(String),
+      senderName: 'Alice A.',
+      senderAvatar: 'https://cdn.example/a.png',
+      senderBadges: ['founder'],
+      reactions: {},
+    });
+    expect(await rows('SELECT sender_id, content FROM direct_messages WHERE id = $1', [res.body.id])).toEqual([
+      { sender_id: alice.id, content: 'hi bob' },
+    ]);
+    const [event] = (await h.events('social.dm.created')).filter((e) => (e.data.message as { id: string }).id === res.body.id);
+    const { reactions: _, ...withoutReactions } = res.body;
+    expect(event?.data).toEqual({ message: withoutReactions, participantIds: [alice.id, bob.id].sort() });
+  });
+
+  it('rejects empty, blank and too long content without attachments', async () => {
+    const alice = await h.addUser();
+    const id = await conversation(alice, await h.addUser());
+    expect((await send(alice, id, { content: '' })).status).toBe(400);
+    expect((await send(alice, id, { content: '   ' })).status).toBe(400);
+    expect((await h.call(alice, 'POST', '/v1/dm/messages', { conversationId: id })).status).toBe(400);
+    expect((await send(alice, id, { content: 'x'.repeat(4001) })).body).toEqual({ error: expect.stringContaining('content') });
+    expect((await send(alice, id, { content: 'x'.repeat(4000) })).status).toBe(201);
+    expect(await messageCount(id)).toBe(1);
+  });
+
+  it('keeps the media service record of each attachment, not what the client claimed', async () => {
+    const alice = await h.addUser();
+    const id = await conversation(alice, await h.addUser());
+    const file = h.media.upload(alice.id, 'cat.png', 'image/png', 2048);
+    const claimed = { url: `/v1/media/${file.id}/cat.html`, filename: 'cat.html', contentType: 'text/html', size: 1 };
+    const res = await send(alice, id, { content: '', attachments: { cat: claimed } });
+    expect(res.status).toBe(201);
+    const stored = { url: file.url, filename: 'cat.png', contentType: 'image/png', size: 2048 };
+    expect(res.body.attachments).toEqual({ cat: stored });
+    expect(await rows('SELECT attachments FROM direct_messages WHERE id = $1', [res.body.id])).toEqual([{ attachments: { cat: stored } }]);
+  });
+
+  it("answers 400 for an attachment that is unknown, someone else's, or not a media url", async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const bobsFile = h.media.upload(bob.id);
+    const attachment = (url: string) => ({ f: { url, filename: 'a', contentType: 'image/png', size: 1 } });
+    for (const url of [`/v1/media/${crypto.randomUUID()}/a.png`, bobsFile.url, 'https://elsewhere.example/a.png']) {
+      const res = await send(alice, id, { attachments: attachment(url) });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(/^attachments\.f: /);
+    }
+    expect(await messageCount(id)).toBe(0);
+  });
+
+  it('accepts a reply to a message of the same conversation only', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const carol = await h.addUser();
+    const withBob = await conversation(alice, bob);
+    const withCarol = await conversation(alice, carol);
+    const first = await send(bob, withBob);
+    const elsewhere = await send(carol, withCarol);
+
+    const reply = await send(alice, withBob, { replyToId: first.body.id });
+    expect(reply.status).toBe(201);
+    expect(reply.body.replyToId).toBe(first.body.id);
+    const wrong = await send(alice, withBob, { replyToId: elsewhere.body.id });
+    expect(wrong).toEqual({ status: 400, body: { error: 'body.replyToId: no such message in this conversation' } });
+    expect((await send(alice, withBob, { replyToId: crypto.randomUUID() })).status).toBe(400);
+    expect(await messageCount(withBob)).toBe(2);
+  });
+
+  it('answers 403 between a blocked pair, in both directions, until the block is lifted', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id });
+    expect(await send(bob, id)).toEqual({ status: 403, body: { error: expect.stringContaining('blocked') } });
+    expect((await send(alice, id)).status).toBe(403);
+    expect(await messageCount(id)).toBe(0);
+    await h.call(alice, 'DELETE', `/v1/friends/block/${bob.id}`);
+    expect((await send(bob, id)).status).toBe(201);
+  });
+});
+
+describe('a non-participant', () => {
+  it('can neither read nor write the conversation or its messages', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const eve = await h.addUser();
+    const id = await conversation(alice, bob);
+    const message = await send(alice, id, { content: 'private' });
+    const mid = message.body.id;
+
+    const answers = [
+      await h.call(eve, 'GET', `/v1/dm/conversations/${id}`),
+      await h.call(eve, 'GET', `/v1/dm/conversations/${id}/messages`),
+      await send(eve, id),
+      await h.call(eve, 'PATCH', `/v1/dm/messages/${mid}`, { content: 'hacked' }),
+      await h.call(eve, 'DELETE', `/v1/dm/messages/${mid}`),
+      await h.call(eve, 'PUT', `/v1/dm/messages/${mid}/reactions/%F0%9F%91%8D/@me`),
+      await h.call(eve, 'DELETE', `/v1/dm/messages/${mid}/reactions/%F0%9F%91%8D/@me`),
+    ];
+    expect(answers.map((a) => a.status)).toEqual([404, 404, 404, 404, 404, 404, 404]);
+    for (const a of answers) expect(a.body).toEqual({ error: expect.stringMatching(/not found$/) });
+    expect(await rows('SELECT content, edited_at FROM direct_messages WHERE conversation_id = $1', [id])).toEqual([
+      { content: 'private', edited_at: null },
+    ]);
+    expect(await rows('SELECT 1 FROM dm_reactions WHERE message_id = $1', [mid])).toEqual([]);
+    expect((await h.call(undefined, 'GET', `/v1/dm/conversations/${id}/messages`)).status).toBe(401);
+  });
+});
+
+describe('paging', () => {
+  it('pages back with before and forward with after, newest first, without gaps or repeats while messages arrive', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    for (let i = 1; i <= 7; i++) await send(i % 2 ? alice : bob, id, { content: `m${i}` });
+    const contents = (res: { body: { content: string }[] }) => res.body.map((m) => m.content);
+
+    const page1 = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages?limit=3`);
+    expect(contents(page1)).toEqual(['m7', 'm6', 'm5']);
+    await send(bob, id, { content: 'm8' }); // arrives while paging back
+    const page2 = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages?limit=3&before=${page1.body[2].id}`);
+    expect(contents(page2)).toEqual(['m4', 'm3', 'm2']);
+    const page3 = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages?limit=3&before=${page2.body[2].id}`);
+    expect(contents(page3)).toEqual(['m1']);
+
+    const forward = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages?limit=2&after=${page2.body[0].id}`);
+    expect(contents(forward)).toEqual(['m6', 'm5']);
+    const newest = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages?after=${page1.body[0].id}`);
+    expect(contents(newest)).toEqual(['m8']);
+    expect((await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages`)).body).toHaveLength(8);
+  });
+
+  it('keeps ids in commit order when many messages arrive at once', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => send(i % 2 ? alice : bob, id, { content: `c${i}` })));
+    expect(sent.every((s) => s.status === 201)).toBe(true);
+    const all = await h.call(bob, 'GET', `/v1/dm/conversations/${id}/messages?limit=100`);
+    expect(all.body).toHaveLength(20);
+    const [latest] = await rows('SELECT last_message_id FROM conversations WHERE id = $1', [id]);
+    expect(latest.last_message_id).toBe(all.body[0].id);
+    const ids = all.body.map((m: { id: string }) => m.id);
+    expect([...ids].sort().reverse()).toEqual(ids);
+  });
+
+  it('answers 400 for a bad limit, a bad cursor, or both cursors', async () => {
+    const alice = await h.addUser();
+    const id = await conversation(alice, await h.addUser());
+    const base = `/v1/dm/conversations/${id}/messages`;
+    for (const q of ['limit=0', 'limit=101', 'limit=x', 'before=nope', `before=${crypto.randomUUID()}&after=${crypto.randomUUID()}`]) {
+      const res = await h.call(alice, 'GET', `${base}?${q}`);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+    expect((await h.call(alice, 'GET', `${base}?limit=100`)).status).toBe(200);
+  });
+});
+
+describe('editing and deleting', () => {
+  it('lets the sender edit (setting editedAt) and nobody else', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id, { content: 'draft' })).body.id;
+
+    expect(await h.call(bob, 'PATCH', `/v1/dm/messages/${mid}`, { content: 'mine now' })).toEqual({
+      status: 403,
+      body: { error: 'You can only change your own messages' },
+    });
+    expect((await h.call(alice, 'PATCH', `/v1/dm/messages/${mid}`, { content: ' ' })).status).toBe(400);
+    expect((await h.call(alice, 'PATCH', `/v1/dm/messages/${crypto.randomUUID()}`, { content: 'x' })).status).toBe(404);
+    const edited = await h.call(alice, 'PATCH', `/v1/dm/messages/${mid}`, { content: 'final' });
+    expect(edited.status).toBe(200);
+    expect(edited.body).toMatchObject({ id: mid, content: 'final', editedAt: expect.any(String), reactions: {} });
+    expect(await rows('SELECT content FROM direct_messages WHERE id = $1', [mid])).toEqual([{ content: 'final' }]);
+    const updates = (await h.events('social.dm.updated')).filter((e) => (e.data.message as { id: string }).id === mid);
+    expect(updates.map((e) => (e.data.message as { content: string }).content)).toEqual(['final']);
+  });
+
+  it('lets the sender delete and nobody else', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const first = (await send(alice, id, { content: 'one' })).body.id;
+    const mid = (await send(alice, id, { content: 'two' })).body.id;
+
+    expect((await h.call(bob, 'DELETE', `/v1/dm/messages/${mid}`)).status).toBe(403);
+    expect(await h.call(alice, 'DELETE', `/v1/dm/messages/${mid}`)).toEqual({ status: 204, body: undefined });
+    expect(await rows('SELECT 1 FROM direct_messages WHERE id = $1', [mid])).toEqual([]);
+    expect((await h.call(alice, 'DELETE', `/v1/dm/messages/${mid}`)).status).toBe(404);
+    expect((await h.call(bob, 'GET', `/v1/dm/conversations/${id}`)).body.lastMessage.id).toBe(first);
+    const deleted = (await h.events('social.dm.deleted')).filter((e) => e.data.id === mid);
+    expect(deleted.map((e) => e.data)).toEqual([{ id: mid, conversationId: id, participantIds: [alice.id, bob.id].sort() }]);
+  });
+});
+
+describe('reactions', () => {
+  it('shows {emoji: {count, me}} per viewer; PUT and DELETE are idempotent', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id)).body.id;
+    const thumbs = `/v1/dm/messages/${mid}/reactions/${encodeURIComponent('👍')}/@me`;
+    const reactionsSeenBy = async (user: User) => (await h.call(user, 'GET', `/v1/dm/conversations/${id}/messages`)).body[0].reactions;
+
+    expect(await h.call(bob, 'PUT', thumbs)).toEqual({ status: 204, body: undefined });
+    expect((await h.call(bob, 'PUT', thumbs)).status).toBe(204);
+    expect(await reactionsSeenBy(bob)).toEqual({ '👍': { count: 1, me: true } });
+    expect(await reactionsSeenBy(alice)).toEqual({ '👍': { count: 1, me: false } });
+
+    await h.call(alice, 'PUT', thumbs);
+    await h.call(alice, 'PUT', `/v1/dm/messages/${mid}/reactions/party:123/@me`);
+    expect(await reactionsSeenBy(alice)).toEqual({ '👍': { count: 2, me: true }, 'party:123': { count: 1, me: true } });
+
+    expect((await h.call(bob, 'DELETE', thumbs)).status).toBe(204);
+    expect((await h.call(bob, 'DELETE', thumbs)).status).toBe(204);
+    expect(await reactionsSeenBy(bob)).toEqual({ '👍': { count: 1, me: false }, 'party:123': { count: 1, me: false } });
+    const events = (await h.events()).filter((e) => e.subject.startsWith('social.dm.reaction') && e.data.messageId === mid);
+    expect(events.map((e) => [e.subject, e.data.userId, e.data.emoji])).toEqual([
+      ['social.dm.reaction.added', bob.id, '👍'],
+      ['social.dm.reaction.added', alice.id, '👍'],
+      ['social.dm.reaction.added', alice.id, 'party:123'],
+      ['social.dm.reaction.removed', bob.id, '👍'],
+    ]);
+  });
+
+  it('answers 400 for a malformed emoji and 403 across a block', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id)).body.id;
+    expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/${'x'.repeat(65)}/@me`)).status).toBe(400);
+    expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/a%20b/@me`)).status).toBe(400);
+    await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id });
+    expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/ok/@me`)).status).toBe(403);
+    expect(await rows('SELECT 1 FROM dm_reactions WHERE message_id = $1', [mid])).toEqual([]);
+  });
+});
+
+// Last: it takes the media stand-in off the bus.
+describe('when the media service is down', () => {
+  it('answers 503 to a message with attachments and writes nothing; plain messages still work', async () => {
+    const alice = await h.addUser();
+    const id = await conversation(alice, await h.addUser());
+    const file = h.media.upload(alice.id);
+    await h.media.stop();
+    const res = await send(alice, id, { attachments: { f: { url: file.url, filename: 'a', contentType: 'image/png', size: 1 } } });
+    expect(res).toEqual({ status: 503, body: { error: 'Service unavailable' } });
+    expect(await messageCount(id)).toBe(0);
+    expect((await send(alice, id)).status).toBe(201);
+  });
+});

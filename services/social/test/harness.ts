@@ -1,0 +1,144 @@
+import { MEDIA_RPC, MediaFileRequest, type MediaFileReply, STREAMS, type UserEventData } from '@chat/contracts';
+import { type ConsumerHandle, connectBus, createTokenVerifier, ensureStream, loadConfig, notFound, serveRpc } from '@chat/kit';
+import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER, type TestRuntime } from '@chat/testkit';
+import type { FastifyInstance } from 'fastify';
+import { v7 as uuidv7 } from 'uuid';
+import { inject } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { startUserReadModel, type UserEventHandler } from '../src/bus/users.ts';
+import { SocialConfig } from '../src/config.ts';
+
+/**
+ * The social service of one test file: its own database and bus namespace, the HTTP app, the
+ * users read-model consumer, and helpers that act as auth (publishing user events on the real
+ * AUTH stream) and as media (answering rpc.media.file.get on the real NATS).
+ */
+export async function createHarness(options: { handleUserEvent?: (log: TestRuntime['log']) => UserEventHandler } = {}) {
+  const runtime = await createTestRuntime({
+    service: 'social',
+    migrationsDir: new URL('../migrations', import.meta.url).pathname,
+    stream: STREAMS.social,
+    backing: inject('backing'),
+  });
+  const issuer = await createTestIssuer();
+  const config = loadConfig(SocialConfig, runtime.env);
+  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const app: FastifyInstance = await buildApp({ ...runtime, config, tokens });
+  await ensureStream(runtime.bus, STREAMS.auth);
+  let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
+  const media = await startMediaStandIn(runtime);
+
+  async function close() {
+    await media.stop();
+    await consumer?.stop();
+    await app.close();
+    await runtime.close();
+  }
+
+  return {
+    runtime,
+    app,
+    media,
+    close,
+    async stopConsumer() {
+      await consumer?.stop();
+      consumer = undefined;
+    },
+    async startConsumer(handle?: UserEventHandler) {
+      consumer = await startUserReadModel(runtime, handle);
+    },
+
+    /** Publishes an auth user event (as auth's relay would) and answers its envelope. */
+    async publishUserEvent(subject: 'auth.user.registered' | 'auth.user.updated', data: UserEventData) {
+      const envelope = { id: uuidv7(), subject, occurredAt: new Date().toISOString(), data };
+      await runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+      return envelope;
+    },
+
+    /** Registers a user with auth's event and waits until social's read-model has it. */
+    async addUser(overrides: Partial<UserEventData> = {}): Promise<UserEventData & { token: string }> {
+      const id = uuidv7();
+      const data: UserEventData = {
+        id,
+        username: `user_${id.slice(-8)}`,
+        displayName: `User ${id.slice(-4)}`,
+        avatarUrl: null,
+        badges: [],
+        ...overrides,
+      };
+      const event = await this.publishUserEvent('auth.user.registered', data);
+      await this.waitForUser(data.id, event.occurredAt);
+      return { ...data, token: await issuer.sign(data.id) };
+    },
+
+    /** Waits until the read-model holds the user at (at least) the version of `occurredAt`. */
+    async waitForUser(id: string, occurredAt: string) {
+      await eventually(async () => {
+        const { rows } = await runtime.pool.query('SELECT version FROM users WHERE id = $1', [id]);
+        return rows[0] && new Date(rows[0].version) >= new Date(occurredAt);
+      });
+    },
+
+    /** A JSON request as `user` (or anonymous). */
+    async call(user: { token: string } | undefined, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown) {
+      const res = await app.inject({
+        method,
+        url,
+        headers: user ? { authorization: `Bearer ${user.token}` } : {},
+        ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+      });
+      // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
+      return { status: res.statusCode, body: (res.body ? res.json() : undefined) as any };
+    },
+
+    /** The events written to the outbox, oldest first, optionally those of one subject. */
+    async events(subject?: string): Promise<{ subject: string; data: Record<string, unknown> }[]> {
+      const { rows } = await runtime.pool.query(
+        `SELECT subject, payload->'data' AS data FROM outbox WHERE $1::text IS NULL OR subject = $1 ORDER BY seq`,
+        [subject ?? null],
+      );
+      return rows;
+    },
+
+    signFor: (userId: string) => issuer.sign(userId),
+  };
+}
+
+export type Harness = Awaited<ReturnType<typeof createHarness>>;
+
+/**
+ * The media service is built by another engineer at the same time: this stand-in serves its
+ * `rpc.media.file.get` contract on the test's bus namespace over the real NATS server, from an
+ * in-memory table of files. `stop()` takes it off the bus, as a media outage would.
+ */
+async function startMediaStandIn(runtime: TestRuntime) {
+  const files = new Map<string, MediaFileReply>();
+  const bus = await connectBus({ url: runtime.env.NATS_URL!, namespace: runtime.namespace, name: 'media-stand-in', log: runtime.log });
+  serveRpc(bus, runtime.log, MEDIA_RPC.fileGet, MediaFileRequest, async ({ id }) => {
+    const file = files.get(id);
+    if (!file) throw notFound('File');
+    return file;
+  });
+  await bus.nc.flush();
+  return {
+    /** Records an upload as media would, and answers it. */
+    upload(uploaderId: string, filename = 'photo.png', contentType = 'image/png', size = 1234): MediaFileReply {
+      const id = uuidv7();
+      const file = { id, uploaderId, url: `http://media.example/v1/media/${id}/${filename}`, filename, contentType, size };
+      files.set(id, file);
+      return file;
+    },
+    async stop() {
+      if (!bus.nc.isClosed()) await bus.nc.drain();
+    },
+  };
+}
+
+/** Polls `check` until it is truthy (5 s at most). */
+export async function eventually(check: () => Promise<unknown>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
