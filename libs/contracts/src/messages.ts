@@ -1,2 +1,145 @@
-/** Schemas of the messages area: request bodies, events and RPC messages. */
-export {};
+import { z } from 'zod';
+import { Id, PageQuery, Timestamp } from './common.ts';
+import { Attachments, Reactions } from './records.ts';
+
+/**
+ * Schemas of the messages area (channel messages, pins, reactions, webhooks; guilds service):
+ * records the spec leaves open (shaped as Discord's), request bodies, queries and events.
+ */
+
+export const MAX_MESSAGE_LENGTH = 4000;
+export const MAX_MESSAGE_ATTACHMENTS = 10;
+export const MAX_PINS_PER_CHANNEL = 50;
+
+// ---- Records ----
+
+/** Who a message mentions. `everyone` is true only when @everyone/@here may notify (MENTION_EVERYONE). */
+export const MessageMentions = z.object({ users: z.array(Id), roles: z.array(Id), everyone: z.boolean() }).meta({ id: 'MessageMentions' });
+export type MessageMentions = z.infer<typeof MessageMentions>;
+
+export const ChannelMessage = z
+  .object({
+    id: Id,
+    channelId: Id,
+    serverId: Id,
+    /** The user who wrote it, or the webhook's id for a webhook message (Discord's convention). */
+    authorId: Id,
+    authorName: z.string(),
+    authorAvatar: z.string().nullable(),
+    content: z.string(),
+    attachments: Attachments,
+    replyToId: Id.nullable(),
+    mentions: MessageMentions,
+    pinned: z.boolean(),
+    editedAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+    /** `{emoji: {count, me}}`, `me` as the caller sees it. */
+    reactions: Reactions,
+    webhookId: Id.nullable(),
+  })
+  .meta({ id: 'Message' });
+export type ChannelMessage = z.infer<typeof ChannelMessage>;
+
+export const Webhook = z
+  .object({ id: Id, channelId: Id, serverId: Id, name: z.string(), avatarUrl: z.string().nullable(), createdBy: Id, createdAt: Timestamp })
+  .meta({ id: 'Webhook' });
+export type Webhook = z.infer<typeof Webhook>;
+
+/** The answer to creating a webhook: the only time its token (and the url that holds it) is shown. */
+export const CreatedWebhook = Webhook.extend({ token: z.string(), url: z.string() }).meta({ id: 'CreatedWebhook' });
+export type CreatedWebhook = z.infer<typeof CreatedWebhook>;
+
+// ---- Field rules ----
+
+const Content = z.string().max(MAX_MESSAGE_LENGTH);
+const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MAX_MESSAGE_ATTACHMENTS, {
+  error: `at most ${MAX_MESSAGE_ATTACHMENTS} attachments`,
+});
+const WebhookName = z.string().trim().min(1).max(80);
+const AvatarUrl = z.url().max(2048);
+
+/** One RGI emoji (sequences and modifiers included), as Unicode defines them. */
+const UNICODE_EMOJI = /^\p{RGI_Emoji}$/v;
+/** A custom emoji as Discord writes it in a path: `name:id`. */
+const CUSTOM_EMOJI = /^[A-Za-z0-9_]{2,32}:(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
+
+export const Emoji = z
+  .string()
+  .max(64)
+  .refine((e) => UNICODE_EMOJI.test(e) || CUSTOM_EMOJI.test(e), { error: 'must be a unicode emoji or a custom name:id' });
+
+// ---- Bodies, queries, params ----
+
+/** `content` may be empty only when attachments are given (checked once the attachments are verified). */
+export const SendMessageBody = z.object({
+  content: Content.default(''),
+  attachments: MessageAttachments.optional(),
+  replyToId: Id.optional(),
+});
+export type SendMessageBody = z.infer<typeof SendMessageBody>;
+
+export const EditMessageBody = z.object({ content: Content });
+
+/** Newest first; `before` pages back, `after` forward from a message seen, `around` centres on one. */
+export const ChannelMessagesQuery = PageQuery.extend({ around: Id.optional() }).refine(
+  (q) => [q.before, q.after, q.around].filter(Boolean).length <= 1,
+  { error: 'give at most one of before, after and around' },
+);
+export type ChannelMessagesQuery = z.infer<typeof ChannelMessagesQuery>;
+
+export const ReactionUsersQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(25),
+  /** The last user id of the previous page (users are ordered by id). */
+  after: Id.optional(),
+});
+
+export const MessageParams = z.object({ channelId: Id, messageId: Id });
+export const MessageReactionParams = MessageParams.extend({ emoji: Emoji });
+
+export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: AvatarUrl.nullish() });
+export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
+
+export const WebhookParams = z.object({ id: Id });
+/** The token is 43 base64url characters; anything else is simply a wrong token (401, not 400). */
+export const ExecuteWebhookParams = z.object({ id: Id, token: z.string().min(1).max(256) });
+export const ExecuteWebhookBody = z.object({
+  content: Content.refine((c) => c.trim() !== '', { error: 'must not be empty' }),
+  username: WebhookName.optional(),
+  avatarUrl: AvatarUrl.optional(),
+});
+export type ExecuteWebhookBody = z.infer<typeof ExecuteWebhookBody>;
+export const ExecuteWebhookQuery = z.object({
+  /** Discord's `?wait=true`: answer 200 with the message instead of 204. */
+  wait: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((w) => w === 'true'),
+});
+
+// ---- Events (subject -> payload) ----
+
+/** Reactions are per viewer (`me`), so message events leave them out; reaction events carry the change. */
+export const MessageEventData = ChannelMessage.omit({ reactions: true });
+export const MessageDeletedEventData = z.object({ id: Id, channelId: Id, serverId: Id });
+export const ReactionEventData = z.object({ messageId: Id, channelId: Id, serverId: Id, userId: Id, emoji: z.string() });
+export const PinEventData = z.object({ messageId: Id, channelId: Id, serverId: Id, by: Id });
+
+export const MESSAGES_SUBJECTS = {
+  messageCreated: 'guilds.message.created',
+  messageUpdated: 'guilds.message.updated',
+  messageDeleted: 'guilds.message.deleted',
+  reactionAdded: 'guilds.reaction.added',
+  reactionRemoved: 'guilds.reaction.removed',
+  pinAdded: 'guilds.pin.added',
+  pinRemoved: 'guilds.pin.removed',
+} as const;
+
+export const MESSAGES_EVENTS = {
+  [MESSAGES_SUBJECTS.messageCreated]: MessageEventData,
+  [MESSAGES_SUBJECTS.messageUpdated]: MessageEventData,
+  [MESSAGES_SUBJECTS.messageDeleted]: MessageDeletedEventData,
+  [MESSAGES_SUBJECTS.reactionAdded]: ReactionEventData,
+  [MESSAGES_SUBJECTS.reactionRemoved]: ReactionEventData,
+  [MESSAGES_SUBJECTS.pinAdded]: PinEventData,
+  [MESSAGES_SUBJECTS.pinRemoved]: PinEventData,
+} as const;

@@ -32,7 +32,7 @@ const port = await freePort();
 
 const media = spawn(process.execPath, ['--import', 'tsx', 'services/media/src/main.ts'], {
   cwd: root,
-  stdio: ['ignore', 'ignore', 'inherit'],
+  stdio: ['ignore', process.env.MEDIA_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   env: {
     PATH: process.env.PATH,
     NODE_OPTIONS: process.env.MEDIA_NODE_OPTIONS ?? '',

@@ -4,8 +4,8 @@ import { Client } from 'minio';
 import type { MediaConfig } from './config.ts';
 
 /**
- * S3 wants every part but the last to be at least 5 MiB. The upload holds at most two parts in
- * memory (one on the wire, one filling), so this figure bounds the memory of an upload.
+ * S3 wants every part but the last to be at least 5 MiB. An upload holds two parts in memory
+ * (one on the wire, one filling), so this figure bounds the memory of an upload.
  */
 export const PART_SIZE = 5 * 1024 * 1024;
 
@@ -112,20 +112,30 @@ async function call<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Regroups a byte stream into parts of at least `size` bytes; the last one may be smaller. */
+/**
+ * Regroups a byte stream into parts of exactly `size` bytes (the last one may be smaller), copied
+ * into two buffers used in turn, so that an upload allocates no new memory per part and leaves
+ * none for the garbage collector. A yielded part stays valid until the part after the next one
+ * is asked for: a caller may keep one part on the wire while the next one fills, and no more.
+ */
 export async function* partsOf(source: AsyncIterable<Buffer>, size: number): AsyncGenerator<Buffer, void> {
-  let chunks: Buffer[] = [];
-  let length = 0;
+  const buffers: Buffer[] = [];
+  let turn = 0;
+  let filled = 0;
   for await (const chunk of source) {
-    chunks.push(chunk);
-    length += chunk.length;
-    if (length >= size) {
-      yield Buffer.concat(chunks, length);
-      chunks = [];
-      length = 0;
+    for (let offset = 0; offset < chunk.length; ) {
+      buffers[turn] ??= Buffer.allocUnsafe(size);
+      const copied = chunk.copy(buffers[turn] as Buffer, filled, offset);
+      offset += copied;
+      filled += copied;
+      if (filled === size) {
+        yield buffers[turn] as Buffer;
+        turn = 1 - turn;
+        filled = 0;
+      }
     }
   }
-  if (length > 0) yield Buffer.concat(chunks, length);
+  if (filled > 0) yield (buffers[turn] as Buffer).subarray(0, filled);
 }
 
 async function* prepend(first: Buffer[], rest: AsyncIterator<Buffer, void>): AsyncGenerator<Buffer, void> {

@@ -2,25 +2,38 @@ import { mediaIdFromUrl } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
 import { partsOf } from '../src/storage.ts';
 
+/** Regroups `chunks` (of these lengths, counting bytes) the way an upload consumes parts. */
 async function regroup(chunks: number[], size: number) {
+  let next = 0;
+  const input: Buffer[] = chunks.map((length) => Buffer.from(Array.from({ length }, () => next++ % 256)));
   async function* source() {
-    for (const length of chunks) yield Buffer.alloc(length, 1);
+    yield* input;
   }
-  const parts: number[] = [];
-  for await (const part of partsOf(source(), size)) parts.push(part.length);
-  return parts;
+  // One part kept "on the wire" while the next one fills, as putMultipart does.
+  const parts: Buffer[] = [];
+  let onTheWire: { part: Buffer; copy: Buffer } | undefined;
+  for await (const part of partsOf(source(), size)) {
+    if (onTheWire) expect(onTheWire.part).toEqual(onTheWire.copy);
+    onTheWire = { part, copy: Buffer.from(part) };
+    parts.push(Buffer.from(part));
+  }
+  expect(Buffer.concat(parts)).toEqual(Buffer.concat(input));
+  return parts.map((p) => p.length);
 }
 
 describe('partsOf regroups a stream into store parts', () => {
-  it('makes parts of at least the size, the last one smaller', async () => {
-    expect(await regroup([3, 3, 3, 3, 1], 5)).toEqual([6, 6, 1]);
+  it('makes parts of exactly the size, the last one smaller', async () => {
+    expect(await regroup([3, 3, 3, 3, 1], 5)).toEqual([5, 5, 3]);
   });
   it('yields nothing for an empty stream and one part for a small one', async () => {
     expect(await regroup([], 5)).toEqual([]);
     expect(await regroup([0, 2], 5)).toEqual([2]);
   });
-  it('keeps a chunk larger than a part whole', async () => {
-    expect(await regroup([12, 1], 5)).toEqual([12, 1]);
+  it('splits a chunk larger than a part', async () => {
+    expect(await regroup([12, 1], 5)).toEqual([5, 5, 3]);
+  });
+  it('leaves the part on the wire intact while the next one fills', async () => {
+    expect(await regroup([4, 4, 4, 4, 4, 4, 4], 5)).toEqual([5, 5, 5, 5, 5, 3]);
   });
 });
 

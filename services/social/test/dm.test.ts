@@ -52,7 +52,11 @@ describe('conversations', () => {
     const alice = await h.addUser();
     const bob = await h.addUser();
     const answers = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => (i % 2 ? h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] }) : h.call(bob, 'POST', '/v1/dm/conversations', { userIds: [alice.id] }))),
+      Array.from({ length: 6 }, (_, i) =>
+        i % 2
+          ? h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })
+          : h.call(bob, 'POST', '/v1/dm/conversations', { userIds: [alice.id] }),
+      ),
     );
     expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
     expect(answers.filter((a) => a.status === 201)).toHaveLength(1);

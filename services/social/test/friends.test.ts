@@ -8,7 +8,8 @@ afterAll(() => h.close());
 const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
 const requestsBetween = (a: string, b: string) =>
   rows('SELECT requester_id, recipient_id FROM friend_requests WHERE requester_id = ANY($1) AND recipient_id = ANY($1)', [[a, b]]);
-const friendshipRows = (a: string, b: string) => rows('SELECT user_id FROM friendships WHERE user_id = ANY($1) AND friend_id = ANY($1)', [[a, b]]);
+const friendshipRows = (a: string, b: string) =>
+  rows('SELECT user_id FROM friendships WHERE user_id = ANY($1) AND friend_id = ANY($1)', [[a, b]]);
 const summary = (u: { id: string; username: string; displayName: string; avatarUrl: string | null }) => ({
   id: u.id,
   username: u.username,
@@ -34,7 +35,9 @@ describe('friend requests', () => {
 
     expect(await requestsBetween(alice.id, bob.id)).toEqual([{ requester_id: alice.id, recipient_id: bob.id }]);
     const events = (await h.events('social.friend.requested')).filter((e) => e.data.requesterId === alice.id);
-    expect(events).toEqual([{ subject: 'social.friend.requested', data: { requesterId: alice.id, recipientId: bob.id, createdAt: expect.any(String) } }]);
+    expect(events).toEqual([
+      { subject: 'social.friend.requested', data: { requesterId: alice.id, recipientId: bob.id, createdAt: expect.any(String) } },
+    ]);
   });
 
   it('lists pending requests newest first', async () => {
@@ -200,7 +203,10 @@ describe('blocks', () => {
     const alice = await h.addUser();
     const bob = await h.addUser();
     await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id });
-    expect(await h.call(bob, 'POST', '/v1/friends/requests', { userId: alice.id })).toEqual({ status: 404, body: { error: 'User not found' } });
+    expect(await h.call(bob, 'POST', '/v1/friends/requests', { userId: alice.id })).toEqual({
+      status: 404,
+      body: { error: 'User not found' },
+    });
     expect((await h.call(bob, 'POST', '/v1/friends/requests', { username: alice.username })).status).toBe(404);
     expect((await h.call(alice, 'POST', '/v1/friends/requests', { userId: bob.id })).status).toBe(403);
     expect(await requestsBetween(alice.id, bob.id)).toEqual([]);

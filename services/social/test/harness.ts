@@ -1,4 +1,4 @@
-import { MEDIA_RPC, MediaFileRequest, type MediaFileReply, STREAMS, type UserEventData } from '@chat/contracts';
+import { MEDIA_RPC, type MediaFileReply, MediaFileRequest, STREAMS, type UserEventData } from '@chat/contracts';
 import { type ConsumerHandle, connectBus, createTokenVerifier, ensureStream, loadConfig, notFound, serveRpc } from '@chat/kit';
 import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER, type TestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';

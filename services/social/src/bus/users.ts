@@ -1,5 +1,14 @@
 import { AUTH_SUBJECTS, STREAMS, UserEventData } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, consumeEvents, type DurableConsumerSpec, type EventEnvelope, ensureStream, type Pool, type Queryable } from '@chat/kit';
+import {
+  type Bus,
+  type ConsumerHandle,
+  consumeEvents,
+  type DurableConsumerSpec,
+  type EventEnvelope,
+  ensureStream,
+  type Pool,
+  type Queryable,
+} from '@chat/kit';
 import type { Logger } from 'pino';
 import { upsertUser } from '../db/users.ts';
 

@@ -40,7 +40,13 @@ export async function conversationForParticipant(
 ): Promise<ConversationAccess | undefined> {
   const row = await maybeOne<AccessRow>(db, options.lock ? `${ACCESS_SQL} FOR NO KEY UPDATE OF c` : ACCESS_SQL, [conversationId, userId]);
   return (
-    row && { id: row.id, isGroup: row.is_group, lastMessageId: row.last_message_id, participantIds: row.participant_ids, blocked: row.blocked }
+    row && {
+      id: row.id,
+      isGroup: row.is_group,
+      lastMessageId: row.last_message_id,
+      participantIds: row.participant_ids,
+      blocked: row.blocked,
+    }
   );
 }
 
@@ -67,7 +73,10 @@ export async function insertGroupConversation(tx: Queryable, id: string, ownerId
 }
 
 async function insertParticipants(tx: Queryable, conversationId: string, userIds: string[]): Promise<void> {
-  await tx.query('INSERT INTO conversation_participants (conversation_id, user_id) SELECT $1, unnest($2::uuid[])', [conversationId, userIds]);
+  await tx.query('INSERT INTO conversation_participants (conversation_id, user_id) SELECT $1, unnest($2::uuid[])', [
+    conversationId,
+    userIds,
+  ]);
 }
 
 /** Records a new message as the conversation's latest. */

@@ -63,9 +63,11 @@ export async function insertMessage(tx: Queryable, message: NewMessage): Promise
 }
 
 export async function messageById(db: Queryable, id: string): Promise<StoredMessage | undefined> {
-  const row = await maybeOne<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = $1`, [
-    id,
-  ]);
+  const row = await maybeOne<MessageRow>(
+    db,
+    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = $1`,
+    [id],
+  );
   return row && toMessage(row);
 }
 

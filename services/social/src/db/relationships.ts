@@ -89,7 +89,13 @@ export async function deleteBlock(tx: Queryable, blockerId: string, blockedId: s
   return (await exec(tx, 'DELETE FROM blocks WHERE blocker_id = $1 AND blocked_id = $2', [blockerId, blockedId])) > 0;
 }
 
-type ListedUserRow = { user_id: string; created_at: string; username: string | null; display_name: string | null; avatar_url: string | null };
+type ListedUserRow = {
+  user_id: string;
+  created_at: string;
+  username: string | null;
+  display_name: string | null;
+  avatar_url: string | null;
+};
 export type ListedUser = { user: UserSummary; createdAt: string };
 
 const toListed = (row: ListedUserRow): ListedUser => ({ user: toUserSummary(row.user_id, row), createdAt: row.created_at });

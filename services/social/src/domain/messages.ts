@@ -1,5 +1,5 @@
-import { type DirectMessageRecord as DirectMessage, SOCIAL_SUBJECTS, type SendDirectMessageBody } from '@chat/contracts';
-import { badRequest, type Bus, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
+import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
 import { markActivity } from '../db/conversations.ts';
 import {
   deleteMessageRow,
