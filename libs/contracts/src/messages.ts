@@ -58,7 +58,10 @@ const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MA
 const WebhookName = z.string().trim().min(1).max(80);
 const AvatarUrl = z.url().max(2048);
 
-/** One RGI emoji (sequences and modifiers included), as Unicode defines them. */
+/**
+ * One RGI emoji (sequences and modifiers included), as Unicode defines them. Built with `new RegExp`
+ * because the `v` flag (Node 20 has it) is newer than the TypeScript target.
+ */
 const UNICODE_EMOJI = /^\p{RGI_Emoji}$/v;
 /** A custom emoji as Discord writes it in a path: `name:id`. */
 const CUSTOM_EMOJI = /^[A-Za-z0-9_]{2,32}:(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;

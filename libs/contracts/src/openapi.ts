@@ -76,6 +76,11 @@ function responses(route: RouteContract, components: Record<string, JsonSchema>)
         }
       : { description: STATUS_TEXT[route.status] ?? 'Success' },
   };
+  for (const [status, alt] of Object.entries(route.alternatives ?? {})) {
+    out[status] = alt.response
+      ? { description: alt.description, content: { 'application/json': { schema: toSchema(alt.response, 'output', components) } } }
+      : { description: alt.description };
+  }
   const errorStatuses = { 400: '', ...(route.auth ? { 401: '' } : {}), 429: '', ...(route.errors ?? {}) };
   for (const [status, text] of Object.entries(errorStatuses)) {
     out[status] = {

@@ -26,6 +26,8 @@ export interface RouteContract {
   /** The success status and its body schema (null: no body). */
   status: number;
   response: z.ZodType | null;
+  /** A second success outcome (e.g. 202 when verification is pending), status -> its answer. */
+  alternatives?: Record<number, { description: string; response: z.ZodType | null }>;
   /** Other documented outcomes, status -> description. */
   errors?: Record<number, string>;
 }

@@ -1,7 +1,67 @@
 import { z } from 'zod';
-import { Id } from './common.ts';
+import { Id, Timestamp } from './common.ts';
+import { Channel } from './records.ts';
 
-/** Schemas of the voice area (guilds): request bodies, events and RPC messages. */
+/** Schemas of the voice area (guilds): records, request bodies, events and RPC messages. */
+
+// ---- Records ----
+
+/**
+ * Where a user is connected, as Discord's voice state: one per user across all servers. It lasts
+ * until the user leaves, is moved, or stops sending heartbeats past `expiresAt`.
+ */
+export const VoiceState = z
+  .object({
+    userId: Id,
+    serverId: Id,
+    channelId: Id,
+    selfMute: z.boolean(),
+    selfDeaf: z.boolean(),
+    joinedAt: Timestamp,
+    /** A heartbeat (POST /v1/voice/heartbeat) before this time keeps the state; after it, it ends. */
+    expiresAt: Timestamp,
+  })
+  .meta({ id: 'VoiceState' });
+export type VoiceState = z.infer<typeof VoiceState>;
+
+/** The answer to a join: the caller's state and the channel they landed in (a new one for join-to-create). */
+export const VoiceJoinReply = z.object({ state: VoiceState, channel: Channel }).meta({ id: 'VoiceJoinReply' });
+export type VoiceJoinReply = z.infer<typeof VoiceJoinReply>;
+
+// ---- Bodies ----
+
+export const VoiceJoinBody = z.object({ channelId: Id });
+export const VoiceMoveBody = z.object({ userId: Id, channelId: Id });
+export const VoiceStateBody = z
+  .object({ selfMute: z.boolean().optional(), selfDeaf: z.boolean().optional() })
+  .refine((b) => b.selfMute !== undefined || b.selfDeaf !== undefined, { message: 'give selfMute or selfDeaf' });
+export type VoiceStateBody = z.infer<typeof VoiceStateBody>;
+
+// ---- Events (subject -> payload) ----
+
+/** Why a voice state ended: the user left, joined another channel, stopped heartbeating, or is no longer a member. */
+export const VoiceLeftReason = z.enum(['left', 'switched', 'expired', 'removed']);
+export type VoiceLeftReason = z.infer<typeof VoiceLeftReason>;
+
+export const VoiceLeftEventData = z.object({ userId: Id, serverId: Id, channelId: Id, reason: VoiceLeftReason });
+export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id });
+
+export const VOICE_SUBJECTS = {
+  joined: 'guilds.voice.joined',
+  left: 'guilds.voice.left',
+  moved: 'guilds.voice.moved',
+  updated: 'guilds.voice.updated',
+} as const;
+
+/** Payload schema of each voice event subject (stream GUILDS). */
+export const VOICE_EVENTS = {
+  [VOICE_SUBJECTS.joined]: VoiceState,
+  [VOICE_SUBJECTS.left]: VoiceLeftEventData,
+  [VOICE_SUBJECTS.moved]: VoiceMovedEventData,
+  [VOICE_SUBJECTS.updated]: VoiceState,
+} as const;
+
+// ---- Request/reply ----
 
 /**
  * `rpc.guilds.voice.access`: may this user control things in this voice channel? Music asks it
@@ -17,7 +77,7 @@ export const VoiceAccessReply = z.object({
     musicLocked: z.boolean(),
   }),
   isMember: z.boolean(),
-  /** The user's voice state is in this channel now. */
+  /** The user's voice state is in this channel now (and has not expired). */
   inChannel: z.boolean(),
   /** MANAGE_CHANNELS in this channel (owners and administrators included). */
   canManageChannel: z.boolean(),

@@ -170,8 +170,9 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
       const result = await handler(req as never, reply);
       if (reply.sent) return reply;
       if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
-      if (options.validateResponses && contract.response && reply.statusCode === contract.status) {
-        const parsed = contract.response.safeParse(result);
+      const schema = reply.statusCode === contract.status ? contract.response : contract.alternatives?.[reply.statusCode]?.response;
+      if (options.validateResponses && schema) {
+        const parsed = schema.safeParse(result);
         if (!parsed.success)
           throw new Error(`Response of ${contract.method} ${contract.path} breaks its contract: ${parsed.error.message}`);
       }

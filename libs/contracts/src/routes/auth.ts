@@ -3,6 +3,7 @@ import {
   FounderStatus,
   JsonWebKeySet,
   LoginBody,
+  PendingRegistration,
   RefreshBody,
   RefreshedTokens,
   RegisterBody,
@@ -29,7 +30,10 @@ export const authRoutes = {
     body: RegisterBody,
     status: 201,
     response: TokenPair,
-    errors: { 202: 'Email verification is on: {pendingId} (PendingRegistration), and a code was emailed', 409: 'Username or email taken' },
+    alternatives: {
+      202: { description: 'Email verification is on: a code was emailed; finish with verify-email', response: PendingRegistration },
+    },
+    errors: { 409: 'Username or email taken' },
   }),
   verifyEmail: defineRoute({
     method: 'POST',

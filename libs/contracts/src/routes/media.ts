@@ -12,8 +12,7 @@ export const mediaRoutes = {
     method: 'POST',
     path: '/v1/media',
     service: 'media',
-    summary:
-      'Upload one file (multipart/form-data, one part named `file`). contentType is sniffed from the bytes; the url needs no token.',
+    summary: 'Upload one file (multipart/form-data, one part named `file`). contentType is sniffed from the bytes; the url needs no token.',
     multipart: true,
     status: 201,
     response: MediaUpload,

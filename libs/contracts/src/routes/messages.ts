@@ -163,7 +163,7 @@ const webhooks = {
     method: 'DELETE',
     path: '/v1/webhooks/:id',
     service: g,
-    summary: "Delete a webhook (MANAGE_WEBHOOKS in its channel)",
+    summary: 'Delete a webhook (MANAGE_WEBHOOKS in its channel)',
     params: WebhookParams,
     status: 204,
     response: null,

@@ -129,7 +129,8 @@ export const dmRoutes = {
     body: CreateConversationBody,
     status: 200,
     response: Conversation,
-    errors: { 201: 'A new conversation (Conversation)', 403: 'Blocked between you and a user', ...UNKNOWN_USER },
+    alternatives: { 201: { description: 'A new conversation', response: Conversation } },
+    errors: { 403: 'Blocked between you and a user', ...UNKNOWN_USER },
   }),
   listConversations: defineRoute({
     method: 'GET',

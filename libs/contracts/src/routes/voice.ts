@@ -1,2 +1,82 @@
-/** Routes of this area; filled in by the issue that builds it. */
-export const voiceRoutes = {};
+import { z } from 'zod';
+import { ServerParams } from '../guilds.ts';
+import { defineRoute } from '../route.ts';
+import { VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
+
+/**
+ * Voice states (guilds service): who is connected to which voice channel. Paths follow DESIGN.md's
+ * route map. A state lasts while its client heartbeats; joining the server's jtcChannelId creates
+ * a temporary channel owned by the caller.
+ */
+
+const g = 'guilds' as const;
+const NOT_CONNECTED = { 404: 'The caller is not in a voice channel' };
+
+export const voiceRoutes = {
+  joinVoice: defineRoute({
+    method: 'POST',
+    path: '/v1/voice/join',
+    service: g,
+    summary:
+      "Connect to a voice channel (leaving any other; CONNECT). The server's join-to-create channel creates a temporary channel owned by the caller",
+    body: VoiceJoinBody,
+    status: 200,
+    response: VoiceJoinReply,
+    errors: {
+      400: 'Invalid input, or a text channel',
+      403: 'Missing CONNECT, or the channel is locked or full (MOVE_MEMBERS and the channel owner pass)',
+      404: 'Unknown channel, or not visible to the caller',
+    },
+  }),
+  leaveVoice: defineRoute({
+    method: 'POST',
+    path: '/v1/voice/leave',
+    service: g,
+    summary: 'Disconnect from voice; an emptied temporary channel is deleted. No change when not connected',
+    status: 204,
+    response: null,
+  }),
+  updateVoiceState: defineRoute({
+    method: 'PATCH',
+    path: '/v1/voice/state',
+    service: g,
+    summary: "Set the caller's selfMute and selfDeaf",
+    body: VoiceStateBody,
+    status: 200,
+    response: VoiceState,
+    errors: { 400: 'Invalid input', ...NOT_CONNECTED },
+  }),
+  voiceHeartbeat: defineRoute({
+    method: 'POST',
+    path: '/v1/voice/heartbeat',
+    service: g,
+    summary: "Keep the caller's voice state alive; it ends when no heartbeat arrives before expiresAt",
+    status: 200,
+    response: VoiceState,
+    errors: NOT_CONNECTED,
+  }),
+  moveVoice: defineRoute({
+    method: 'POST',
+    path: '/v1/voice/move',
+    service: g,
+    summary: 'Move a connected member to another voice channel of the same server, such as the AFK channel (MOVE_MEMBERS)',
+    body: VoiceMoveBody,
+    status: 200,
+    response: VoiceState,
+    errors: {
+      400: 'Invalid input, a text channel, or the member is not connected in that server',
+      403: 'Missing MOVE_MEMBERS in the source or the target channel',
+      404: 'Unknown channel, or not visible to the caller',
+    },
+  }),
+  listVoiceStates: defineRoute({
+    method: 'GET',
+    path: '/v1/servers/:serverId/voice-states',
+    service: g,
+    summary: "Who is connected where in the server's voice channels the caller can see",
+    params: ServerParams,
+    status: 200,
+    response: z.array(VoiceState),
+    errors: { 403: 'Not a member of this public server', 404: 'Unknown server, or not visible to the caller' },
+  }),
+};

@@ -5,6 +5,6 @@ import { consumeUserEvents } from './users.ts';
 
 /** Everything guilds does on the bus besides publishing: its RPC answers and its consumers. */
 export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log'>): Promise<ConsumerHandle[]> {
-  serveGuildsRpc(deps.bus, deps.log, { pool: deps.pool });
+  serveGuildsRpc(deps.bus, deps.log, { pool: deps.pool, bus: deps.bus });
   return [await consumeUserEvents(deps)];
 }

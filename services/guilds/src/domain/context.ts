@@ -1,10 +1,12 @@
 import type { GUILDS_EVENTS } from '@chat/contracts';
-import { enqueueEvent, type Pool, type Queryable, type RequestContext } from '@chat/kit';
+import { type Bus, enqueueEvent, type Pool, type Queryable, type RequestContext } from '@chat/kit';
 import type { z } from 'zod';
 
 /** What domain functions receive: the pool, and who asks under which request id. */
 export interface Domain {
   pool: Pool;
+  /** For asking other services (media's file records behind message attachments). */
+  bus: Bus;
 }
 
 export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;

@@ -1,0 +1,200 @@
+import type { VoiceLeftReason, VoiceState } from '@chat/contracts';
+import { many, maybeOne, type Queryable } from '@chat/kit';
+import type { Channel } from '../records.ts';
+import { toChannel } from './channels.ts';
+
+type VoiceStateRow = {
+  user_id: string;
+  server_id: string;
+  channel_id: string;
+  self_mute: boolean;
+  self_deaf: boolean;
+  joined_at: string;
+  expires_at: string;
+};
+
+const COLUMNS = 'v.user_id, v.server_id, v.channel_id, v.self_mute, v.self_deaf, v.joined_at, v.expires_at';
+const RETURNING = COLUMNS.replaceAll('v.', '');
+
+/**
+ * A state counts while its heartbeat is fresh and its user is still a member of the server. Rows
+ * that fail it are ended by the sweeper (with their event); until then every reader ignores them.
+ */
+const LIVE = `v.expires_at > now() AND EXISTS (SELECT 1 FROM members m WHERE m.server_id = v.server_id AND m.user_id = v.user_id)`;
+
+const toVoiceState = (r: VoiceStateRow): VoiceState => ({
+  userId: r.user_id,
+  serverId: r.server_id,
+  channelId: r.channel_id,
+  selfMute: r.self_mute,
+  selfDeaf: r.self_deaf,
+  joinedAt: r.joined_at,
+  expiresAt: r.expires_at,
+});
+
+/** A user's state, live or not, with whether it still counts. */
+export type StoredVoiceState = VoiceState & { live: boolean };
+
+// Any constant distinct from the other advisory locks of this database (the outbox relay uses one key).
+const VOICE_LOCK_SPACE = 727_007;
+
+/**
+ * Serialises every change of one user's voice state, across replicas. A row lock is not enough:
+ * a user with no state yet has no row to lock, and two first joins would race to insert it.
+ */
+export async function lockUserVoice(db: Queryable, userId: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VOICE_LOCK_SPACE, userId]);
+}
+
+/** The user's state row, locked for the rest of the transaction; expired or not. */
+export async function findVoiceStateForUpdate(db: Queryable, userId: string): Promise<StoredVoiceState | undefined> {
+  const row = await maybeOne<VoiceStateRow & { live: boolean }>(
+    db,
+    `SELECT ${COLUMNS}, (${LIVE}) AS live FROM voice_states v WHERE v.user_id = $1 FOR UPDATE OF v`,
+    [userId],
+  );
+  return row && { ...toVoiceState(row), live: row.live };
+}
+
+/**
+ * Locks voice channels in id order, so that two transactions touching the same channels never
+ * deadlock, and answers their current rows (a channel deleted meanwhile is simply absent).
+ * NO KEY UPDATE: joins of one channel queue here, while inserts that only reference it do not.
+ */
+export async function lockChannels(db: Queryable, channelIds: readonly string[]): Promise<Map<string, Channel>> {
+  const rows = await many<Parameters<typeof toChannel>[0]>(
+    db,
+    'SELECT * FROM channels WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE',
+    [[...new Set(channelIds)]],
+  );
+  return new Map(rows.map((r) => [r.id, toChannel(r)]));
+}
+
+/** Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf). */
+export async function upsertVoiceState(
+  db: Queryable,
+  s: { userId: string; serverId: string; channelId: string; ttlSeconds: number },
+): Promise<VoiceState> {
+  const row = await maybeOne<VoiceStateRow>(
+    db,
+    `INSERT INTO voice_states (user_id, server_id, channel_id, expires_at)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+     ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
+       joined_at = now(), expires_at = EXCLUDED.expires_at
+     RETURNING ${RETURNING}`,
+    [s.userId, s.serverId, s.channelId, s.ttlSeconds],
+  );
+  return toVoiceState(row!);
+}
+
+/** Moves an existing state to another channel of the same server; its heartbeat deadline stays. */
+export async function moveVoiceState(db: Queryable, userId: string, channelId: string): Promise<VoiceState> {
+  const row = await maybeOne<VoiceStateRow>(
+    db,
+    `UPDATE voice_states SET channel_id = $2, joined_at = now() WHERE user_id = $1 RETURNING ${RETURNING}`,
+    [userId, channelId],
+  );
+  return toVoiceState(row!);
+}
+
+/** Pushes a live state's deadline forward; undefined when the user has no live state. */
+export async function refreshVoiceState(db: Queryable, userId: string, ttlSeconds: number): Promise<VoiceState | undefined> {
+  const row = await maybeOne<VoiceStateRow>(
+    db,
+    `UPDATE voice_states v SET expires_at = now() + make_interval(secs => $2) WHERE v.user_id = $1 AND ${LIVE} RETURNING ${COLUMNS}`,
+    [userId, ttlSeconds],
+  );
+  return row && toVoiceState(row);
+}
+
+export async function setSelfFlags(db: Queryable, userId: string, flags: { selfMute: boolean; selfDeaf: boolean }): Promise<VoiceState> {
+  const row = await maybeOne<VoiceStateRow>(
+    db,
+    `UPDATE voice_states SET self_mute = $2, self_deaf = $3 WHERE user_id = $1 RETURNING ${RETURNING}`,
+    [userId, flags.selfMute, flags.selfDeaf],
+  );
+  return toVoiceState(row!);
+}
+
+export async function deleteVoiceState(db: Queryable, userId: string): Promise<VoiceState | undefined> {
+  const row = await maybeOne<VoiceStateRow>(db, `DELETE FROM voice_states WHERE user_id = $1 RETURNING ${RETURNING}`, [userId]);
+  return row && toVoiceState(row);
+}
+
+/** How many other users are live in the channel: what its userLimit is compared with. */
+export async function countOthersIn(db: Queryable, channelId: string, userId: string): Promise<number> {
+  const row = await maybeOne<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM voice_states v WHERE v.channel_id = $1 AND v.user_id <> $2 AND ${LIVE}`,
+    [channelId, userId],
+  );
+  return row?.n ?? 0;
+}
+
+/** Whether any state, live or not yet swept, is in the channel: a temporary channel goes only when none is. */
+export async function channelHasStates(db: Queryable, channelId: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, 'SELECT 1 FROM voice_states WHERE channel_id = $1 LIMIT 1', [channelId]));
+}
+
+export async function isLiveIn(db: Queryable, userId: string, channelId: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, `SELECT 1 FROM voice_states v WHERE v.user_id = $1 AND v.channel_id = $2 AND ${LIVE}`, [userId, channelId]));
+}
+
+/** The server's live states, by channel then by who came first. */
+export async function listLiveStates(db: Queryable, serverId: string): Promise<VoiceState[]> {
+  const rows = await many<VoiceStateRow>(
+    db,
+    `SELECT ${COLUMNS} FROM voice_states v WHERE v.server_id = $1 AND ${LIVE} ORDER BY v.channel_id, v.joined_at, v.user_id`,
+    [serverId],
+  );
+  return rows.map(toVoiceState);
+}
+
+/**
+ * Deletes up to `limit` states that no longer count at `at` (expired, or of a user no longer a
+ * member), skipping rows another transaction holds, so that replicas sweeping at once split the
+ * work instead of waiting on each other.
+ */
+export async function deleteEndedStates(
+  db: Queryable,
+  at: Date,
+  limit: number,
+): Promise<(VoiceState & { reason: VoiceLeftReason })[]> {
+  const rows = await many<VoiceStateRow & { reason: VoiceLeftReason }>(
+    db,
+    `WITH ended AS (
+       SELECT v.user_id, CASE WHEN v.expires_at <= $1 THEN 'expired' ELSE 'removed' END AS reason
+       FROM voice_states v
+       WHERE v.expires_at <= $1
+          OR NOT EXISTS (SELECT 1 FROM members m WHERE m.server_id = v.server_id AND m.user_id = v.user_id)
+       ORDER BY v.expires_at
+       LIMIT $2
+       FOR UPDATE OF v SKIP LOCKED
+     )
+     DELETE FROM voice_states v USING ended WHERE v.user_id = ended.user_id
+     RETURNING ${COLUMNS}, ended.reason`,
+    [at, limit],
+  );
+  return rows.map((r) => ({ ...toVoiceState(r), reason: r.reason }));
+}
+
+/** The name a member goes by in a server: nickname, then display name, then username. */
+export async function memberName(db: Queryable, serverId: string, userId: string): Promise<string | undefined> {
+  const row = await maybeOne<{ name: string | null }>(
+    db,
+    `SELECT COALESCE(m.nickname, u.display_name, u.username) AS name
+     FROM members m LEFT JOIN users u ON u.id = m.user_id WHERE m.server_id = $1 AND m.user_id = $2`,
+    [serverId, userId],
+  );
+  return row?.name ?? undefined;
+}
+
+/** Marks a just-inserted channel as a temporary voice channel owned by `ownerId`. */
+export async function markTemporary(db: Queryable, channelId: string, ownerId: string): Promise<Channel> {
+  const row = await maybeOne<Parameters<typeof toChannel>[0]>(
+    db,
+    'UPDATE channels SET is_temporary = true, owner_id = $2 WHERE id = $1 RETURNING *',
+    [channelId, ownerId],
+  );
+  return toChannel(row!);
+}

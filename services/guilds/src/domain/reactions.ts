@@ -1,0 +1,54 @@
+import { type MemberUser, Permission } from '@chat/contracts';
+import { notFound, type Queryable, withTx } from '@chat/kit';
+import type { z } from 'zod';
+import { findMessage, type StoredMessage } from '../db/messages.ts';
+import { addReaction, emojiOnMessage, reactionUsers, removeReaction } from '../db/reactions.ts';
+import { requirePermission } from './access.ts';
+import type { Ctx, Domain } from './context.ts';
+import { emitMessageEvent, historyAccess } from './messages.ts';
+
+/**
+ * Reactions, Discord's rules: reacting needs READ_MESSAGE_HISTORY, and ADD_REACTIONS only for an
+ * emoji nobody has put on the message yet; adding or removing twice changes nothing.
+ */
+
+async function messageIn(db: Queryable, channelId: string, messageId: string): Promise<StoredMessage> {
+  const message = await findMessage(db, channelId, messageId);
+  if (!message) throw notFound('Message');
+  return message;
+}
+
+export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
+  const access = await historyAccess(d.pool, channelId, ctx.userId);
+  await withTx(d.pool, async (tx) => {
+    const message = await messageIn(tx, channelId, messageId);
+    if (!(await emojiOnMessage(tx, messageId, emoji))) {
+      requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
+    }
+    if (!(await addReaction(tx, messageId, emoji, ctx.userId))) return;
+    await emitMessageEvent(tx, ctx, 'guilds.reaction.added', { messageId, channelId, serverId: message.serverId, userId: ctx.userId, emoji });
+  });
+}
+
+/** Taking back one's own reaction needs only to see the message. */
+export async function removeMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
+  await historyAccess(d.pool, channelId, ctx.userId);
+  await withTx(d.pool, async (tx) => {
+    const message = await messageIn(tx, channelId, messageId);
+    if (!(await removeReaction(tx, messageId, emoji, ctx.userId))) return;
+    await emitMessageEvent(tx, ctx, 'guilds.reaction.removed', { messageId, channelId, serverId: message.serverId, userId: ctx.userId, emoji });
+  });
+}
+
+export async function listReactionUsers(
+  d: Domain,
+  ctx: Ctx,
+  channelId: string,
+  messageId: string,
+  emoji: string,
+  page: { limit: number; after?: string | undefined },
+): Promise<z.infer<typeof MemberUser>[]> {
+  await historyAccess(d.pool, channelId, ctx.userId);
+  await messageIn(d.pool, channelId, messageId);
+  return reactionUsers(d.pool, messageId, emoji, page);
+}
