@@ -6,6 +6,7 @@ import { categoryRoutes } from './routes/categories.ts';
 import { channelRoutes } from './routes/channels.ts';
 import { inviteRoutes, joinRequestRoutes } from './routes/invites.ts';
 import { banRoutes, memberRoutes, roleRoutes } from './routes/members.ts';
+import { messageRoutes, webhookRoutes } from './routes/messages.ts';
 import { serverRoutes } from './routes/servers.ts';
 
 /** The route modules of the service; a new area (messages, voice) is one more entry. */
@@ -18,13 +19,15 @@ const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
   banRoutes,
   inviteRoutes,
   joinRequestRoutes,
+  messageRoutes,
+  webhookRoutes,
 ];
 
 /** The guilds service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
   const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
   registerHealth(app, deps.checks);
-  const domain: Domain = { pool: deps.pool };
+  const domain: Domain = { pool: deps.pool, bus: deps.bus };
   for (const register of ROUTE_MODULES) register(app, domain);
   return app;
 }

@@ -1,5 +1,5 @@
 import { baseConfig, databaseConfig, env, tokenConfig } from '@chat/kit';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 export const GuildsConfig = baseConfig
   .extend(databaseConfig.shape)
@@ -7,6 +7,8 @@ export const GuildsConfig = baseConfig
   .extend({
     PORT: env.port(3002),
     DATABASE_URL: databaseConfig.shape.DATABASE_URL.default('postgres://postgres@127.0.0.1:5432/guilds'),
+    /** A voice state without a heartbeat for this long ends (a crashed client leaves its channel). */
+    VOICE_STATE_TTL_SECONDS: env.int(60).pipe(z.number().min(1).max(3600)),
   });
 
 export type GuildsConfig = z.output<typeof GuildsConfig>;

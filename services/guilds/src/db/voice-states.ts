@@ -32,8 +32,10 @@ const toVoiceState = (r: VoiceStateRow): VoiceState => ({
   expiresAt: r.expires_at,
 });
 
-/** A user's state, live or not, with whether it still counts. */
-export type StoredVoiceState = VoiceState & { live: boolean };
+/** A user's state as stored: `endedReason` is null while it counts, else why it no longer does. */
+export type StoredVoiceState = VoiceState & { endedReason: Exclude<VoiceLeftReason, 'left' | 'switched'> | null };
+
+const ENDED_REASON = `CASE WHEN v.expires_at <= now() THEN 'expired' WHEN NOT (${LIVE}) THEN 'removed' END`;
 
 // Any constant distinct from the other advisory locks of this database (the outbox relay uses one key).
 const VOICE_LOCK_SPACE = 727_007;
@@ -46,14 +48,14 @@ export async function lockUserVoice(db: Queryable, userId: string): Promise<void
   await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VOICE_LOCK_SPACE, userId]);
 }
 
-/** The user's state row, locked for the rest of the transaction; expired or not. */
+/** The user's state row, counting or not, locked for the rest of the transaction. */
 export async function findVoiceStateForUpdate(db: Queryable, userId: string): Promise<StoredVoiceState | undefined> {
-  const row = await maybeOne<VoiceStateRow & { live: boolean }>(
+  const row = await maybeOne<VoiceStateRow & { ended_reason: StoredVoiceState['endedReason'] }>(
     db,
-    `SELECT ${COLUMNS}, (${LIVE}) AS live FROM voice_states v WHERE v.user_id = $1 FOR UPDATE OF v`,
+    `SELECT ${COLUMNS}, ${ENDED_REASON} AS ended_reason FROM voice_states v WHERE v.user_id = $1 FOR UPDATE OF v`,
     [userId],
   );
-  return row && { ...toVoiceState(row), live: row.live };
+  return row && { ...toVoiceState(row), endedReason: row.ended_reason };
 }
 
 /**

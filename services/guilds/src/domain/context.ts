@@ -7,6 +7,8 @@ export interface Domain {
   pool: Pool;
   /** For asking other services (media's file records behind message attachments). */
   bus: Bus;
+  /** How long a voice state lives without a heartbeat (VOICE_STATE_TTL_SECONDS); only joins and heartbeats need it. */
+  voiceStateTtlSeconds?: number;
 }
 
 export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;

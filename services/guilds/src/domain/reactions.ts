@@ -5,7 +5,7 @@ import { findMessage, type StoredMessage } from '../db/messages.ts';
 import { addReaction, emojiOnMessage, reactionUsers, removeReaction } from '../db/reactions.ts';
 import { requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
-import { emitMessageEvent, historyAccess } from './messages.ts';
+import { emitMessageEvent, historyAccess, textChannelAccess } from './messages.ts';
 
 /**
  * Reactions, Discord's rules: reacting needs READ_MESSAGE_HISTORY, and ADD_REACTIONS only for an
@@ -32,7 +32,7 @@ export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, mess
 
 /** Taking back one's own reaction needs only to see the message. */
 export async function removeMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
-  await historyAccess(d.pool, channelId, ctx.userId);
+  await textChannelAccess(d.pool, channelId, ctx.userId);
   await withTx(d.pool, async (tx) => {
     const message = await messageIn(tx, channelId, messageId);
     if (!(await removeReaction(tx, messageId, emoji, ctx.userId))) return;

@@ -1,0 +1,44 @@
+import { messagesRoutes as r } from '@chat/contracts';
+import { contextOf, route } from '@chat/kit';
+import type { FastifyInstance } from 'fastify';
+import type { Domain } from '../domain/context.ts';
+import { deleteMessage, editMessage, listMessages, sendMessage } from '../domain/messages.ts';
+import { listPins, setPin } from '../domain/pins.ts';
+import { addMyReaction, listReactionUsers, removeMyReaction } from '../domain/reactions.ts';
+import { createWebhook, deleteWebhook, executeWebhook, listWebhooks } from '../domain/webhooks.ts';
+import { noContent } from './no-content.ts';
+
+/** Channel messages, pins and reactions. */
+export function messageRoutes(app: FastifyInstance, d: Domain): void {
+  route(app, r.sendMessage, async (req) => sendMessage(d, contextOf(req), req.params.channelId, req.body));
+  route(app, r.listMessages, async (req) => listMessages(d, contextOf(req), req.params.channelId, req.query));
+  route(app, r.editMessage, async (req) => editMessage(d, contextOf(req), req.params.channelId, req.params.messageId, req.body.content));
+  route(app, r.deleteMessage, async (req) => noContent(deleteMessage(d, contextOf(req), req.params.channelId, req.params.messageId)));
+
+  route(app, r.listPins, async (req) => listPins(d, contextOf(req), req.params.channelId));
+  route(app, r.pinMessage, async (req) => noContent(setPin(d, contextOf(req), req.params.channelId, req.params.messageId, true)));
+  route(app, r.unpinMessage, async (req) => noContent(setPin(d, contextOf(req), req.params.channelId, req.params.messageId, false)));
+
+  route(app, r.addReaction, async (req) =>
+    noContent(addMyReaction(d, contextOf(req), req.params.channelId, req.params.messageId, req.params.emoji)),
+  );
+  route(app, r.removeReaction, async (req) =>
+    noContent(removeMyReaction(d, contextOf(req), req.params.channelId, req.params.messageId, req.params.emoji)),
+  );
+  route(app, r.listReactionUsers, async (req) =>
+    listReactionUsers(d, contextOf(req), req.params.channelId, req.params.messageId, req.params.emoji, req.query),
+  );
+}
+
+/** Webhook management (members with MANAGE_WEBHOOKS) and execution (the token in the path). */
+export function webhookRoutes(app: FastifyInstance, d: Domain): void {
+  route(app, r.createWebhook, async (req) => createWebhook(d, contextOf(req), req.params.channelId, req.body));
+  route(app, r.listWebhooks, async (req) => listWebhooks(d, contextOf(req), req.params.channelId));
+  route(app, r.deleteWebhook, async (req) => noContent(deleteWebhook(d, contextOf(req), req.params.id)));
+  route(app, r.executeWebhook, async (req, reply) => {
+    const message = await executeWebhook(d, { requestId: req.id }, req.params.id, req.params.token, req.body);
+    if (req.query.wait) return message;
+    reply.code(204);
+    return message;
+  });
+}
