@@ -59,10 +59,11 @@ const WebhookName = z.string().trim().min(1).max(80);
 const AvatarUrl = z.url().max(2048);
 
 /**
- * One RGI emoji (sequences and modifiers included), as Unicode defines them. Built with `new RegExp`
- * because the `v` flag (Node 20 has it) is newer than the TypeScript target.
+ * One RGI emoji (sequences and modifiers included), as Unicode defines them. The `v` flag (Node 20
+ * has it) is newer than the TypeScript target, so it is passed as a variable, not in a literal.
  */
-const UNICODE_EMOJI = /^\p{RGI_Emoji}$/v;
+const UNICODE_SETS: string = 'v';
+const UNICODE_EMOJI = new RegExp('^\\p{RGI_Emoji}$', UNICODE_SETS);
 /** A custom emoji as Discord writes it in a path: `name:id`. */
 const CUSTOM_EMOJI = /^[A-Za-z0-9_]{2,32}:(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 

@@ -17,6 +17,35 @@ export const REDACT_PATHS = [
   'refreshToken',
 ];
 
+/** The token of a webhook execution url (`/v1/webhooks/{id}/{token}`): a secret in a path. */
+const SECRET_PATH_SEGMENT = /^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/i;
+
+/** A url as it may be logged: path segments that are secrets replaced. */
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_PATH_SEGMENT, '$1[redacted]');
+}
+
+type LoggedRequest = {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  headers?: Record<string, unknown>;
+  socket?: { remotePort?: number };
+};
+
+/** Fastify's own request serializer, with the url redacted (Fastify prefers the instance's serializers). */
+function serializeRequest(req: LoggedRequest) {
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    version: req.headers?.['accept-version'],
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}
+
 /** JSON lines on stdout; `destination` lets tests read what would have been written. */
 export function createLogger(options: { service: string; level: string; destination?: DestinationStream }): Logger {
   return pino(
@@ -24,6 +53,7 @@ export function createLogger(options: { service: string; level: string; destinat
       level: options.level,
       base: { service: options.service },
       redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      serializers: { req: serializeRequest },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     options.destination,

@@ -8,6 +8,7 @@ import { inviteRoutes, joinRequestRoutes } from './routes/invites.ts';
 import { banRoutes, memberRoutes, roleRoutes } from './routes/members.ts';
 import { messageRoutes, webhookRoutes } from './routes/messages.ts';
 import { serverRoutes } from './routes/servers.ts';
+import { voiceRoutes } from './routes/voice.ts';
 
 /** The route modules of the service; a new area (messages, voice) is one more entry. */
 const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
@@ -21,13 +22,14 @@ const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
   joinRequestRoutes,
   messageRoutes,
   webhookRoutes,
+  voiceRoutes,
 ];
 
 /** The guilds service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
   const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
   registerHealth(app, deps.checks);
-  const domain: Domain = { pool: deps.pool, bus: deps.bus };
+  const domain: Domain = { pool: deps.pool, bus: deps.bus, voiceStateTtlSeconds: deps.config.VOICE_STATE_TTL_SECONDS };
   for (const register of ROUTE_MODULES) register(app, domain);
   return app;
 }

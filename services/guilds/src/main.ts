@@ -3,6 +3,7 @@ import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/ki
 import { buildApp } from './app.ts';
 import { startBus } from './bus/index.ts';
 import { GuildsConfig } from './config.ts';
+import { startVoiceSweeper } from './domain/voice-sweeper.ts';
 
 const config = configOrExit(GuildsConfig, 'guilds');
 const runtime = await startRuntime({
@@ -19,4 +20,14 @@ const tokens = createTokenVerifier({
 });
 const app = await buildApp({ ...runtime, config, tokens });
 const consumers = await startBus(runtime);
-await serve({ app, host: config.HOST, port: config.PORT, graceMs: config.SHUTDOWN_GRACE_MS, log: runtime.log, runtime, consumers });
+const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
+await serve({
+  app,
+  host: config.HOST,
+  port: config.PORT,
+  graceMs: config.SHUTDOWN_GRACE_MS,
+  log: runtime.log,
+  runtime,
+  consumers,
+  onClose: () => voiceSweeper.stop(),
+});

@@ -40,7 +40,7 @@ export async function startGuilds() {
     });
     // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
     const body = res.body ? (res.json() as any) : undefined;
-    return { status: res.statusCode, body };
+    return { status: res.statusCode, body, headers: res.headers };
   }
 
   /** Publishes auth's event about a user to this namespace's AUTH stream, as auth would. */

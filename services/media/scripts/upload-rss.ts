@@ -30,12 +30,13 @@ const namespace = testNamespace('rss');
 const bucket = `rss-media-${randomBytes(4).toString('hex')}`;
 const port = await freePort();
 
-const media = spawn(process.execPath, ['--import', 'tsx', 'services/media/src/main.ts'], {
+// MEDIA_NODE_FLAGS: extra V8/Node flags for the media process, to compare settings.
+const flags = (process.env.MEDIA_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const media = spawn(process.execPath, [...flags, '--import', 'tsx', 'services/media/src/main.ts'], {
   cwd: root,
   stdio: ['ignore', process.env.MEDIA_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   env: {
     PATH: process.env.PATH,
-    NODE_OPTIONS: process.env.MEDIA_NODE_OPTIONS ?? '',
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     PORT: String(port),
@@ -107,7 +108,9 @@ function uploadGenerated(url: string, token: string, mib: number): Promise<{ sta
       for await (const part of res) text += part;
       resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) });
     });
-    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    req.write(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
     let sent = 0;
     const pump = () => {
       while (sent < mib) {
@@ -129,7 +132,13 @@ function memory(pid: number): { rss: number; hwm: number } {
 async function waitReady(url: string, child: ChildProcess) {
   for (const deadline = Date.now() + 60_000; Date.now() < deadline; ) {
     if (child.exitCode !== null) throw new Error(`media exited with ${child.exitCode}`);
-    if (await fetch(url).then((r) => r.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error('media was not ready in time');

@@ -4,23 +4,21 @@ import { z } from 'zod';
 const MIB = 1024 * 1024;
 
 /** `http://KEY:SECRET@host:port` (https for TLS) parsed into the minio client's options. */
-const MinioUrl = z
-  .url({ protocol: /^https?$/, error: 'must be http(s)://KEY:SECRET@host:port' })
-  .transform((value, ctx) => {
-    const url = new URL(value);
-    if (!url.username || !url.password) {
-      ctx.addIssue({ code: 'custom', message: 'must carry the access key and secret as user:password' });
-      return z.NEVER;
-    }
-    const useSSL = url.protocol === 'https:';
-    return {
-      endPoint: url.hostname,
-      port: Number(url.port || (useSSL ? 443 : 80)),
-      useSSL,
-      accessKey: decodeURIComponent(url.username),
-      secretKey: decodeURIComponent(url.password),
-    };
-  });
+const MinioUrl = z.url({ protocol: /^https?$/, error: 'must be http(s)://KEY:SECRET@host:port' }).transform((value, ctx) => {
+  const url = new URL(value);
+  if (!url.username || !url.password) {
+    ctx.addIssue({ code: 'custom', message: 'must carry the access key and secret as user:password' });
+    return z.NEVER;
+  }
+  const useSSL = url.protocol === 'https:';
+  return {
+    endPoint: url.hostname,
+    port: Number(url.port || (useSSL ? 443 : 80)),
+    useSSL,
+    accessKey: decodeURIComponent(url.username),
+    secretKey: decodeURIComponent(url.password),
+  };
+});
 
 export const MediaConfig = baseConfig
   .extend(databaseConfig.shape)

@@ -68,7 +68,9 @@ export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bu
       for await (const body of parts) {
         if (inFlight) etags.push(await inFlight);
         const part = ++partNumber;
-        inFlight = call(() => client.uploadPart({ bucketName: bucket, objectName: key, uploadID: uploadId, partNumber: part, headers: {} }, body));
+        inFlight = call(() =>
+          client.uploadPart({ bucketName: bucket, objectName: key, uploadID: uploadId, partNumber: part, headers: {} }, body),
+        );
         // Awaited on the next turn; until then a failure must not count as unhandled.
         inFlight.catch(() => {});
       }
@@ -84,7 +86,9 @@ export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bu
 
   async function read(key: string, range?: { start: number; end: number }) {
     try {
-      return range ? await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1) : await client.getObject(bucket, key);
+      return range
+        ? await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1)
+        : await client.getObject(bucket, key);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'NoSuchKey' || code === 'NotFound') throw notFound('File');

@@ -56,10 +56,14 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
     bucket,
     auth: async (userId: string) => ({ authorization: `Bearer ${await issuer.sign(userId)}` }),
     objectKeys: () => collect<{ name?: string }>(s3.listObjectsV2(bucket, '', true)).then((items) => items.map((i) => i.name)),
-    incompleteUploads: () => collect<{ key: string }>(s3.listIncompleteUploads(bucket, '', true)).then((items) => items.map((i) => i.key)),
+    incompleteUploads: () => incompleteUploads(s3, bucket),
     objectBytes: async (key: string) => Buffer.concat(await collect<Buffer>(await s3.getObject(bucket, key))),
     rows: async () =>
-      (await runtime.pool.query('SELECT id, uploader_id, storage_key, filename, content_type, size, sha256 FROM media_files ORDER BY created_at')).rows,
+      (
+        await runtime.pool.query(
+          'SELECT id, uploader_id, storage_key, filename, content_type, size, sha256 FROM media_files ORDER BY created_at',
+        )
+      ).rows,
     async close() {
       await app.close();
       await removeBucket(s3, bucket).catch(() => {});
@@ -70,11 +74,23 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
 
 export type MediaHarness = Awaited<ReturnType<typeof createMediaHarness>>;
 
+/**
+ * Keys with a multipart upload under way. minio lists the parts of each upload it lists, so an
+ * upload aborted between the two calls fails the listing: list again.
+ */
+async function incompleteUploads(s3: Client, bucket: string): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await collect<{ key: string }>(s3.listIncompleteUploads(bucket, '', true))).map((i) => i.key);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'NoSuchUpload' || attempt === 5) throw err;
+    }
+  }
+}
+
 async function removeBucket(s3: Client, bucket: string) {
   const keys = (await collect<{ name?: string }>(s3.listObjectsV2(bucket, '', true))).map((i) => i.name as string);
-  for (const key of await collect<{ key: string }>(s3.listIncompleteUploads(bucket, '', true))) {
-    await s3.removeIncompleteUpload(bucket, key.key);
-  }
+  for (const key of await incompleteUploads(s3, bucket)) await s3.removeIncompleteUpload(bucket, key);
   if (keys.length) await s3.removeObjects(bucket, keys);
   await s3.removeBucket(bucket);
 }

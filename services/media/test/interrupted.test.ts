@@ -24,7 +24,9 @@ async function openUpload(filename: string) {
   });
   req.on('error', () => {}); // the server may close the socket while we still write
   const response = new Promise<IncomingMessage>((resolve) => req.on('response', resolve));
-  req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  req.write(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   return { req, response };
 }
 

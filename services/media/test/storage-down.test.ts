@@ -39,13 +39,23 @@ describe('media with MinIO up, then stopped', () => {
   it('answers 503 to uploads and reads once MinIO is gone, records nothing, and readiness says so', async () => {
     const user = randomUUID();
     const before = oneFile(PNG_1X1, 'before.png');
-    const stored = await h.app.inject({ method: 'POST', url: '/v1/media', headers: { ...(await h.auth(user)), ...before.headers }, payload: before.payload });
+    const stored = await h.app.inject({
+      method: 'POST',
+      url: '/v1/media',
+      headers: { ...(await h.auth(user)), ...before.headers },
+      payload: before.payload,
+    });
     expect(stored.statusCode).toBe(201);
 
     stopMinio();
 
     const after = oneFile(randomBytes(1024), 'after.bin');
-    const res = await h.app.inject({ method: 'POST', url: '/v1/media', headers: { ...(await h.auth(user)), ...after.headers }, payload: after.payload });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/media',
+      headers: { ...(await h.auth(user)), ...after.headers },
+      payload: after.payload,
+    });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toEqual({ error: 'Service unavailable' });
     expect((await h.rows()).map((r) => r.filename)).toEqual(['before.png']);
@@ -64,15 +74,28 @@ describe('media with MinIO up, then stopped', () => {
 async function startMinio() {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'media-minio-'));
-  const options: MinioOptions = { endPoint: '127.0.0.1', port, useSSL: false, accessKey: 'downtest', secretKey: randomBytes(12).toString('hex') };
-  const child = spawn(MINIO_BIN, ['server', dir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${await freePort()}`, '--quiet'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, MINIO_ROOT_USER: options.accessKey, MINIO_ROOT_PASSWORD: options.secretKey },
-    stdio: 'ignore',
-  });
+  const options: MinioOptions = {
+    endPoint: '127.0.0.1',
+    port,
+    useSSL: false,
+    accessKey: 'downtest',
+    secretKey: randomBytes(12).toString('hex'),
+  };
+  const child = spawn(
+    MINIO_BIN,
+    ['server', dir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${await freePort()}`, '--quiet'],
+    {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, MINIO_ROOT_USER: options.accessKey, MINIO_ROOT_PASSWORD: options.secretKey },
+      stdio: 'ignore',
+    },
+  );
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`minio exited with ${child.exitCode}`);
-    const ok = await fetch(`http://127.0.0.1:${port}/minio/health/ready`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/minio/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { process: child, dir, options };
     if (Date.now() > deadline) throw new Error('minio did not become ready');
     await new Promise((r) => setTimeout(r, 200));

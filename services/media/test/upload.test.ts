@@ -111,7 +111,11 @@ describe('POST /v1/media stores the bytes, records them and announces them', () 
     expect(new Set(ids).size).toBe(10);
     const rows = await h.rows();
     for (const [i, id] of ids.entries()) {
-      expect(rows.find((r) => r.id === id)).toMatchObject({ filename: `c${i}.bin`, size: files[i]?.length, sha256: sha256(files[i] as Buffer) });
+      expect(rows.find((r) => r.id === id)).toMatchObject({
+        filename: `c${i}.bin`,
+        size: files[i]?.length,
+        sha256: sha256(files[i] as Buffer),
+      });
       expect(sha256(await h.objectBytes(id))).toBe(sha256(files[i] as Buffer));
     }
   });
@@ -167,7 +171,11 @@ describe('POST /v1/media refuses bad requests and keeps nothing', () => {
 
   it('answers 400 for a file part under another name, and for a text part named file', async () => {
     const before = await rowCount();
-    await expectNothingKept(await upload(multipart([{ name: 'avatar', filename: 'a.png', data: PNG_1X1 }])), 400, /Unexpected file part "avatar"/);
+    await expectNothingKept(
+      await upload(multipart([{ name: 'avatar', filename: 'a.png', data: PNG_1X1 }])),
+      400,
+      /Unexpected file part "avatar"/,
+    );
     await expectNothingKept(await upload(multipart([{ name: 'file', data: 'not a file' }])), 400, /must be a file/);
     expect(await rowCount()).toBe(before);
   });
@@ -186,7 +194,12 @@ describe('POST /v1/media refuses bad requests and keeps nothing', () => {
     const before = await rowCount();
     const json = await h.app.inject({ method: 'POST', url: '/v1/media', headers, payload: { file: 'x' } });
     await expectNothingKept(json, 415, /multipart\/form-data/);
-    const png = await h.app.inject({ method: 'POST', url: '/v1/media', headers: { ...headers, 'content-type': 'image/png' }, payload: PNG_1X1 });
+    const png = await h.app.inject({
+      method: 'POST',
+      url: '/v1/media',
+      headers: { ...headers, 'content-type': 'image/png' },
+      payload: PNG_1X1,
+    });
     await expectNothingKept(png, 415, /multipart\/form-data/);
     const none = await h.app.inject({ method: 'POST', url: '/v1/media', headers });
     await expectNothingKept(none, 415, /multipart\/form-data/);

@@ -16,6 +16,7 @@ import { findChannel } from '../db/channels.ts';
 import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
 import type { Domain } from '../domain/context.ts';
 import { has } from '../domain/permissions.ts';
+import { isConnectedTo } from '../domain/voice.ts';
 import type { Channel } from '../records.ts';
 
 /** The questions other services ask guilds; every answer comes from the same access module as HTTP. */
@@ -51,8 +52,7 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
     return {
       channel: { id, serverId, channelType, ownerId, musicLocked },
       isMember: access.isMember,
-      // Voice states arrive with issue 7; until then nobody is in a voice channel as far as guilds knows.
-      inChannel: false,
+      inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
       canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
     };
   });

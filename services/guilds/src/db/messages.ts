@@ -71,7 +71,7 @@ export async function lockChannelForRead(tx: Queryable, channelId: string): Prom
 
 /** The newest committed id of the channel (run after lockChannelForWrite, in its own statement). */
 export async function latestMessageId(tx: Queryable, channelId: string): Promise<string | null> {
-  const row = await maybeOne<{ id: string | null }>(tx, 'SELECT max(id) AS id FROM messages WHERE channel_id = $1', [channelId]);
+  const row = await maybeOne<{ id: string }>(tx, 'SELECT id FROM messages WHERE channel_id = $1 ORDER BY id DESC LIMIT 1', [channelId]);
   return row?.id ?? null;
 }
 

@@ -139,7 +139,9 @@ export async function channelHasStates(db: Queryable, channelId: string): Promis
 }
 
 export async function isLiveIn(db: Queryable, userId: string, channelId: string): Promise<boolean> {
-  return Boolean(await maybeOne(db, `SELECT 1 FROM voice_states v WHERE v.user_id = $1 AND v.channel_id = $2 AND ${LIVE}`, [userId, channelId]));
+  return Boolean(
+    await maybeOne(db, `SELECT 1 FROM voice_states v WHERE v.user_id = $1 AND v.channel_id = $2 AND ${LIVE}`, [userId, channelId]),
+  );
 }
 
 /** The server's live states, by channel then by who came first. */
@@ -157,11 +159,7 @@ export async function listLiveStates(db: Queryable, serverId: string): Promise<V
  * member), skipping rows another transaction holds, so that replicas sweeping at once split the
  * work instead of waiting on each other.
  */
-export async function deleteEndedStates(
-  db: Queryable,
-  at: Date,
-  limit: number,
-): Promise<(VoiceState & { reason: VoiceLeftReason })[]> {
+export async function deleteEndedStates(db: Queryable, at: Date, limit: number): Promise<(VoiceState & { reason: VoiceLeftReason })[]> {
   const rows = await many<VoiceStateRow & { reason: VoiceLeftReason }>(
     db,
     `WITH ended AS (

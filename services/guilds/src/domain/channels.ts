@@ -7,6 +7,7 @@ import { findServer, toServer } from '../db/servers.ts';
 import type { Channel } from '../records.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
+import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
   return withTx(d.pool, async (tx) => {
@@ -50,7 +51,9 @@ export async function myChannelPermissions(d: Domain, ctx: Ctx, channelId: strin
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {
   return withTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
-    requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+    if (!isOwnerEditOfTemporaryChannel(access.channel, ctx.userId, patch)) {
+      requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+    }
     if (patch.userLimit !== undefined && access.channel.channelType !== 'voice') {
       throw badRequest('userLimit applies to voice channels only');
     }

@@ -29,7 +29,12 @@ export const NO_MENTIONS: MessageMentions = { users: [], roles: [], everyone: fa
  * What the message may notify: mentioned users who are members, and the server's roles that are
  * mentionable, or any role and @everyone for an author with MENTION_EVERYONE (Discord's rule).
  */
-export async function resolveMentions(db: Queryable, serverId: string, parsed: ParsedMentions, mayMentionEveryone: boolean): Promise<MessageMentions> {
+export async function resolveMentions(
+  db: Queryable,
+  serverId: string,
+  parsed: ParsedMentions,
+  mayMentionEveryone: boolean,
+): Promise<MessageMentions> {
   const everyone = parsed.everyone && mayMentionEveryone;
   if (parsed.userIds.length === 0 && parsed.roleIds.length === 0) return { ...NO_MENTIONS, everyone };
   const targets = await mentionTargets(db, serverId, parsed.userIds, parsed.roleIds);

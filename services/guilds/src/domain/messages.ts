@@ -2,14 +2,25 @@ import {
   type ChannelMessage,
   type ChannelMessagesQuery,
   MEDIA_RPC,
+  type MESSAGES_EVENTS,
   MediaFileReply,
-  MESSAGES_EVENTS,
   type MessageMentions,
   mediaIdFromUrl,
   Permission,
   type SendMessageBody,
 } from '@chat/contracts';
-import { AppError, badRequest, type Bus, enqueueEvent, forbidden, notFound, type Queryable, requestRpc, tooManyRequests, withTx } from '@chat/kit';
+import {
+  AppError,
+  type Bus,
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  notFound,
+  type Queryable,
+  requestRpc,
+  tooManyRequests,
+  withTx,
+} from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import {
@@ -63,7 +74,14 @@ export async function historyAccess(db: Queryable, channelId: string, userId: st
 
 /** Adds each message's reactions as `viewerId` sees them. */
 export async function withReactions(db: Queryable, messages: StoredMessage[], viewerId: string | null): Promise<ChannelMessage[]> {
-  const reactions = viewerId === null ? new Map() : await reactionsOf(db, messages.map((m) => m.id), viewerId);
+  const reactions =
+    viewerId === null
+      ? new Map()
+      : await reactionsOf(
+          db,
+          messages.map((m) => m.id),
+          viewerId,
+        );
   return messages.map((m) => ({ ...m, reactions: reactions.get(m.id) ?? {} }));
 }
 
@@ -106,7 +124,12 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
     if (body.replyToId && !(await messageExists(tx, channelId, body.replyToId))) {
       throw badRequest('body.replyToId: no such message in this channel');
     }
-    const mentions = await resolveMentions(tx, access.channel.serverId, parseMentions(body.content), has(mask, Permission.MENTION_EVERYONE));
+    const mentions = await resolveMentions(
+      tx,
+      access.channel.serverId,
+      parseMentions(body.content),
+      has(mask, Permission.MENTION_EVERYONE),
+    );
     return postMessage(tx, ctx, {
       channelId,
       serverId: access.channel.serverId,

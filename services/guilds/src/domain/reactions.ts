@@ -26,7 +26,13 @@ export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, mess
       requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
     }
     if (!(await addReaction(tx, messageId, emoji, ctx.userId))) return;
-    await emitMessageEvent(tx, ctx, 'guilds.reaction.added', { messageId, channelId, serverId: message.serverId, userId: ctx.userId, emoji });
+    await emitMessageEvent(tx, ctx, 'guilds.reaction.added', {
+      messageId,
+      channelId,
+      serverId: message.serverId,
+      userId: ctx.userId,
+      emoji,
+    });
   });
 }
 
@@ -36,7 +42,13 @@ export async function removeMyReaction(d: Domain, ctx: Ctx, channelId: string, m
   await withTx(d.pool, async (tx) => {
     const message = await messageIn(tx, channelId, messageId);
     if (!(await removeReaction(tx, messageId, emoji, ctx.userId))) return;
-    await emitMessageEvent(tx, ctx, 'guilds.reaction.removed', { messageId, channelId, serverId: message.serverId, userId: ctx.userId, emoji });
+    await emitMessageEvent(tx, ctx, 'guilds.reaction.removed', {
+      messageId,
+      channelId,
+      serverId: message.serverId,
+      userId: ctx.userId,
+      emoji,
+    });
   });
 }
 

@@ -1,5 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { type ChannelMessage, type CreatedWebhook, type CreateWebhookBody, type ExecuteWebhookBody, Permission, type Webhook } from '@chat/contracts';
+import {
+  type ChannelMessage,
+  type CreatedWebhook,
+  type CreateWebhookBody,
+  type ExecuteWebhookBody,
+  Permission,
+  type Webhook,
+} from '@chat/contracts';
 import { notFound, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { deleteWebhookRow, findWebhook, findWebhookWithHash, insertWebhook, listWebhooks as listWebhookRows } from '../db/webhooks.ts';

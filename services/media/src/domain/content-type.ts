@@ -39,8 +39,7 @@ function isBinaryDataByte(byte: number): boolean {
  * The tags with which the WHATWG "identify an unknown MIME type" rules recognise HTML, each
  * followed by a space or `>`; a browser that sniffs would render such a file as a page.
  */
-const HTML_START =
-  /^<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title|b|body|br|p|!--)[\s>]/i;
+const HTML_START = /^<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title|b|body|br|p|!--)[\s>]/i;
 
 function markupType(text: string): string | undefined {
   const start = text.replace(/^\uFEFF?\s*/, '');

@@ -4,8 +4,8 @@ import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
 import { insertMediaFile } from '../db/media-files.ts';
 import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
-import { toMediaFile } from './files.ts';
 import { sanitizeFilename } from './filename.ts';
+import { toMediaFile } from './files.ts';
 
 type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config'>;
 

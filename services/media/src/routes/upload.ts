@@ -72,7 +72,6 @@ function asClientError(err: unknown, limit: number): unknown {
   if (code === 'FST_REQ_FILE_TOO_LARGE') return fileTooLarge(limit);
   if (statusCode === 413) return new AppError(413, `Too many parts. ${ONE_FILE}`, { cause: err });
   if (code === 'FST_MP_PREMATURE_CLOSE') return new AppError(400, 'The upload was interrupted', { cause: err });
-  if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE') return new AppError(415, ONE_FILE, { cause: err });
   if (isParserError(err)) return new AppError(400, `Malformed multipart body. ${ONE_FILE}`, { cause: err });
   return err;
 }

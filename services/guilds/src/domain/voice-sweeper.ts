@@ -1,0 +1,48 @@
+import type { Logger } from '@chat/kit';
+import type { Domain } from './context.ts';
+import { sweepVoiceStates } from './voice.ts';
+
+export interface VoiceSweeper {
+  stop(): Promise<void>;
+}
+
+const BATCH = 100;
+
+/**
+ * Ends voice states whose client stopped heartbeating, a few times per TTL. Readers already ignore
+ * an expired state, so the sweep's timing only decides when its guilds.voice.left event goes out
+ * and its emptied temporary channel is deleted. Every replica may run one (see sweepVoiceStates).
+ */
+export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSeconds: number): VoiceSweeper {
+  const intervalMs = Math.min(15_000, Math.max(1_000, (ttlSeconds * 1_000) / 4));
+  let running: Promise<void> = Promise.resolve();
+  let lastFailureLog = 0;
+
+  const sweep = async () => {
+    try {
+      // A full batch means more may be waiting: keep going rather than wait for the next tick.
+      while ((await sweepVoiceStates(d, new Date(), BATCH)) === BATCH) {}
+    } catch (err) {
+      if (Date.now() - lastFailureLog < 60_000) return;
+      lastFailureLog = Date.now();
+      log.warn({ err }, 'voice sweep failed; will retry');
+    }
+  };
+  let busy = false;
+  // A tick that finds the previous sweep still running skips, so slow sweeps never pile up.
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    running = sweep().finally(() => {
+      busy = false;
+    });
+  }, intervalMs);
+  timer.unref();
+
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

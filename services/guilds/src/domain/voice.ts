@@ -1,0 +1,228 @@
+import {
+  GUILDS_EVENTS,
+  Permission,
+  VOICE_EVENTS,
+  type VoiceJoinReply,
+  type VoiceLeftReason,
+  type VoiceState,
+  type VoiceStateBody,
+} from '@chat/contracts';
+import { AppError, badRequest, enqueueEvent, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
+import { deleteChannel, insertChannel } from '../db/channels.ts';
+import {
+  channelHasStates,
+  countOthersIn,
+  deleteEndedStates,
+  deleteVoiceState,
+  findVoiceStateForUpdate,
+  isLiveIn,
+  listLiveStates,
+  lockChannels,
+  lockUserVoice,
+  markTemporary,
+  memberName,
+  moveVoiceState,
+  refreshVoiceState,
+  type StoredVoiceState,
+  setSelfFlags,
+  upsertVoiceState,
+} from '../db/voice-states.ts';
+import type { Channel } from '../records.ts';
+import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
+import type { Ctx, Domain } from './context.ts';
+import { has } from './permissions.ts';
+import { temporaryChannelName } from './temporary-channels.ts';
+
+/**
+ * Voice states: one per user, in one voice channel. Every change runs in one transaction that
+ * takes, in this order, the user's advisory lock, their state row, then the channels involved in
+ * id order; so replicas serialise on PostgreSQL, a channel's limit holds under concurrent joins, and
+ * a temporary channel is deleted exactly when its last state goes.
+ */
+
+export const DEFAULT_VOICE_STATE_TTL_SECONDS = 60;
+const ttlOf = (d: Domain) => d.voiceStateTtlSeconds ?? DEFAULT_VOICE_STATE_TTL_SECONDS;
+
+const EVENTS = { ...GUILDS_EVENTS, ...VOICE_EVENTS };
+type Subject = keyof typeof EVENTS;
+
+/** Outbox write for the voice and channel events; the sweeper has no request, hence no request id. */
+function emitEvent<S extends Subject>(tx: Queryable, requestId: string | undefined, subject: S, data: z.input<(typeof EVENTS)[S]>) {
+  return enqueueEvent(tx, subject, data, requestId);
+}
+
+/** The stored state as the public record, if it still counts. */
+function counting(stored: StoredVoiceState | undefined): VoiceState | undefined {
+  if (!stored || stored.endedReason !== null) return undefined;
+  const { endedReason: _counts, ...state } = stored;
+  return state;
+}
+
+const notConnected = () => new AppError(404, 'You are not connected to a voice channel');
+
+/** A voice channel the user can see (404 otherwise); a text channel is a 400. */
+async function voiceChannelAccess(tx: Queryable, channelId: string, userId: string): Promise<ChannelAccess> {
+  const access = await channelAccess(tx, channelId, userId);
+  if (access.channel.channelType !== 'voice') throw badRequest('Only voice channels can be joined');
+  return access;
+}
+
+const isJoinToCreate = (access: ChannelAccess) => access.server.jtc_channel_id === access.channel.id;
+
+export function joinVoice(d: Domain, ctx: Ctx, channelId: string): Promise<VoiceJoinReply> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const access = await voiceChannelAccess(tx, channelId, ctx.userId);
+    requirePermission(access.channelPermissions, Permission.CONNECT, 'CONNECT');
+    await lockUserVoice(tx, ctx.userId);
+    const previous = await findVoiceStateForUpdate(tx, ctx.userId);
+    const locked = await lockChannels(tx, [channelId, ...(previous ? [previous.channelId] : [])]);
+    if (isJoinToCreate(access)) {
+      const channel = await createTemporaryChannel(tx, ctx, access);
+      return { state: await enter(d, tx, ctx, previous, channel), channel };
+    }
+    // The locked row, not the one read before the lock: a concurrent PATCH may have locked or limited it.
+    const channel = locked.get(channelId);
+    if (!channel) throw notFound('Channel');
+    if (previous?.channelId === channelId && previous.endedReason === null) {
+      return { state: (await refreshVoiceState(tx, ctx.userId, ttlOf(d)))!, channel };
+    }
+    assertAdmitted(channel, access.channelPermissions, ctx.userId, await countOthersIn(tx, channelId, ctx.userId));
+    return { state: await enter(d, tx, ctx, previous, channel), channel };
+  });
+}
+
+/** A locked or full channel admits only its owner and those who may move members. */
+function assertAdmitted(channel: Channel, mask: bigint, userId: string, othersInside: number): void {
+  if (channel.ownerId === userId || has(mask, Permission.MOVE_MEMBERS)) return;
+  if (channel.isLocked) throw forbidden('This voice channel is locked');
+  if (channel.userLimit > 0 && othersInside >= channel.userLimit) throw forbidden('This voice channel is full');
+}
+
+/** Puts the caller in `channel`, ending the state they had elsewhere (its channels are already locked). */
+async function enter(d: Domain, tx: Queryable, ctx: Ctx, previous: StoredVoiceState | undefined, channel: Channel): Promise<VoiceState> {
+  if (previous) await emitLeft(tx, ctx.requestId, previous, previous.endedReason ?? 'switched');
+  const state = await upsertVoiceState(tx, { userId: ctx.userId, serverId: channel.serverId, channelId: channel.id, ttlSeconds: ttlOf(d) });
+  await emitEvent(tx, ctx.requestId, 'guilds.voice.joined', state);
+  if (previous) await deleteIfEmptyTemporary(tx, ctx.requestId, previous.channelId);
+  return state;
+}
+
+function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason) {
+  const { userId, serverId, channelId } = state;
+  return emitEvent(tx, requestId, 'guilds.voice.left', { userId, serverId, channelId, reason });
+}
+
+/** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
+async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAccess): Promise<Channel> {
+  const name = temporaryChannelName(await memberName(tx, jtc.server.id, ctx.userId));
+  const inserted = await insertChannel(tx, {
+    id: uuidv7(),
+    serverId: jtc.server.id,
+    categoryId: jtc.channel.categoryId,
+    name,
+    channelType: 'voice',
+    topic: null,
+  });
+  const channel = await markTemporary(tx, inserted.id, ctx.userId);
+  await emitEvent(tx, ctx.requestId, 'guilds.channel.created', channel);
+  return channel;
+}
+
+/**
+ * Deletes a temporary channel nobody is in any more. Under its row lock, so a join that is
+ * queued on the same lock either lands first (and keeps it) or finds it gone (404).
+ */
+async function deleteIfEmptyTemporary(tx: Queryable, requestId: string | undefined, channelId: string): Promise<void> {
+  const channel = (await lockChannels(tx, [channelId])).get(channelId);
+  if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return;
+  await deleteChannel(tx, channelId);
+  await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId });
+}
+
+/** Leaves voice; nothing happens when the caller is not connected. */
+export function leaveVoice(d: Domain, ctx: Ctx): Promise<void> {
+  return withRetryingTx(d.pool, async (tx) => {
+    await lockUserVoice(tx, ctx.userId);
+    const ended = await deleteVoiceState(tx, ctx.userId);
+    if (!ended) return;
+    await emitLeft(tx, ctx.requestId, ended, 'left');
+    await deleteIfEmptyTemporary(tx, ctx.requestId, ended.channelId);
+  });
+}
+
+export async function heartbeat(d: Domain, ctx: Ctx): Promise<VoiceState> {
+  const state = await refreshVoiceState(d.pool, ctx.userId, ttlOf(d));
+  if (!state) throw notConnected();
+  return state;
+}
+
+export function updateVoiceState(d: Domain, ctx: Ctx, patch: VoiceStateBody): Promise<VoiceState> {
+  return withRetryingTx(d.pool, async (tx) => {
+    await lockUserVoice(tx, ctx.userId);
+    const current = counting(await findVoiceStateForUpdate(tx, ctx.userId));
+    if (!current) throw notConnected();
+    const flags = { selfMute: patch.selfMute ?? current.selfMute, selfDeaf: patch.selfDeaf ?? current.selfDeaf };
+    if (flags.selfMute === current.selfMute && flags.selfDeaf === current.selfDeaf) return current;
+    const state = await setSelfFlags(tx, ctx.userId, flags);
+    await emitEvent(tx, ctx.requestId, 'guilds.voice.updated', state);
+    return state;
+  });
+}
+
+/**
+ * Moves a connected member to another voice channel of the same server (the AFK channel, say).
+ * As in Discord: MOVE_MEMBERS where they are and where they go, and CONNECT where they go; a
+ * locked or full target does not stop a move.
+ */
+export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelId: string }): Promise<VoiceState> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const target = await voiceChannelAccess(tx, body.channelId, ctx.userId);
+    requirePermission(target.channelPermissions, Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
+    requirePermission(target.channelPermissions, Permission.CONNECT, 'CONNECT');
+    if (isJoinToCreate(target)) throw badRequest('Nobody stays in the join-to-create channel; move the member to another voice channel');
+    await lockUserVoice(tx, body.userId);
+    const current = counting(await findVoiceStateForUpdate(tx, body.userId));
+    if (!current || current.serverId !== target.server.id) {
+      throw badRequest('That member is not connected to a voice channel of this server');
+    }
+    const source = await loadChannelAccess(tx, current.channelId, ctx.userId);
+    requirePermission(source?.channelPermissions ?? 0n, Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
+    if (current.channelId === body.channelId) return current;
+    const locked = await lockChannels(tx, [current.channelId, body.channelId]);
+    if (!locked.has(body.channelId)) throw notFound('Channel');
+    const state = await moveVoiceState(tx, body.userId, body.channelId);
+    await emitEvent(tx, ctx.requestId, 'guilds.voice.moved', { ...state, fromChannelId: current.channelId, movedBy: ctx.userId });
+    await deleteIfEmptyTemporary(tx, ctx.requestId, current.channelId);
+    return state;
+  });
+}
+
+/** The live states in the server's voice channels that the caller can see. */
+export async function listVoiceStates(d: Domain, ctx: Ctx, serverId: string): Promise<VoiceState[]> {
+  const access = await memberAccess(d.pool, serverId, ctx.userId);
+  const visible = new Set((await visibleChannels(d.pool, access)).map((c) => c.channel.id));
+  return (await listLiveStates(d.pool, serverId)).filter((s) => visible.has(s.channelId));
+}
+
+/** Whether the user's live voice state is in this channel (what music asks before a control). */
+export function isConnectedTo(d: Pick<Domain, 'pool'>, userId: string, channelId: string): Promise<boolean> {
+  return isLiveIn(d.pool, userId, channelId);
+}
+
+/**
+ * Ends up to `limit` states that no longer count at `at` (no heartbeat in time, or no longer a
+ * member), with their events, and deletes the temporary channels they leave empty. Safe with
+ * several replicas: each takes rows the others do not hold. Answers how many states it ended.
+ */
+export function sweepVoiceStates(d: Pick<Domain, 'pool'>, at = new Date(), limit = 100): Promise<number> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const ended = await deleteEndedStates(tx, at, limit);
+    for (const state of ended) await emitLeft(tx, undefined, state, state.reason);
+    const channelIds = [...new Set(ended.map((s) => s.channelId))].sort();
+    await lockChannels(tx, channelIds);
+    for (const channelId of channelIds) await deleteIfEmptyTemporary(tx, undefined, channelId);
+    return ended.length;
+  });
+}

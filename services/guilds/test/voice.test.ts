@@ -1,0 +1,477 @@
+import { Permission, toMask, VOICE_RPC, type VoiceAccessReply } from '@chat/contracts';
+import { loadConfig, requestRpc } from '@chat/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GuildsConfig } from '../src/config.ts';
+import { joinVoice, sweepVoiceStates } from '../src/domain/voice.ts';
+import { startVoiceSweeper } from '../src/domain/voice-sweeper.ts';
+import { newId, startGuilds, until } from './harness.ts';
+
+const g = await startGuilds();
+afterAll(() => g.close());
+
+type Row = Record<string, unknown>;
+let owner: string;
+const [alice, bob, carol, dave, stranger] = [newId(), newId(), newId(), newId(), newId()];
+let server: { id: string };
+let privateServer: { id: string };
+let text: { id: string };
+let voice: { id: string; categoryId: string };
+
+beforeAll(async () => {
+  owner = await g.knownUser('owner');
+  server = (await g.call(owner, 'POST', '/v1/servers', { name: 'Voice', isPublic: true })).body;
+  privateServer = (await g.call(owner, 'POST', '/v1/servers', { name: 'Private' })).body;
+  for (const u of [alice, bob, carol, dave]) expect((await g.call(u, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+  const channels = (await g.call(owner, 'GET', `/v1/servers/${server.id}/channels`)).body;
+  text = channels.find((c: Row) => c.channelType === 'text');
+  voice = channels.find((c: Row) => c.channelType === 'voice');
+});
+
+const join = (userId: string, channelId: string) => g.call(userId, 'POST', '/v1/voice/join', { channelId });
+const leave = (userId: string) => g.call(userId, 'POST', '/v1/voice/leave');
+const newVoiceChannel = async (name = 'room') =>
+  (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name, channelType: 'voice' })).body as { id: string };
+
+/** The stored voice state of a user (undefined when they have none). */
+const stateOf = async (userId: string): Promise<Row | undefined> =>
+  (await g.db.query('SELECT channel_id, server_id, self_mute, self_deaf, expires_at FROM voice_states WHERE user_id = $1', [userId]))
+    .rows[0];
+const channelRow = async (id: string): Promise<Row | undefined> => (await g.db.query('SELECT * FROM channels WHERE id = $1', [id])).rows[0];
+/** Events of a subject whose payload has these fields. */
+const eventsWhere = async (subject: string, fields: Row) =>
+  (await g.outbox(subject)).map((e) => e.data).filter((data) => Object.entries(fields).every(([k, v]) => data[k] === v));
+const access = (userId: string, channelId: string) => requestRpc<VoiceAccessReply>(g.runtime.bus, VOICE_RPC.access, { channelId, userId });
+const expireNow = (userId: string) =>
+  g.db.query("UPDATE voice_states SET expires_at = now() - interval '1 second' WHERE user_id = $1", [userId]);
+
+async function setJtc(channelId: string | null) {
+  expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { jtcChannelId: channelId })).status).toBe(200);
+}
+
+describe('joining a voice channel', () => {
+  it('connects the caller, answers state and channel, lists them, tells music, and emits joined', async () => {
+    const room = await newVoiceChannel('join-basic');
+    const res = await join(alice, room.id);
+    expect(res.status).toBe(200);
+    expect(res.body.channel).toMatchObject({ id: room.id, channelType: 'voice' });
+    expect(res.body.state).toMatchObject({ userId: alice, serverId: server.id, channelId: room.id, selfMute: false, selfDeaf: false });
+    expect(new Date(res.body.state.expiresAt).getTime()).toBeGreaterThan(Date.now() + 50_000);
+    expect(await stateOf(alice)).toMatchObject({ channel_id: room.id, server_id: server.id });
+
+    const list = await g.call(bob, 'GET', `/v1/servers/${server.id}/voice-states`);
+    expect(list.status).toBe(200);
+    expect(list.body).toContainEqual(res.body.state);
+    expect(await access(alice, room.id)).toMatchObject({ isMember: true, inChannel: true });
+    expect(await access(bob, room.id)).toMatchObject({ isMember: true, inChannel: false });
+    expect(await eventsWhere('guilds.voice.joined', { userId: alice, channelId: room.id })).toHaveLength(1);
+  });
+
+  it('refuses a text channel (400), an unknown or invisible channel (404) and a malformed body (400), changing nothing', async () => {
+    const before = await stateOf(carol);
+    const privateVoice = (await g.call(owner, 'GET', `/v1/servers/${privateServer.id}/channels`)).body.find(
+      (c: Row) => c.channelType === 'voice',
+    );
+    const cases: [string, unknown, number][] = [
+      [carol, { channelId: text.id }, 400],
+      [carol, { channelId: newId() }, 404],
+      [carol, { channelId: privateVoice.id }, 404],
+      [stranger, { channelId: voice.id }, 404],
+      [carol, { channelId: 'nope' }, 400],
+      [carol, {}, 400],
+    ];
+    for (const [user, body, status] of cases) {
+      const res = await g.call(user, 'POST', '/v1/voice/join', body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+    expect((await g.call(null, 'POST', '/v1/voice/join', { channelId: voice.id })).status).toBe(401);
+    expect(await stateOf(carol)).toEqual(before);
+    expect(await stateOf(stranger)).toBeUndefined();
+  });
+
+  it('needs CONNECT in the channel (403)', async () => {
+    const room = await newVoiceChannel('no-connect');
+    await g.call(owner, 'PUT', `/v1/channels/${room.id}/permissions`, {
+      roleId: server.id,
+      allowBits: 0,
+      denyBits: toMask(Permission.CONNECT),
+    });
+    const res = await join(dave, room.id);
+    expect(res).toMatchObject({ status: 403, body: { error: 'Missing permission CONNECT' } });
+    expect((await stateOf(dave))?.channel_id).not.toBe(room.id);
+  });
+
+  it('keeps one state per user: joining another channel leaves the previous one (left "switched")', async () => {
+    const [a, b] = [await newVoiceChannel('switch-a'), await newVoiceChannel('switch-b')];
+    expect((await join(bob, a.id)).status).toBe(200);
+    expect((await g.call(bob, 'PATCH', '/v1/voice/state', { selfMute: true })).status).toBe(200);
+    const res = await join(bob, b.id);
+    expect(res.status).toBe(200);
+    // selfMute is the client's setting: it follows the user from channel to channel.
+    expect(res.body.state).toMatchObject({ channelId: b.id, selfMute: true });
+    expect((await g.db.query('SELECT channel_id FROM voice_states WHERE user_id = $1', [bob])).rows).toEqual([{ channel_id: b.id }]);
+    expect(await eventsWhere('guilds.voice.left', { userId: bob, channelId: a.id })).toEqual([
+      { userId: bob, serverId: server.id, channelId: a.id, reason: 'switched' },
+    ]);
+    expect(await access(bob, a.id)).toMatchObject({ inChannel: false });
+  });
+
+  it('joining the channel one is in again only refreshes the state, without events', async () => {
+    const room = await newVoiceChannel('rejoin');
+    await join(carol, room.id);
+    const events = (await g.outbox('guilds.voice.joined')).length;
+    const again = await join(carol, room.id);
+    expect(again.status).toBe(200);
+    expect(again.body.state.channelId).toBe(room.id);
+    expect((await g.outbox('guilds.voice.joined')).length).toBe(events);
+    expect(await eventsWhere('guilds.voice.left', { userId: carol, channelId: room.id })).toEqual([]);
+  });
+});
+
+describe('locked and full channels', () => {
+  it('a locked channel refuses members (403) but admits those who may move members', async () => {
+    const room = await newVoiceChannel('locked');
+    expect((await g.call(owner, 'PATCH', `/v1/channels/${room.id}`, { isLocked: true })).status).toBe(200);
+    expect(await join(dave, room.id)).toMatchObject({ status: 403, body: { error: 'This voice channel is locked' } });
+    expect((await stateOf(dave))?.channel_id).not.toBe(room.id);
+    expect((await join(owner, room.id)).status).toBe(200);
+    await leave(owner);
+  });
+
+  it('a full channel refuses one more (403), counting only live states', async () => {
+    const room = await newVoiceChannel('full');
+    await g.call(owner, 'PATCH', `/v1/channels/${room.id}`, { userLimit: 1 });
+    expect((await join(alice, room.id)).status).toBe(200);
+    expect(await join(dave, room.id)).toMatchObject({ status: 403, body: { error: 'This voice channel is full' } });
+    expect((await join(owner, room.id)).status).toBe(200);
+    await leave(owner);
+    // A state whose client stopped heartbeating no longer takes a place.
+    await expireNow(alice);
+    expect((await join(dave, room.id)).status).toBe(200);
+    await leave(dave);
+    await leave(alice);
+  });
+
+  it('admits exactly userLimit members when more join at once', async () => {
+    const crowd = Array.from({ length: 8 }, () => newId());
+    for (const u of crowd) await g.call(u, 'POST', `/v1/servers/${server.id}/join`);
+    for (let round = 0; round < 3; round++) {
+      const room = await newVoiceChannel(`race-limit-${round}`);
+      await g.call(owner, 'PATCH', `/v1/channels/${room.id}`, { userLimit: 2 });
+      const results = await Promise.all(crowd.map((u) => join(u, room.id)));
+      expect(results.filter((r) => r.status === 200)).toHaveLength(2);
+      expect(results.filter((r) => r.status === 403)).toHaveLength(6);
+      expect((await g.db.query('SELECT count(*)::int AS n FROM voice_states WHERE channel_id = $1', [room.id])).rows[0].n).toBe(2);
+      await Promise.all(crowd.map(leave));
+    }
+  });
+});
+
+describe('join-to-create', () => {
+  let jtc: { id: string };
+  beforeAll(async () => {
+    jtc = await newVoiceChannel('Join to create');
+    await g.call(owner, 'PATCH', `/v1/channels/${jtc.id}`, { categoryId: voice.categoryId });
+    await setJtc(jtc.id);
+  });
+
+  it('creates a temporary channel owned by and named after the caller, in the same category, and puts them there', async () => {
+    const res = await join(owner, jtc.id);
+    expect(res.status).toBe(200);
+    const channel = res.body.channel;
+    expect(channel).toMatchObject({
+      serverId: server.id,
+      categoryId: voice.categoryId,
+      channelType: 'voice',
+      isTemporary: true,
+      ownerId: owner,
+      name: expect.stringMatching(/^owner .+'s channel$/),
+    });
+    expect(channel.id).not.toBe(jtc.id);
+    expect(res.body.state.channelId).toBe(channel.id);
+    expect(await channelRow(channel.id)).toMatchObject({ is_temporary: true, owner_id: owner });
+    expect(await eventsWhere('guilds.channel.created', { id: channel.id })).toHaveLength(1);
+    expect(await g.db.query('SELECT 1 FROM voice_states WHERE channel_id = $1', [jtc.id])).toMatchObject({ rowCount: 0 });
+    await leave(owner);
+    expect(await channelRow(channel.id)).toBeUndefined();
+  });
+
+  it('gives two people who join at once two channels', async () => {
+    const [a, b] = await Promise.all([join(alice, jtc.id), join(bob, jtc.id)]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(a.body.channel.id).not.toBe(b.body.channel.id);
+    expect(a.body.channel.ownerId).toBe(alice);
+    expect(b.body.channel.ownerId).toBe(bob);
+    expect(await stateOf(alice)).toMatchObject({ channel_id: a.body.channel.id });
+    expect(await stateOf(bob)).toMatchObject({ channel_id: b.body.channel.id });
+    await Promise.all([leave(alice), leave(bob)]);
+    expect(await channelRow(a.body.channel.id)).toBeUndefined();
+    expect(await channelRow(b.body.channel.id)).toBeUndefined();
+  });
+
+  it('lets the owner rename, lock, hide, limit and music-lock their channel without MANAGE_CHANNELS, and nothing more', async () => {
+    const temp = (await join(carol, jtc.id)).body.channel;
+    const patch = { name: 'Carol room', isLocked: true, isHidden: true, userLimit: 3, musicLocked: true };
+    const res = await g.call(carol, 'PATCH', `/v1/channels/${temp.id}`, patch);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject(patch);
+    expect(await channelRow(temp.id)).toMatchObject({
+      name: 'Carol room',
+      is_locked: true,
+      is_hidden: true,
+      user_limit: 3,
+      music_locked: true,
+    });
+
+    expect((await g.call(carol, 'PATCH', `/v1/channels/${temp.id}`, { name: 'x', topic: 'mine' })).status).toBe(403);
+    expect((await g.call(carol, 'PATCH', `/v1/channels/${voice.id}`, { name: 'not mine' })).status).toBe(403);
+    expect((await g.call(dave, 'PATCH', `/v1/channels/${temp.id}`, { name: 'taken over' })).status).toBe(403);
+    expect(await channelRow(temp.id)).toMatchObject({ name: 'Carol room', topic: null });
+    // Locked by its owner: others are refused, the owner comes back in.
+    expect((await join(dave, temp.id)).status).toBe(403);
+    expect(await access(carol, temp.id)).toMatchObject({ inChannel: true, channel: { ownerId: carol, musicLocked: true } });
+    await leave(carol);
+  });
+
+  it('deletes the temporary channel when the last person leaves, not before, with its event', async () => {
+    const temp = (await join(alice, jtc.id)).body.channel;
+    expect((await join(bob, temp.id)).status).toBe(200);
+    await leave(alice);
+    expect(await channelRow(temp.id)).toBeDefined();
+    await join(bob, voice.id); // leaving by switching counts too
+    expect(await channelRow(temp.id)).toBeUndefined();
+    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toEqual([{ id: temp.id, serverId: server.id }]);
+    await leave(bob);
+  });
+
+  it('deletes it exactly once when the last two leave at once', async () => {
+    const temp = (await join(alice, jtc.id)).body.channel;
+    await join(bob, temp.id);
+    const results = await Promise.all([leave(alice), leave(bob)]);
+    expect(results.map((r) => r.status)).toEqual([204, 204]);
+    expect(await channelRow(temp.id)).toBeUndefined();
+    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toHaveLength(1);
+  });
+
+  it('never leaves a temporary channel empty nor a state in a deleted one when a join races the last leave', async () => {
+    for (let round = 0; round < 5; round++) {
+      const temp = (await join(alice, jtc.id)).body.channel;
+      const [, joined] = await Promise.all([leave(alice), join(bob, temp.id)]);
+      const exists = Boolean(await channelRow(temp.id));
+      if (joined.status === 200) {
+        expect(exists).toBe(true);
+        expect(await stateOf(bob)).toMatchObject({ channel_id: temp.id });
+        await leave(bob);
+        expect(await channelRow(temp.id)).toBeUndefined();
+      } else {
+        expect(joined.status).toBe(404);
+        expect(exists).toBe(false);
+      }
+    }
+  });
+});
+
+describe('leave, state and heartbeat', () => {
+  it('leave emits left and is a no-op (204, no event) when not connected', async () => {
+    const room = await newVoiceChannel('leave');
+    await join(dave, room.id);
+    expect((await leave(dave)).status).toBe(204);
+    expect(await stateOf(dave)).toBeUndefined();
+    expect(await eventsWhere('guilds.voice.left', { userId: dave, channelId: room.id })).toEqual([
+      { userId: dave, serverId: server.id, channelId: room.id, reason: 'left' },
+    ]);
+    const count = (await g.outbox('guilds.voice.left')).length;
+    expect((await leave(dave)).status).toBe(204);
+    expect((await g.outbox('guilds.voice.left')).length).toBe(count);
+  });
+
+  it('PATCH state sets selfMute/selfDeaf with an event once per change; 404 when not connected; 400 for an empty body', async () => {
+    await join(dave, voice.id);
+    const res = await g.call(dave, 'PATCH', '/v1/voice/state', { selfDeaf: true });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ userId: dave, selfDeaf: true, selfMute: false });
+    expect(await stateOf(dave)).toMatchObject({ self_deaf: true, self_mute: false });
+    expect((await g.call(dave, 'PATCH', '/v1/voice/state', { selfDeaf: true })).status).toBe(200);
+    expect(await eventsWhere('guilds.voice.updated', { userId: dave, selfDeaf: true })).toHaveLength(1);
+    expect((await g.call(dave, 'PATCH', '/v1/voice/state', {})).status).toBe(400);
+    expect((await g.call(dave, 'PATCH', '/v1/voice/state', { selfMute: 'yes' })).status).toBe(400);
+    await leave(dave);
+    expect(await g.call(dave, 'PATCH', '/v1/voice/state', { selfMute: true })).toMatchObject({
+      status: 404,
+      body: { error: 'You are not connected to a voice channel' },
+    });
+  });
+
+  it('a heartbeat pushes expiresAt forward; an expired state is no longer in the channel and cannot be revived', async () => {
+    await join(carol, voice.id);
+    await g.db.query("UPDATE voice_states SET expires_at = now() + interval '5 seconds' WHERE user_id = $1", [carol]);
+    const beat = await g.call(carol, 'POST', '/v1/voice/heartbeat');
+    expect(beat.status).toBe(200);
+    expect(new Date(beat.body.expiresAt).getTime()).toBeGreaterThan(Date.now() + 50_000);
+
+    await expireNow(carol);
+    expect(await access(carol, voice.id)).toMatchObject({ inChannel: false });
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId)).not.toContain(carol);
+    expect((await g.call(carol, 'POST', '/v1/voice/heartbeat')).status).toBe(404);
+    expect((await g.call(carol, 'PATCH', '/v1/voice/state', { selfMute: true })).status).toBe(404);
+    // Joining again replaces the expired state, saying that it ended.
+    expect((await join(carol, voice.id)).status).toBe(200);
+    expect(await eventsWhere('guilds.voice.left', { userId: carol, reason: 'expired' })).toHaveLength(1);
+    await leave(carol);
+  });
+});
+
+describe('the sweeper', () => {
+  it('ends states without a heartbeat past their TTL, emits left "expired" and deletes the emptied temporary channel', async () => {
+    const jtc = await newVoiceChannel('sweep-jtc');
+    await setJtc(jtc.id);
+    const temp = (await join(alice, jtc.id)).body.channel;
+    await join(bob, voice.id);
+    const in61s = new Date(Date.now() + 61_000);
+    // Not yet due: nothing ends.
+    expect(await sweepVoiceStates({ pool: g.db }, new Date(Date.now() + 30_000))).toBe(0);
+    expect(await stateOf(alice)).toBeDefined();
+
+    await g.call(bob, 'POST', '/v1/voice/heartbeat');
+    await g.db.query("UPDATE voice_states SET expires_at = now() + interval '5 minutes' WHERE user_id = $1", [bob]);
+    expect(await sweepVoiceStates({ pool: g.db }, in61s)).toBe(1);
+    expect(await stateOf(alice)).toBeUndefined();
+    expect(await stateOf(bob)).toBeDefined();
+    expect(await channelRow(temp.id)).toBeUndefined();
+    expect(await eventsWhere('guilds.voice.left', { userId: alice, channelId: temp.id })).toEqual([
+      { userId: alice, serverId: server.id, channelId: temp.id, reason: 'expired' },
+    ]);
+    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toHaveLength(1);
+    await leave(bob);
+    await setJtc(null);
+  });
+
+  it('ends the state of a user who is no longer a member (left "removed")', async () => {
+    const kicked = newId();
+    await g.call(kicked, 'POST', `/v1/servers/${server.id}/join`);
+    await join(kicked, voice.id);
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/members/${kicked}`)).status).toBe(204);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId)).not.toContain(kicked);
+    expect(await sweepVoiceStates({ pool: g.db })).toBe(1);
+    expect(await stateOf(kicked)).toBeUndefined();
+    expect(await eventsWhere('guilds.voice.left', { userId: kicked })).toEqual([
+      { userId: kicked, serverId: server.id, channelId: voice.id, reason: 'removed' },
+    ]);
+  });
+
+  it('ends each expired state once when several replicas sweep at once', async () => {
+    const users: string[] = Array.from({ length: 12 }, () => newId());
+    for (const u of users) {
+      await g.call(u, 'POST', `/v1/servers/${server.id}/join`);
+      await join(u, voice.id);
+    }
+    await g.db.query("UPDATE voice_states SET expires_at = now() - interval '1 second' WHERE user_id = ANY($1::uuid[])", [users]);
+    const ended = await Promise.all([1, 2, 3].map(() => sweepVoiceStates({ pool: g.db }, new Date(), 5)));
+    let total = ended.reduce((a, b) => a + b, 0);
+    while (total < users.length) {
+      const more = await sweepVoiceStates({ pool: g.db }, new Date(), 5);
+      expect(more).toBeGreaterThan(0);
+      total += more;
+    }
+    expect(total).toBe(users.length);
+    const left = (await g.outbox('guilds.voice.left')).filter((e) => users.includes(e.data.userId as string));
+    expect(left).toHaveLength(users.length);
+    expect(new Set(left.map((e) => e.data.userId)).size).toBe(users.length);
+  });
+});
+
+describe('the TTL', () => {
+  it('is VOICE_STATE_TTL_SECONDS, 60 by default, and at least 1', () => {
+    const env = { ...g.runtime.env };
+    expect(loadConfig(GuildsConfig, env).VOICE_STATE_TTL_SECONDS).toBe(60);
+    expect(loadConfig(GuildsConfig, { ...env, VOICE_STATE_TTL_SECONDS: '2' }).VOICE_STATE_TTL_SECONDS).toBe(2);
+    expect(() => loadConfig(GuildsConfig, { ...env, VOICE_STATE_TTL_SECONDS: '0' })).toThrow(/VOICE_STATE_TTL_SECONDS/);
+  });
+
+  it('with a 1 s TTL, the running sweeper disconnects a client that stopped heartbeating', async () => {
+    const short = { pool: g.db, bus: g.runtime.bus, voiceStateTtlSeconds: 1 };
+    const { state } = await joinVoice(short, { userId: dave, requestId: 'ttl-test' }, voice.id);
+    expect(new Date(state.expiresAt).getTime() - Date.now()).toBeLessThanOrEqual(1_000);
+    const sweeper = startVoiceSweeper(short, g.runtime.log, 1);
+    try {
+      await until(async () => (await stateOf(dave)) === undefined, 5_000);
+    } finally {
+      await sweeper.stop();
+    }
+    expect(await eventsWhere('guilds.voice.left', { userId: dave, channelId: voice.id, reason: 'expired' })).toHaveLength(1);
+  });
+});
+
+describe('moving members', () => {
+  let afk: { id: string };
+  beforeAll(async () => {
+    afk = await newVoiceChannel('AFK');
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { afkChannelId: afk.id })).status).toBe(200);
+  });
+
+  it('moves a member to the AFK channel with MOVE_MEMBERS, and emits moved', async () => {
+    await join(alice, voice.id);
+    const res = await g.call(owner, 'POST', '/v1/voice/move', { userId: alice, channelId: afk.id });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ userId: alice, channelId: afk.id, serverId: server.id });
+    expect(await stateOf(alice)).toMatchObject({ channel_id: afk.id });
+    expect(await eventsWhere('guilds.voice.moved', { userId: alice, channelId: afk.id })).toEqual([
+      expect.objectContaining({ fromChannelId: voice.id, movedBy: owner }),
+    ]);
+    await leave(alice);
+  });
+
+  it('needs MOVE_MEMBERS (403), a connected member of this server (400), a voice target (400) and a visible one (404)', async () => {
+    await join(bob, voice.id);
+    const cases: [string, Row, number][] = [
+      [carol, { userId: bob, channelId: afk.id }, 403],
+      [owner, { userId: dave, channelId: afk.id }, 400],
+      [owner, { userId: bob, channelId: text.id }, 400],
+      [owner, { userId: bob, channelId: newId() }, 404],
+      [owner, { userId: 'x', channelId: afk.id }, 400],
+    ];
+    for (const [actor, body, status] of cases) {
+      const res = await g.call(actor, 'POST', '/v1/voice/move', body);
+      expect(res.status, JSON.stringify(body)).toBe(status);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+    const moderator = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { permissions: toMask(Permission.MOVE_MEMBERS) }))
+      .body;
+    await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${carol}/roles/${moderator.id}`);
+    expect((await g.call(carol, 'POST', '/v1/voice/move', { userId: bob, channelId: afk.id })).status).toBe(200);
+    expect(await stateOf(bob)).toMatchObject({ channel_id: afk.id });
+    await leave(bob);
+  });
+
+  it('moving the last person out of a temporary channel deletes it', async () => {
+    const jtc = await newVoiceChannel('move-jtc');
+    await setJtc(jtc.id);
+    const temp = (await join(dave, jtc.id)).body.channel;
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: dave, channelId: jtc.id })).status).toBe(400);
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: dave, channelId: afk.id })).status).toBe(200);
+    expect(await channelRow(temp.id)).toBeUndefined();
+    await leave(dave);
+    await setJtc(null);
+  });
+});
+
+describe('listing voice states', () => {
+  it('lists only channels the caller can see; 404 to strangers of a private server, 403 to non-members of a public one', async () => {
+    const secret = await newVoiceChannel('secret');
+    await g.call(owner, 'PUT', `/v1/channels/${secret.id}/permissions`, {
+      roleId: server.id,
+      allowBits: 0,
+      denyBits: toMask(Permission.VIEW_CHANNEL),
+    });
+    await join(owner, secret.id);
+    await join(alice, voice.id);
+    const seen = (await g.call(bob, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId);
+    expect(seen).toContain(alice);
+    expect(seen).not.toContain(owner);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId)).toContain(owner);
+    expect((await g.call(stranger, 'GET', `/v1/servers/${privateServer.id}/voice-states`)).status).toBe(404);
+    expect((await g.call(stranger, 'GET', `/v1/servers/${server.id}/voice-states`)).status).toBe(403);
+    await leave(owner);
+    await leave(alice);
+  });
+});
