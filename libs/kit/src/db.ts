@@ -74,6 +74,26 @@ function uniqueMessage(constraint: string | undefined): string {
   return constraint ? `Already exists (${constraint.replace(/_key$|_idx$|_uniq$/, '').replaceAll('_', ' ')})` : 'Already exists';
 }
 
+// Transactions that wrote outbox events, and who wants to hear when such a transaction commits.
+const eventWriters = new WeakSet<object>();
+const commitListeners = new Set<() => void>();
+
+/** Marks a client (or the pool, for an autocommit write) as having written events. */
+export function markEventsWritten(db: Queryable): void {
+  if ('release' in db) eventWriters.add(db);
+  else notifyEventsCommitted();
+}
+
+/** Called after every commit that wrote events in this process (the outbox relay listens). */
+export function onEventsCommitted(listener: () => void): () => void {
+  commitListeners.add(listener);
+  return () => commitListeners.delete(listener);
+}
+
+function notifyEventsCommitted(): void {
+  for (const listener of commitListeners) listener();
+}
+
 /** Runs `fn` in a transaction; commits when it resolves, rolls back when it throws. */
 export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
@@ -86,8 +106,10 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
+    if (eventWriters.delete(client)) notifyEventsCommitted();
     return result;
   } catch (err) {
+    eventWriters.delete(client);
     await client.query('ROLLBACK').catch(() => {});
     throw translatePgError(err);
   } finally {

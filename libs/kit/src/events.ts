@@ -1,9 +1,8 @@
 import type { ConsumerMessages } from '@nats-io/jetstream';
-import pg from 'pg';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { type Bus, type DurableConsumerSpec, type EventEnvelope, ensureConsumer, REQUEST_ID_HEADER, requestHeaders } from './bus.ts';
-import { type Pool, type Queryable, withTx } from './db.ts';
+import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -18,6 +17,7 @@ export async function enqueueEvent(tx: Queryable, subject: string, data: unknown
     envelope,
     requestId ? { [REQUEST_ID_HEADER]: requestId } : {},
   ]);
+  markEventsWritten(tx);
   return id;
 }
 
@@ -38,19 +38,12 @@ export interface Relay {
  * Publishes outbox rows to JetStream in commit order, with the event id as Nats-Msg-Id so a
  * republish after a crash is deduplicated by the stream. Wakes on NOTIFY and polls as a fallback.
  */
-export function startOutboxRelay(options: {
-  pool: Pool;
-  databaseUrl: string;
-  bus: Bus;
-  log: Logger;
-  batchSize?: number;
-  pollMs?: number;
-}): Relay {
+export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; batchSize?: number; pollMs?: number }): Relay {
   const { pool, bus, log } = options;
   const batchSize = options.batchSize ?? 200;
-  const pollMs = options.pollMs ?? 1_000;
+  const pollMs = options.pollMs ?? 250;
   let running = true;
-  // Set by every NOTIFY: a commit that lands while a batch is publishing must not wait for the poll.
+  // Set by every commit that wrote events: a commit that lands while a batch is publishing must not wait for the poll.
   let committedSinceDrain = false;
   let wake: (() => void) | undefined;
   // Drains run one after the other: two at once would split the rows (SKIP LOCKED) and publish them
@@ -58,14 +51,11 @@ export function startOutboxRelay(options: {
   let queue: Promise<unknown> = Promise.resolve();
   let lastFailureLog = 0;
 
-  const listener = listenForCommits(
-    options.databaseUrl,
-    () => {
-      committedSinceDrain = true;
-      wake?.();
-    },
-    log,
-  );
+  // Commits in this process wake the relay at once; the poll catches other replicas' commits.
+  const unsubscribe = onEventsCommitted(() => {
+    committedSinceDrain = true;
+    wake?.();
+  });
 
   async function publishBatch(): Promise<number> {
     return withTx(pool, async (tx) => {
@@ -137,60 +127,7 @@ export function startOutboxRelay(options: {
       running = false;
       wake?.();
       await queue;
-      await listener.close();
-    },
-  };
-}
-
-/**
- * A dedicated connection LISTENing for commits that wrote events. If it drops, the relay still
- * polls, and the listener reconnects after a pause.
- */
-function listenForCommits(databaseUrl: string, onCommit: () => void, log: Logger): { close(): Promise<void> } {
-  let client: pg.Client | undefined;
-  let closed = false;
-  let retry: NodeJS.Timeout | undefined;
-
-  const reconnectLater = (ms: number) => {
-    if (closed) return;
-    clearTimeout(retry);
-    retry = setTimeout(() => void connectOnce(), ms);
-  };
-
-  const connectOnce = async () => {
-    const next = new pg.Client({ connectionString: databaseUrl });
-    let lost = false;
-    // 'error' and 'end' may both come for one lost connection: reconnect once.
-    const onLost = () => {
-      if (lost) return;
-      lost = true;
-      next.end().catch(() => {});
-      reconnectLater(1_000);
-    };
-    next.on('notification', onCommit);
-    next.on('error', onLost);
-    next.on('end', onLost);
-    try {
-      await next.connect();
-      await next.query('LISTEN outbox');
-      client = next;
-      if (closed) await next.end();
-      // Commits made while no one listened are picked up now rather than at the next poll.
-      else onCommit();
-    } catch (err) {
-      if (lost) return;
-      lost = true;
-      next.end().catch(() => {});
-      log.warn({ err }, 'outbox LISTEN failed; relay polls until it reconnects');
-      reconnectLater(5_000);
-    }
-  };
-  void connectOnce();
-  return {
-    async close() {
-      closed = true;
-      clearTimeout(retry);
-      await client?.end().catch(() => {});
+      unsubscribe();
     },
   };
 }

@@ -51,7 +51,7 @@ export async function startRuntime(options: {
   await migrate(pool, options.migrationsDir, log);
   const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
   await ensureStream(bus, options.stream);
-  const relay = startOutboxRelay({ pool, databaseUrl: config.DATABASE_URL, bus, log });
+  const relay = startOutboxRelay({ pool, bus, log });
   return { log, pool, bus, relay, checks: { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) } };
 }
 

@@ -28,7 +28,7 @@ export async function createTestRuntime(options: {
   await migrate(pool, options.migrationsDir, log);
   const bus = await connectBus({ url: options.backing.natsUrl, namespace, name: `${options.service}-test`, log });
   await ensureStream(bus, options.stream);
-  const relay = startOutboxRelay({ pool, databaseUrl: database.url, bus, log, pollMs: 200 });
+  const relay = startOutboxRelay({ pool, bus, log, pollMs: 200 });
   return {
     log,
     pool,

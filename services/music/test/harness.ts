@@ -97,7 +97,7 @@ export async function startMusicTest(): Promise<MusicTest> {
   async function startInstance(): Promise<MusicInstance> {
     const pool = createPool(runtime.databaseUrl, 5);
     const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
-    const relay = startOutboxRelay({ pool, databaseUrl: runtime.databaseUrl, bus, log: runtime.log, pollMs: 200 });
+    const relay = startOutboxRelay({ pool, bus, log: runtime.log, pollMs: 200 });
     const checks = { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) };
     const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
     return {
