@@ -6,6 +6,9 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createPool, many, type Pool } from '../src/db.ts';
 import { MigrationChecksumError, migrate } from '../src/migrate.ts';
 
+/** The kit's own migrations, applied before every service's. */
+const KIT = ['kit/0001_outbox_inbox.sql', 'kit/0002_outbox_without_notify.sql'];
+
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
@@ -39,12 +42,12 @@ describe('migrate', () => {
       'README.md': 'not a migration',
     });
     const first = await migrate(pool, dir);
-    expect(first).toEqual(['kit/0001_outbox_inbox.sql', 'service/0001_notes.sql', 'service/0002_add_column.sql', 'service/0003_seed.sql']);
+    expect(first).toEqual([...KIT, 'service/0001_notes.sql', 'service/0002_add_column.sql', 'service/0003_seed.sql']);
     expect(await tableExists(pool, 'outbox')).toBe(true);
 
     expect(await migrate(pool, dir)).toEqual([]);
     expect(await many(pool, 'SELECT id, body FROM notes')).toEqual([{ id: 1, body: 'first' }]);
-    expect(await appliedIds(pool)).toHaveLength(4);
+    expect(await appliedIds(pool)).toHaveLength(KIT.length + 3);
   });
 
   it('applies only the new file on a later run', async () => {
@@ -64,7 +67,7 @@ describe('migrate', () => {
     expect(await tableExists(pool, 'ok')).toBe(true);
     expect(await tableExists(pool, 'half')).toBe(false);
     expect(await tableExists(pool, 'after_broken')).toBe(false);
-    expect(await appliedIds(pool)).toEqual(['kit/0001_outbox_inbox.sql', 'service/0001_ok.sql']);
+    expect(await appliedIds(pool)).toEqual([...KIT, 'service/0001_ok.sql']);
 
     await writeFile(join(dir, '0002_broken.sql'), 'CREATE TABLE half (id int);');
     expect(await migrate(pool, dir)).toEqual(['service/0002_broken.sql', 'service/0003_after.sql']);
@@ -89,7 +92,7 @@ describe('migrate', () => {
     const replicas = [createPool(db.url, 2), createPool(db.url, 2), createPool(db.url, 2)];
     try {
       const results = await Promise.all(replicas.map((replica) => migrate(replica, dir)));
-      expect(results.flat().sort()).toEqual(['kit/0001_outbox_inbox.sql', 'service/0001_counter.sql', 'service/0002_slow.sql']);
+      expect(results.flat().sort()).toEqual([...KIT, 'service/0001_counter.sql', 'service/0002_slow.sql'].sort());
       expect(await many(pool, 'SELECT n FROM runs ORDER BY n')).toEqual([{ n: 1 }, { n: 2 }]);
     } finally {
       await Promise.all(replicas.map((replica) => replica.end()));

@@ -6,7 +6,10 @@ import { createTestIssuer, freePort, newNamespace, startEchoUpstream, startGatew
 
 const upstream = await startEchoUpstream();
 const issuer = await createTestIssuer();
-const gateway = await startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, env: { TRUSTED_PROXIES: '127.0.0.1' } });
+// The exactness tests count answers, not timing: a generous Redis timeout keeps a loaded CI machine
+// from tipping them onto the per-process fallback (the 100 ms default is tested under 'Redis is down').
+const EXACT_ENV = { TRUSTED_PROXIES: '127.0.0.1', REDIS_TIMEOUT_MS: '3000' };
+const gateway = await startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, env: EXACT_ENV });
 afterAll(async () => {
   await gateway.close();
   await upstream.close();
@@ -50,7 +53,7 @@ describe('the Auth tier: 5 per 60 s per client IP', () => {
   it('is exact under concurrency and across two gateway replicas sharing Redis', async () => {
     const namespace = newNamespace();
     const [a, b] = await Promise.all(
-      [0, 1].map(() => startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, namespace, env: { TRUSTED_PROXIES: '127.0.0.1' } })),
+      [0, 1].map(() => startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, namespace, env: EXACT_ENV })),
     );
     try {
       const ip = freshIp();
