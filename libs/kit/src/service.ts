@@ -66,16 +66,14 @@ export async function natsCheck(bus: Bus): Promise<void> {
  */
 export async function serve(options: {
   app: FastifyInstance;
-  host: string;
-  port: number;
-  graceMs: number;
+  config: { HOST: string; PORT: number; SHUTDOWN_GRACE_MS: number };
   log: Logger;
   runtime?: Runtime;
   consumers?: ConsumerHandle[];
   onClose?: () => Promise<unknown>;
 }): Promise<void> {
   const { app, log, runtime } = options;
-  closeWithGrace({ delay: options.graceMs, logger: log }, async ({ signal, err }) => {
+  closeWithGrace({ delay: options.config.SHUTDOWN_GRACE_MS, logger: log }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await app.close();
@@ -87,5 +85,5 @@ export async function serve(options: {
       await runtime.pool.end();
     }
   });
-  await app.listen({ host: options.host, port: options.port });
+  await app.listen({ host: options.config.HOST, port: options.config.PORT });
 }

@@ -91,3 +91,11 @@ export function bearerToken(header: string | undefined): string | undefined {
   const match = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/i.exec(header.trim());
   return match?.[1];
 }
+
+/** The verifier a service builds from its token settings (tokenConfig); `keys` overrides the JWKS URL. */
+export function tokenVerifierFor(
+  config: { AUTH_JWKS_URL: string; JWT_ISSUER: string; JWT_AUDIENCE: string; JWT_ALGORITHM: 'EdDSA' | 'ES256' },
+  keys: string | JWTVerifyGetKey = config.AUTH_JWKS_URL,
+): TokenVerifier {
+  return createTokenVerifier({ keys, issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, algorithm: config.JWT_ALGORITHM });
+}

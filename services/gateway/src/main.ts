@@ -1,4 +1,4 @@
-import { configOrExit, connectBus, createLogger, createTokenVerifier, natsCheck, serve } from '@chat/kit';
+import { configOrExit, connectBus, createLogger, natsCheck, serve, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
@@ -9,19 +9,12 @@ const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
-const tokens = createTokenVerifier({
-  keys: config.AUTH_JWKS_URL,
-  issuer: config.JWT_ISSUER,
-  audience: config.JWT_AUDIENCE,
-  algorithm: config.JWT_ALGORITHM,
-});
+const tokens = tokenVerifierFor(config);
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
 const app = await buildApp({ config, log, tokens, limiter, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
 await serve({
   app,
-  host: config.HOST,
-  port: config.PORT,
-  graceMs: config.SHUTDOWN_GRACE_MS,
+  config,
   log,
   onClose: async () => {
     await bus.nc.drain();

@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/kit';
+import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startBus } from './bus/index.ts';
 import { GuildsConfig } from './config.ts';
@@ -12,20 +12,13 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.guilds,
 });
-const tokens = createTokenVerifier({
-  keys: config.AUTH_JWKS_URL,
-  issuer: config.JWT_ISSUER,
-  audience: config.JWT_AUDIENCE,
-  algorithm: config.JWT_ALGORITHM,
-});
+const tokens = tokenVerifierFor(config);
 const app = await buildApp({ ...runtime, config, tokens });
 const consumers = await startBus(runtime);
 const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
 await serve({
   app,
-  host: config.HOST,
-  port: config.PORT,
-  graceMs: config.SHUTDOWN_GRACE_MS,
+  config,
   log: runtime.log,
   runtime,
   consumers,

@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/kit';
+import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { MusicConfig } from './config.ts';
 
@@ -10,11 +10,6 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.music,
 });
-const tokens = createTokenVerifier({
-  keys: config.AUTH_JWKS_URL,
-  issuer: config.JWT_ISSUER,
-  audience: config.JWT_AUDIENCE,
-  algorithm: config.JWT_ALGORITHM,
-});
+const tokens = tokenVerifierFor(config);
 const app = await buildApp({ ...runtime, config, tokens });
-await serve({ app, host: config.HOST, port: config.PORT, graceMs: config.SHUTDOWN_GRACE_MS, log: runtime.log, runtime });
+await serve({ app, config, log: runtime.log, runtime });

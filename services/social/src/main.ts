@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, createTokenVerifier, serve, startRuntime } from '@chat/kit';
+import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
@@ -11,19 +11,12 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = createTokenVerifier({
-  keys: config.AUTH_JWKS_URL,
-  issuer: config.JWT_ISSUER,
-  audience: config.JWT_AUDIENCE,
-  algorithm: config.JWT_ALGORITHM,
-});
+const tokens = tokenVerifierFor(config);
 const users = await startUserReadModel(runtime);
 const app = await buildApp({ ...runtime, config, tokens });
 await serve({
   app,
-  host: config.HOST,
-  port: config.PORT,
-  graceMs: config.SHUTDOWN_GRACE_MS,
+  config,
   log: runtime.log,
   runtime,
   consumers: [users],
