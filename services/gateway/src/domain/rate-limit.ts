@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { RateTier } from '@chat/contracts';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -57,8 +58,9 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
   redis.defineCommand('slidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
   const memory = createMemoryWindows();
   let lastWarning = 0;
-  let sequence = 0;
-  const member = () => `${process.pid}:${Date.now()}:${sequence++}`;
+  // Unique across replicas: a pid is not (every container's gateway is pid 1), and two members that
+  // collide would count as one request.
+  const member = () => randomUUID();
 
   return {
     async hit(tier, subject) {
