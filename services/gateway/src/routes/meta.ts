@@ -12,18 +12,20 @@ export async function metaRoutes(app: FastifyInstance, deps: { config: GatewayCo
   const openapi = buildOpenApi(ALL_ROUTES, { title: 'Chat platform API', version: '1.0.0' });
   const page = docsPage(openapi);
 
+  // Single flight: callers that arrive while a round of checks runs share its answer, so a burst of
+  // health requests costs one round, never one per request (which would itself make it time out).
+  let inFlight: Promise<HealthReport> | undefined;
+  const currentReport = () => {
+    inFlight ??= healthReport(deps).finally(() => {
+      inFlight = undefined;
+    });
+    return inFlight;
+  };
+
   route(app, gatewayRoutes.health, async (_req, reply) => {
-    const [gateway, ...services] = await Promise.all([
-      runChecks(deps.checks),
-      ...Object.entries(upstreamUrls(deps.config)).map(([name, url]) => serviceReadiness(name, url)),
-    ]);
-    const report = {
-      gateway: { status: gateway.ready ? 'ready' : 'unavailable', checks: gateway.checks },
-      ...Object.fromEntries(services),
-    } as Record<string, { status: 'ready' | 'unavailable'; checks?: Record<string, string> }>;
-    const ok = Object.values(report).every((s) => s.status === 'ready');
-    reply.code(ok ? 200 : 503);
-    return { status: ok ? ('ok' as const) : ('degraded' as const), services: report };
+    const report = await currentReport();
+    reply.code(report.status === 'ok' ? 200 : 503);
+    return report;
   });
 
   route(app, gatewayRoutes.openapi, async () => openapi);
@@ -31,6 +33,24 @@ export async function metaRoutes(app: FastifyInstance, deps: { config: GatewayCo
     reply.type('text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
     return reply.send(page);
   });
+}
+
+type HealthReport = {
+  status: 'ok' | 'degraded';
+  services: Record<string, { status: 'ready' | 'unavailable'; checks?: Record<string, string> }>;
+};
+
+async function healthReport(deps: { config: GatewayConfig; checks: Record<string, () => Promise<unknown>> }): Promise<HealthReport> {
+  const [gateway, ...services] = await Promise.all([
+    runChecks(deps.checks),
+    ...Object.entries(upstreamUrls(deps.config)).map(([name, url]) => serviceReadiness(name, url)),
+  ]);
+  const report: HealthReport['services'] = {
+    gateway: { status: gateway.ready ? 'ready' : 'unavailable', checks: gateway.checks },
+    ...Object.fromEntries(services),
+  };
+  const ok = Object.values(report).every((s) => s.status === 'ready');
+  return { status: ok ? 'ok' : 'degraded', services: report };
 }
 
 async function serviceReadiness(name: string, baseUrl: string) {
