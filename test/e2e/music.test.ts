@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, newUser, type TestUser } from './helpers.ts';
 
-// What works end to end today. Playing, skipping and the access rule need a user in a voice
-// channel (guilds' POST /v1/voice/join and its rpc.guilds.voice.access answer), which is built
-// in the guilds half of the issue; the music service's own tests cover them with a stand-in.
+// Input checks of the music routes through the gateway. Playing, skipping and the access rule with
+// a user in a real voice channel are in music-voice.test.ts.
 let user: TestUser;
 beforeAll(async () => {
   user = await newUser('music');
