@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import type { InsertBaseline } from './insert-baseline.ts';
 import type { Figures } from './load.ts';
 
 /** One measured row: a scenario's load sent to one target. */
@@ -40,6 +41,8 @@ export interface BenchReport {
   };
   measurements: Measurement[];
   notRun: NotRun[];
+  /** Raw single-row INSERTs, measured in the same run when a write scenario asks for it. */
+  insertBaseline?: InsertBaseline;
 }
 
 export function machine(): BenchReport['machine'] {

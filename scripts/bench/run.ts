@@ -1,6 +1,7 @@
 import { configOrExit } from '@chat/kit';
 import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
+import { measureInsertBaseline } from './insert-baseline.ts';
 import { type Figures, type LoadSettings, measure } from './load.ts';
 import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
@@ -46,11 +47,16 @@ try {
     if ('reason' in outcome) report.notRun.push(outcome);
     else report.measurements.push(...outcome);
   }
+  if (scenarios.some((s) => s.insertBaseline)) {
+    progress(`raw single-row INSERT baseline, ${settings.BENCH_CONNECTIONS} callers over a pool of 10`);
+    report.insertBaseline = await measureInsertBaseline(settings.BENCH_CONNECTIONS, settings.BENCH_DURATION);
+  }
 } finally {
   await stopAll();
 }
 
 console.log(`\n${formatTable(report)}`);
+if (report.insertBaseline) console.log(insertBaselineLines(report));
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
 if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
@@ -140,6 +146,22 @@ function stopOnSignals() {
       process.exit(130);
     });
   }
+}
+
+/** The raw INSERT figures, and each write scenario's req/s as a share of them. */
+function insertBaselineLines(r: BenchReport): string {
+  const base = r.insertBaseline as NonNullable<BenchReport['insertBaseline']>;
+  const writes = new Set(scenarios.filter((s) => s.insertBaseline).map((s) => s.name));
+  const rows = r.measurements
+    .filter((m) => writes.has(m.scenario))
+    .map(
+      (m) =>
+        `  ${m.scenario} via ${m.via}: ${m.figures.requestsPerSecond} req/s = ${(m.figures.requestsPerSecond / base.rowsPerSecond).toFixed(3)} x raw INSERT`,
+    );
+  return [
+    `\nraw single-row INSERT (pool of ${base.poolSize}, ${base.callers} callers): ${base.rowsPerSecond} rows/s, p50 ${base.p50} ms, p99 ${base.p99} ms`,
+    ...rows,
+  ].join('\n');
 }
 
 function progress(message: string) {

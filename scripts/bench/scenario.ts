@@ -32,6 +32,8 @@ export interface Scenario {
   direct?: Exclude<ServiceProcess, 'gateway'>;
   /** Connections when this scenario must differ from the run's (CPU-bound logins); the baseline is measured at it too. */
   connections?: number;
+  /** A write path: the run also measures raw single-row INSERTs as a second baseline. */
+  insertBaseline?: boolean;
   /** Prepares data through `ctx` (not measured) and returns the load, or a reason to skip. */
   setup(ctx: BenchContext): Promise<ScenarioLoad | Skip>;
 }

@@ -5,6 +5,7 @@ export const dmPost = defineScenario({
   name: 'dm.post',
   summary: 'POST /v1/dm/messages to a 1:1 conversation, through the gateway and straight to social',
   direct: 'social',
+  insertBaseline: true,
   setup: async (ctx) => {
     const [sender, recipient] = [await ctx.registerUser('dm_a'), await ctx.registerUser('dm_b')];
     // Social learns of new users from auth's events: give its read-model a moment to catch up.
