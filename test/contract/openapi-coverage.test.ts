@@ -1,6 +1,6 @@
 import { ALL_ROUTES, buildOpenApi, ROUTE_PREFIXES, STREAMS } from '@chat/contracts';
-import { createTokenVerifier, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startAuth } from '../../services/auth/test/helpers.ts';
@@ -33,7 +33,7 @@ async function buildSocial(): Promise<Built> {
     backing: inject('backing'),
   });
   const issuer = await createTestIssuer();
-  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const tokens = issuer.verifier();
   const app = await buildSocialApp({ ...runtime, config: loadConfig(SocialConfig, runtime.env), tokens });
   return { app, close: () => closeAll(app, runtime) };
 }

@@ -1,11 +1,10 @@
 import { defineRoute } from '@chat/contracts';
-import { createTestIssuer, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { createTestIssuer } from '@chat/testkit';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../src/errors.ts';
 import { contextOf, createHttpApp, route } from '../src/http.ts';
-import { createTokenVerifier } from '../src/tokens.ts';
 import { captureLogs } from './logs.ts';
 
 const Widget = z.object({ id: z.string(), name: z.string(), size: z.number().int() });
@@ -59,7 +58,7 @@ const DATABASE_CAUSE = 'connection to 10.0.0.7 refused by pg_hba';
 
 const logs = captureLogs();
 const issuer = await createTestIssuer();
-const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+const tokens = issuer.verifier();
 const app = createHttpApp({ log: logs.log, tokens, bodyLimit: 2_048, validateResponses: true });
 const seenRequestIds: string[] = [];
 

@@ -1,5 +1,6 @@
 export * from './backing.ts';
 export * from './database.ts';
+export * from './media-stand-in.ts';
 export * from './platform.ts';
 export * from './runtime.ts';
 export * from './tokens.ts';

@@ -1,3 +1,4 @@
+import { createTokenVerifier, type TokenVerifier } from '@chat/kit';
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWTVerifyGetKey, SignJWT } from 'jose';
 
 export const TEST_ISSUER = 'chat-auth';
@@ -6,6 +7,8 @@ export const TEST_AUDIENCE = 'chat-api';
 export interface TestIssuer {
   /** Give this to createTokenVerifier({keys}) in place of auth's JWKS URL. */
   keys: JWTVerifyGetKey;
+  /** A verifier of the tokens this issuer signs, configured as the services configure theirs. */
+  verifier(): TokenVerifier;
   sign(userId: string, options?: { sessionId?: string; expiresIn?: string; issuer?: string; audience?: string }): Promise<string>;
 }
 
@@ -16,8 +19,10 @@ export interface TestIssuer {
 export async function createTestIssuer(): Promise<TestIssuer> {
   const { publicKey, privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'EdDSA', use: 'sig' };
+  const keys = createLocalJWKSet({ keys: [jwk] });
   return {
-    keys: createLocalJWKSet({ keys: [jwk] }),
+    keys,
+    verifier: () => createTokenVerifier({ keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' }),
     sign: (userId, options = {}) =>
       new SignJWT({ sid: options.sessionId ?? crypto.randomUUID() })
         .setProtectedHeader({ alg: 'EdDSA', kid: 'test-key' })

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
-import { createTokenVerifier, ensureStream, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { ensureStream, loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -21,7 +21,7 @@ export async function startGuilds() {
   });
   const issuer = await createTestIssuer();
   const config = loadConfig(GuildsConfig, runtime.env);
-  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const tokens = issuer.verifier();
   const app = await buildApp({ ...runtime, config, tokens });
   const consumers = await startBus(runtime);
   const tokenCache = new Map<string, string>();

@@ -1,13 +1,12 @@
-import { MEDIA_RPC, type MediaFileReply, MediaFileRequest, Permission, toMask } from '@chat/contracts';
-import { connectBus, notFound, serveRpc } from '@chat/kit';
-import { v7 as uuidv7 } from 'uuid';
+import { Permission, toMask } from '@chat/contracts';
+import { startMediaStandIn } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_MENTIONS } from '../src/domain/mentions.ts';
 import { postMessage } from '../src/domain/messages.ts';
 import { newId, startGuilds } from './harness.ts';
 
 const g = await startGuilds();
-const media = await startMediaStandIn();
+const media = await startMediaStandIn(g.runtime);
 afterAll(async () => {
   await media.stop();
   await g.close();
@@ -547,35 +546,3 @@ describe('attachments when media is down', () => {
     expect(await rowCount(general)).toBe(before);
   });
 });
-
-/**
- * The media service is built by another engineer and runs as its own process: this stand-in
- * serves its `rpc.media.file.get` contract on the test's bus namespace over the real NATS server,
- * from an in-memory table of files. `stop()` takes it off the bus, as a media outage would.
- */
-async function startMediaStandIn() {
-  const files = new Map<string, MediaFileReply>();
-  const bus = await connectBus({
-    url: g.runtime.env.NATS_URL!,
-    namespace: g.runtime.namespace,
-    name: 'media-stand-in',
-    log: g.runtime.log,
-  });
-  serveRpc(bus, g.runtime.log, MEDIA_RPC.fileGet, MediaFileRequest, async ({ id }) => {
-    const file = files.get(id);
-    if (!file) throw notFound('File');
-    return file;
-  });
-  await bus.nc.flush();
-  return {
-    upload(uploaderId: string, filename = 'photo.png', contentType = 'image/png', size = 1234): MediaFileReply {
-      const id = uuidv7();
-      const file = { id, uploaderId, url: `http://media.example/v1/media/${id}/${filename}`, filename, contentType, size };
-      files.set(id, file);
-      return file;
-    },
-    async stop() {
-      if (!bus.nc.isClosed()) await bus.nc.drain();
-    },
-  };
-}

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { STREAMS } from '@chat/contracts';
-import { createTokenVerifier, loadConfig } from '@chat/kit';
-import { type Backing, createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { loadConfig } from '@chat/kit';
+import { type Backing, createTestIssuer, createTestRuntime } from '@chat/testkit';
 import { Client } from 'minio';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -39,7 +39,7 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
     ...options.env,
   });
   const issuer = await createTestIssuer();
-  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const tokens = issuer.verifier();
   const storage = createObjectStore({ minio: config.MINIO_URL, bucket, log: runtime.log });
   if (options.createBucket !== false) await storage.ensureBucket();
   const deps: MediaDeps = { ...runtime, config, tokens, storage };

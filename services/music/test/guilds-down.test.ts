@@ -1,6 +1,6 @@
 import { STREAMS, VOICE_RPC } from '@chat/contracts';
-import { createTokenVerifier, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -16,7 +16,7 @@ const runtime = await createTestRuntime({
 });
 const issuer = await createTestIssuer();
 const config = loadConfig(MusicConfig, runtime.env);
-const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+const tokens = issuer.verifier();
 const app = await buildApp({ ...runtime, config, tokens });
 afterAll(async () => {
   await app.close();

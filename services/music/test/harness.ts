@@ -2,7 +2,6 @@ import { MUSIC_SUBJECTS, PlayerUpdatedEvent, STREAMS, VOICE_RPC, type VoiceAcces
 import {
   connectBus,
   createPool,
-  createTokenVerifier,
   type EventEnvelope,
   loadConfig,
   natsCheck,
@@ -11,7 +10,7 @@ import {
   serveRpc,
   startOutboxRelay,
 } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER, type TestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, type TestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
@@ -89,7 +88,7 @@ export async function startMusicTest(): Promise<MusicTest> {
   });
   const issuer = await createTestIssuer();
   const config = loadConfig(MusicConfig, runtime.env);
-  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const tokens = issuer.verifier();
   const guilds = new StandInGuilds();
   guilds.serve(runtime);
   const app = await buildApp({ ...runtime, config, tokens });

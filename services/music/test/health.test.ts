@@ -1,6 +1,6 @@
 import { STREAMS } from '@chat/contracts';
-import { createTokenVerifier, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { MusicConfig } from '../src/config.ts';
@@ -13,7 +13,7 @@ const runtime = await createTestRuntime({
 });
 const issuer = await createTestIssuer();
 const config = loadConfig(MusicConfig, runtime.env);
-const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+const tokens = issuer.verifier();
 const app = await buildApp({ ...runtime, config, tokens });
 afterAll(async () => {
   await app.close();

@@ -1,6 +1,6 @@
-import { MEDIA_RPC, type MediaFileReply, MediaFileRequest, STREAMS, type UserEventData } from '@chat/contracts';
-import { type ConsumerHandle, connectBus, createTokenVerifier, ensureStream, loadConfig, notFound, serveRpc } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, TEST_AUDIENCE, TEST_ISSUER, type TestRuntime } from '@chat/testkit';
+import { STREAMS, type UserEventData } from '@chat/contracts';
+import { type ConsumerHandle, ensureStream, loadConfig } from '@chat/kit';
+import { createTestIssuer, createTestRuntime, startMediaStandIn, type TestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
@@ -22,7 +22,7 @@ export async function createHarness(options: { handleUserEvent?: (log: TestRunti
   });
   const issuer = await createTestIssuer();
   const config = loadConfig(SocialConfig, runtime.env);
-  const tokens = createTokenVerifier({ keys: issuer.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
+  const tokens = issuer.verifier();
   const app: FastifyInstance = await buildApp({ ...runtime, config, tokens });
   await ensureStream(runtime.bus, STREAMS.auth);
   let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
@@ -105,34 +105,6 @@ export async function createHarness(options: { handleUserEvent?: (log: TestRunti
 }
 
 export type Harness = Awaited<ReturnType<typeof createHarness>>;
-
-/**
- * The media service is built by another engineer at the same time: this stand-in serves its
- * `rpc.media.file.get` contract on the test's bus namespace over the real NATS server, from an
- * in-memory table of files. `stop()` takes it off the bus, as a media outage would.
- */
-async function startMediaStandIn(runtime: TestRuntime) {
-  const files = new Map<string, MediaFileReply>();
-  const bus = await connectBus({ url: runtime.env.NATS_URL!, namespace: runtime.namespace, name: 'media-stand-in', log: runtime.log });
-  serveRpc(bus, runtime.log, MEDIA_RPC.fileGet, MediaFileRequest, async ({ id }) => {
-    const file = files.get(id);
-    if (!file) throw notFound('File');
-    return file;
-  });
-  await bus.nc.flush();
-  return {
-    /** Records an upload as media would, and answers it. */
-    upload(uploaderId: string, filename = 'photo.png', contentType = 'image/png', size = 1234): MediaFileReply {
-      const id = uuidv7();
-      const file = { id, uploaderId, url: `http://media.example/v1/media/${id}/${filename}`, filename, contentType, size };
-      files.set(id, file);
-      return file;
-    },
-    async stop() {
-      if (!bus.nc.isClosed()) await bus.nc.drain();
-    },
-  };
-}
 
 /** Polls `check` until it is truthy (5 s at most). */
 export async function eventually(check: () => Promise<unknown>, timeoutMs = 5_000): Promise<void> {
