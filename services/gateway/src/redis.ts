@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 export function createRedis(url: string, timeoutMs: number): Redis {
   const redis = new Redis(url, {
     commandTimeout: timeoutMs,
+    enableAutoPipelining: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: 1_000,

@@ -33,7 +33,7 @@ describe('edge hygiene', () => {
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['strict-transport-security']).toMatch(/max-age=/);
       expect(res.headers['content-security-policy']).toContain("default-src 'none'");
-      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN');
+      expect(res.headers['x-frame-options']).toBe('DENY');
     }
   });
 

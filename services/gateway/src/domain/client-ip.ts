@@ -1,5 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 
+const MAX_REMEMBERED_PEERS = 4_096;
+
 /**
  * The client IP of spec section 8: the first X-Forwarded-For entry, then X-Real-IP, then the
  * socket address; the headers count only when the direct peer is a trusted proxy (addresses or
@@ -8,10 +10,22 @@ import { BlockList, isIP } from 'node:net';
 export function createClientIpResolver(trustedProxies: string[]) {
   const trusted = new BlockList();
   for (const entry of trustedProxies) addEntry(trusted, entry);
+  // Most requests come from a handful of peers (the load balancers): each is looked up once.
+  const peers = new Map<string, { direct: string; trusted: boolean }>();
+  const peerOf = (address: string) => {
+    let known = peers.get(address);
+    if (!known) {
+      if (peers.size >= MAX_REMEMBERED_PEERS) peers.clear();
+      const direct = normalize(address) ?? 'unknown';
+      known = { direct, trusted: isTrusted(trusted, direct) };
+      peers.set(address, known);
+    }
+    return known;
+  };
 
   return function clientIp(peer: string | undefined, headers: Record<string, string | string[] | undefined>): string {
-    const direct = normalize(peer ?? '') ?? 'unknown';
-    if (!isTrusted(trusted, direct)) return direct;
+    const { direct, trusted: fromProxy } = peerOf(peer ?? '');
+    if (!fromProxy) return direct;
     const forwarded = first(headers['x-forwarded-for'])?.split(',')[0];
     return normalize(forwarded) ?? normalize(first(headers['x-real-ip'])) ?? direct;
   };

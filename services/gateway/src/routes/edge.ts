@@ -1,13 +1,13 @@
 import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
 import { AppError, bearerToken, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { createClientIpResolver } from '../domain/client-ip.ts';
 import type { WindowVerdict } from '../domain/memory-window.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
 import { createRouteTable, type RouteClass } from '../domain/route-table.ts';
+import { SECURITY_HEADERS } from '../domain/security-headers.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,17 +32,12 @@ const PROBES = new Set(['/health/live', '/health/ready']);
  */
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
-  await app.register(helmet, {
-    // An API of JSON: nothing may be framed, run or loaded from its answers (/v1/docs sets its own policy).
-    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-    // Clients on other origins load media through the gateway.
-    crossOriginResourcePolicy: { policy: 'cross-origin' },
-  });
   const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
   const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES);
   app.decorateRequest('clientIp', '');
 
   app.addHook('onRequest', async (req, reply) => {
+    reply.headers(SECURITY_HEADERS);
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);

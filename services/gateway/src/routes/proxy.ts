@@ -1,7 +1,12 @@
+import { Buffer } from 'node:buffer';
+import type { Readable } from 'node:stream';
 import proxy from '@fastify/http-proxy';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { proxyTargets } from '../upstreams.ts';
+
+/** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
+const BUFFERED_ANSWER_BYTES = 64 * 1024;
 
 /**
  * Forwards each prefix to its service. The Authorization header travels unchanged (services
@@ -23,6 +28,7 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
       },
       replyOptions: {
         rewriteRequestHeaders: (req, headers) => ({ ...headers, 'x-request-id': req.id }),
+        onResponse: (_req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, service),
         onError: (reply, { error }) => {
           const timedOut = /timeout/i.test(`${(error as { code?: string }).code} ${error.message}`);
           if (!timedOut) reply.log.warn({ err: error, service }, 'upstream unavailable');
@@ -33,4 +39,37 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
       },
     });
   }
+}
+
+/** The part of a reply the forwarding uses (reply-from types it for any raw server). */
+interface ProxiedReply {
+  request: { method: string };
+  log: FastifyBaseLogger;
+  getHeader(name: string): unknown;
+  removeHeader(name: string): unknown;
+  code(status: number): { type(contentType: string): { send(payload: unknown): unknown } };
+  send(payload?: unknown): unknown;
+}
+
+/**
+ * A small answer (nearly every JSON one) is read whole and sent as one buffer: one write to the
+ * client and none of a piped stream's bookkeeping, which is most of what a hop costs. Files and
+ * answers of unknown length stream through as they come.
+ */
+function forwardAnswer(reply: ProxiedReply, body: Readable, service: string): void {
+  // The service's headers are already on the reply.
+  const length = Number(reply.getHeader('content-length'));
+  if (reply.request.method === 'HEAD' || !(length > 0 && length <= BUFFERED_ANSWER_BYTES)) return void reply.send(body);
+  const chunks: Buffer[] = [];
+  body.on('data', (chunk: Buffer) => chunks.push(chunk));
+  body.once('end', () => reply.send(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+  body.once('error', (err) => {
+    reply.log.warn({ err, service }, 'upstream broke off its answer');
+    // The service's length no longer describes what is sent.
+    reply.removeHeader('content-length');
+    reply
+      .code(502)
+      .type('application/json; charset=utf-8')
+      .send({ error: `The ${service} service broke off its answer` });
+  });
 }
