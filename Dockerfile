@@ -5,9 +5,8 @@
 
 ARG NODE_IMAGE=node:20-bookworm
 
-# Production dependencies of every workspace, plus tsx (a root devDependency) at the lockfile's
-# version in a place of its own: the services are TypeScript run by tsx, there is no build step.
-FROM ${NODE_IMAGE} AS deps
+# Every workspace's manifest first, so that the install layers are cached until a manifest changes.
+FROM ${NODE_IMAGE} AS manifests
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY libs/contracts/package.json libs/contracts/
@@ -19,25 +18,35 @@ COPY services/guilds/package.json services/guilds/
 COPY services/media/package.json services/media/
 COPY services/music/package.json services/music/
 COPY services/social/package.json services/social/
-RUN npm ci --omit=dev --no-audit --no-fund \
- && TSX_VERSION="$(node -p "require('./package-lock.json').packages['node_modules/tsx'].version")" \
- && npm install --prefix /opt/tsx --no-save --no-audit --no-fund "tsx@${TSX_VERSION}" \
- && ln -s /opt/tsx/node_modules/tsx node_modules/tsx
 
-# The runtime: a slim image with the dependencies and the sources, run as the unprivileged node user.
+# The bundles: each process's TypeScript and the workspace libraries as one JavaScript file
+# (npm run build), so that production runs plain Node without a TypeScript loader.
+FROM manifests AS build
+RUN npm ci --no-audit --no-fund
+COPY libs ./libs
+COPY services ./services
+COPY scripts/build.ts scripts/
+RUN node --import tsx scripts/build.ts
+
+# Production dependencies only, with each workspace's own node_modules (the bundles import from them).
+FROM manifests AS deps
+RUN npm ci --omit=dev --no-audit --no-fund
+
+# The runtime: a slim image with the dependencies, the bundles and the migrations, run as the
+# unprivileged node user.
 FROM ${NODE_IMAGE}-slim AS runtime
 ARG SERVICE=gateway
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     SERVICE=${SERVICE}
 WORKDIR /app
-COPY --from=deps /opt/tsx /opt/tsx
-COPY --from=deps /app/node_modules ./node_modules
-COPY package.json ./
+COPY --from=deps /app ./
 COPY libs ./libs
 COPY services ./services
+COPY --from=build /app/dist ./dist
 # Some services write files beside their sources on first start (auth's development key).
 RUN mkdir -p .data && chown node:node .data
 USER node
 # exec: node replaces the shell as PID 1, so SIGTERM reaches it and the graceful shutdown runs.
-CMD exec node --import tsx "services/${SERVICE}/src/main.ts"
+# node-flags: the process's own Node flags, written by the build beside its bundle.
+CMD exec node $(cat "dist/${SERVICE}/node-flags") "dist/${SERVICE}/main.mjs"

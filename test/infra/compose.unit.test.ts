@@ -120,8 +120,9 @@ describe('Dockerfile', () => {
     for (const dir of workspaces) expect(dockerfile, dir).toContain(`COPY ${dir}/package.json ${dir}/`);
   });
 
-  it('runs the process its SERVICE build argument names, as PID 1', () => {
-    expect(dockerfile).toMatch(/^CMD exec node --import tsx "services\/\$\{SERVICE\}\/src\/main\.ts"$/m);
+  it("runs the bundle of the process its SERVICE build argument names, with that process's Node flags, as PID 1", () => {
+    expect(dockerfile).toMatch(/^RUN node --import tsx scripts\/build\.ts$/m);
+    expect(dockerfile).toMatch(/^CMD exec node \$\(cat "dist\/\$\{SERVICE\}\/node-flags"\) "dist\/\$\{SERVICE\}\/main\.mjs"$/m);
   });
 });
 

@@ -1,12 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { connectBus } from '@chat/kit';
-import { createTestDatabase, deleteNamespaceStreams, testNamespace } from '@chat/testkit';
+import { buildBundles, bundlePath, createTestDatabase, deleteNamespaceStreams, testNamespace } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { captureLogs } from './logs.ts';
 
-// These tests start a real service (music, the smallest) as its own process, as production does.
+// These tests start a real service (music, the smallest) as its own process, as production does:
+// its bundle on plain Node.
 const ROOT = new URL('../../../', import.meta.url).pathname;
+await buildBundles(['music']);
 const backing = inject('backing');
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -22,7 +24,7 @@ async function freePort(): Promise<number> {
 }
 
 function startMusic(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'services/music/src/main.ts'], {
+  const child = spawn(process.execPath, [bundlePath('music')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,5 @@
 export * from './backing.ts';
+export * from './build.ts';
 export * from './database.ts';
 export * from './media-stand-in.ts';
 export * from './platform.ts';

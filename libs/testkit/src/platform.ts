@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backing } from './backing.ts';
+import { buildBundles, bundlePath, NODE_FLAGS } from './build.ts';
 
 export const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'] as const;
 export type ServiceProcess = (typeof SERVICES)[number] | 'gateway';
@@ -70,16 +71,20 @@ export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<str
   return { ...common, ...own[name], ...(o.extraEnv?.[name] ?? {}) };
 }
 
-/** Starts the five services and the gateway, each as its own process, and waits until all are ready. */
+/**
+ * Builds the bundles (the JavaScript each process runs, as in production), starts the five services
+ * and the gateway, each as its own process, and waits until all are ready.
+ */
 export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000): Promise<Platform> {
   mkdirSync(o.logDir, { recursive: true });
+  await buildBundles();
   const children = new Map<ServiceProcess, ChildProcess>();
   const urls = Object.fromEntries(Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${p}`])) as Record<ServiceProcess, string>;
   const logFile = (name: ServiceProcess) => join(o.logDir, `${name}.log`);
 
   async function startService(name: ServiceProcess) {
     const log = createWriteStream(logFile(name), { flags: 'a' });
-    const child = spawn(process.execPath, ['--import', 'tsx', join('services', name, 'src', 'main.ts')], {
+    const child = spawn(process.execPath, [...NODE_FLAGS[name], bundlePath(name)], {
       cwd: ROOT,
       env: { ...o.baseEnv, ...processEnv(name, o) },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -11,7 +11,15 @@ import { readFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { connectBus, createLogger } from '@chat/kit';
-import { createTestDatabase, deleteNamespaceStreams, parseMinioUrl, testNamespace } from '@chat/testkit';
+import {
+  buildBundles,
+  bundlePath,
+  createTestDatabase,
+  deleteNamespaceStreams,
+  NODE_FLAGS,
+  parseMinioUrl,
+  testNamespace,
+} from '@chat/testkit';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Client } from 'minio';
 
@@ -30,9 +38,11 @@ const namespace = testNamespace('rss');
 const bucket = `rss-media-${randomBytes(4).toString('hex')}`;
 const port = await freePort();
 
-// MEDIA_NODE_FLAGS: extra V8/Node flags for the media process, to compare settings.
+// MEDIA_NODE_FLAGS: extra V8/Node flags for the media process, to compare settings (the last of a flag given twice wins).
 const flags = (process.env.MEDIA_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-const media = spawn(process.execPath, [...flags, '--import', 'tsx', 'services/media/src/main.ts'], {
+await buildBundles(['media']);
+// As it runs in production: the bundle, with the platform's Node flags for media.
+const media = spawn(process.execPath, [...NODE_FLAGS.media, ...flags, bundlePath('media')], {
   cwd: root,
   stdio: ['ignore', process.env.MEDIA_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   env: {
