@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backing } from './backing.ts';
 import { buildBundles, bundlePath, NODE_FLAGS } from './build.ts';
+import { minioUrl } from './minio.ts';
 
 export const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'] as const;
 export type ServiceProcess = (typeof SERVICES)[number] | 'gateway';
@@ -63,7 +64,7 @@ export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<str
     social: { DATABASE_URL: o.databases.social },
     media: {
       DATABASE_URL: o.databases.media,
-      MINIO_URL: `${o.backing.minio.useSSL ? 'https' : 'http'}://${encodeURIComponent(o.backing.minio.accessKey)}:${encodeURIComponent(o.backing.minio.secretKey)}@${o.backing.minio.endPoint}:${o.backing.minio.port}`,
+      MINIO_URL: minioUrl(o.backing.minio),
       MEDIA_PUBLIC_URL: url('gateway'),
     },
     music: { DATABASE_URL: o.databases.music },

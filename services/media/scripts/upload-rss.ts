@@ -18,6 +18,7 @@ import {
   deleteNamespaceStreams,
   NODE_FLAGS,
   parseMinioUrl,
+  removeBucket,
   testNamespace,
 } from '@chat/testkit';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -164,11 +165,7 @@ function listen(server: ReturnType<typeof createServer>): Promise<number> {
 }
 
 async function cleanUp() {
-  const s3 = new Client(parseMinioUrl(minioUrl));
-  const keys: string[] = [];
-  for await (const item of s3.listObjectsV2(bucket, '', true)) keys.push((item as { name: string }).name);
-  if (keys.length) await s3.removeObjects(bucket, keys);
-  await s3.removeBucket(bucket).catch(() => {});
+  await removeBucket(new Client(parseMinioUrl(minioUrl)), bucket).catch(() => {});
   const bus = await connectBus({ url: natsUrl, namespace, name: 'rss-cleanup', log: createLogger({ service: 'rss', level: 'silent' }) });
   await deleteNamespaceStreams(bus, namespace);
   await bus.nc.drain();

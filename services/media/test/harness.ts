@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import { STREAMS } from '@chat/contracts';
 import { loadConfig } from '@chat/kit';
-import { type Backing, createTestIssuer, createTestRuntime } from '@chat/testkit';
+import { type Backing, collect, createTestIssuer, createTestRuntime, incompleteUploads, minioUrl, removeBucket } from '@chat/testkit';
 import { Client } from 'minio';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -12,10 +11,6 @@ import type { MediaDeps } from '../src/deps.ts';
 import { createObjectStore } from '../src/storage.ts';
 
 export type MinioOptions = Backing['minio'];
-
-export function minioUrl(m: MinioOptions): string {
-  return `${m.useSSL ? 'https' : 'http'}://${encodeURIComponent(m.accessKey)}:${encodeURIComponent(m.secretKey)}@${m.endPoint}:${m.port}`;
-}
 
 /**
  * The media app as main wires it, on this test file's own database, bus namespace and bucket,
@@ -73,33 +68,6 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
 }
 
 export type MediaHarness = Awaited<ReturnType<typeof createMediaHarness>>;
-
-/**
- * Keys with a multipart upload under way. minio lists the parts of each upload it lists, so an
- * upload aborted between the two calls fails the listing: list again.
- */
-async function incompleteUploads(s3: Client, bucket: string): Promise<string[]> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return (await collect<{ key: string }>(s3.listIncompleteUploads(bucket, '', true))).map((i) => i.key);
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'NoSuchUpload' || attempt === 5) throw err;
-    }
-  }
-}
-
-async function removeBucket(s3: Client, bucket: string) {
-  const keys = (await collect<{ name?: string }>(s3.listObjectsV2(bucket, '', true))).map((i) => i.name as string);
-  for (const key of await incompleteUploads(s3, bucket)) await s3.removeIncompleteUpload(bucket, key);
-  if (keys.length) await s3.removeObjects(bucket, keys);
-  await s3.removeBucket(bucket);
-}
-
-export async function collect<T>(stream: Readable | AsyncIterable<unknown>): Promise<T[]> {
-  const items: T[] = [];
-  for await (const item of stream as AsyncIterable<T>) items.push(item);
-  return items;
-}
 
 export interface Part {
   name: string;
