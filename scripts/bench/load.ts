@@ -34,7 +34,7 @@ export async function measure(baseUrl: string, load: ScenarioLoad, settings: Loa
   const expected = String(load.expectStatus ?? 200);
   const answered = Object.values(statuses).reduce((sum, n) => sum + n, 0);
   return {
-    requestsPerSecond: Math.round(result.requests.average),
+    requestsPerSecond: perSecond(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: answered,
@@ -44,14 +44,19 @@ export async function measure(baseUrl: string, load: ScenarioLoad, settings: Loa
   };
 }
 
+/** Whole numbers, except below 100 (uploads, logins), where a decimal still means something. */
+export function perSecond(rate: number): number {
+  return rate < 100 ? Math.round(rate * 10) / 10 : Math.round(rate);
+}
+
 function toAutocannon(request: BenchRequest, nextClientIp: () => string): Request {
-  const json = request.body !== undefined && typeof request.body !== 'string';
+  const json = request.body !== undefined && typeof request.body !== 'string' && !Buffer.isBuffer(request.body);
   const headers: Record<string, string> = { ...(json ? { 'content-type': 'application/json' } : {}), ...request.headers };
   return {
     method: request.method,
     path: request.path,
     headers,
-    ...(request.body === undefined ? {} : { body: json ? JSON.stringify(request.body) : (request.body as string) }),
+    ...(request.body === undefined ? {} : { body: json ? JSON.stringify(request.body) : (request.body as string | Buffer) }),
     setupRequest: (req) => {
       req.headers = { ...headers, 'x-forwarded-for': nextClientIp() };
       return req;

@@ -1,7 +1,17 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, resolveBacking, SERVICES, type ServiceProcess, startPlatform, testNamespace } from '@chat/testkit';
+import {
+  type Backing,
+  createTestDatabase,
+  removeBucket,
+  resolveBacking,
+  SERVICES,
+  type ServiceProcess,
+  startPlatform,
+  testNamespace,
+} from '@chat/testkit';
+import { Client } from 'minio';
 import { freePort } from '../../test/setup/platform.ts';
 
 export interface Running<T> {
@@ -12,24 +22,29 @@ export interface Running<T> {
 export interface BenchPlatform {
   urls: Record<ServiceProcess, string>;
   logDir: string;
+  /** Where the platform's backing parts are (references measure against the same ones). */
+  backing: Backing;
 }
 
 /**
  * Every service and the gateway as their own processes, on free ports, with fresh databases and a
  * bus namespace of their own (as the end-to-end tests do), so a bench never touches a developer's
- * data. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see client-ips.ts), and
+ * data or files. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see client-ips.ts), and
  * registration answers with a token at once (no email verification).
  */
 export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: string }): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
   const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(resolved.backing.postgresUrl, `bench_${s}`)));
+  const namespace = testNamespace('bench');
+  // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
+  const bucket = `bench-${namespace}`;
   const dropAll = async () => {
     await Promise.all(databases.map((d) => d.drop().catch(() => {})));
+    await removeBucket(new Client(resolved.backing.minio), bucket).catch(() => {});
     await resolved.stop();
   };
   const names: ServiceProcess[] = ['gateway', ...SERVICES];
   const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
-  const namespace = testNamespace('bench');
   const logDir = join(tmpdir(), `chat-bench-${namespace}`);
   try {
     const platform = await startPlatform({
@@ -39,10 +54,10 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       namespace,
       logDir,
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
-      extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' } },
+      extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' }, media: { MEDIA_BUCKET: bucket } },
     });
     return {
-      value: { urls: platform.urls, logDir },
+      value: { urls: platform.urls, logDir, backing: resolved.backing },
       stop: async () => {
         await platform.stop();
         await dropAll();

@@ -1,8 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import type { InsertBaseline } from './insert-baseline.ts';
 import type { Figures } from './load.ts';
+import type { ReferenceFigures } from './references.ts';
 
 /** One measured row: a scenario's load sent to one target. */
 export interface Measurement {
@@ -18,6 +18,21 @@ export interface Measurement {
   ratioToBaseline: number;
   /** On the gateway row of a scenario with a direct row: gateway req/s over the service's own. */
   ratioToDirect?: number;
+  /** The payload of each request (uploads). */
+  bytesPerRequest?: number;
+  /** The scenario's reference (references.ts), and this row's req/s over the reference's operations/s. */
+  reference?: string;
+  ratioToReference?: number;
+}
+
+/** A reference as measured in the run. */
+export interface MeasuredReference {
+  name: string;
+  summary: string;
+  unit: string;
+  bytesPerOperation?: number;
+  connections: number;
+  figures: ReferenceFigures;
 }
 
 /** A scenario that did not run: skipped by its setup (not built yet), or its setup failed. */
@@ -40,9 +55,9 @@ export interface BenchReport {
     nodeEnv: string;
   };
   measurements: Measurement[];
+  /** The building blocks the scenarios are compared with, measured alone in the same run. */
+  references: MeasuredReference[];
   notRun: NotRun[];
-  /** Raw single-row INSERTs, measured in the same run when a write scenario asks for it. */
-  insertBaseline?: InsertBaseline;
 }
 
 export function machine(): BenchReport['machine'] {
@@ -73,6 +88,8 @@ const COLUMNS = [
   'base p99',
   'x base',
   'x direct',
+  'MiB/s',
+  'x ref',
   'bad',
 ];
 
@@ -89,6 +106,8 @@ export function formatTable(report: BenchReport): string {
     String(m.baseline.p99),
     m.ratioToBaseline.toFixed(3),
     m.ratioToDirect === undefined ? '' : m.ratioToDirect.toFixed(3),
+    m.bytesPerRequest === undefined ? '' : mebibytesPerSecond(m.figures.requestsPerSecond, m.bytesPerRequest),
+    m.ratioToReference === undefined ? '' : m.ratioToReference.toFixed(3),
     isSuspect(m) ? `${m.figures.unexpected + m.figures.errors} (${describeStatuses(m.figures)})` : '0',
   ]);
   const widths = COLUMNS.map((c, i) => Math.max(c.length, ...rows.map((r) => r[i]!.length)));
@@ -103,6 +122,30 @@ export function formatTable(report: BenchReport): string {
       `load average ${report.machine.loadAverage} at the start`,
   );
   return out.join('\n');
+}
+
+/** Each reference, and the rows compared with it ("x ref" in the table). */
+export function formatReferences(report: BenchReport): string {
+  return report.references
+    .map((r) => {
+      const f = r.figures;
+      const rate = r.bytesPerOperation === undefined ? '' : ` = ${mebibytesPerSecond(f.perSecond, r.bytesPerOperation)} MiB/s`;
+      const rows = report.measurements
+        .filter((m) => m.reference === r.name && m.connections === r.connections)
+        .map(
+          (m) =>
+            `    ${m.scenario} via ${m.via}: ${m.figures.requestsPerSecond} req/s = ${(m.ratioToReference ?? 0).toFixed(3)} x reference`,
+        );
+      return [
+        `reference ${r.name}, ${r.connections} callers: ${f.perSecond} ${r.unit}/s${rate}, p50 ${f.p50} ms, p99 ${f.p99} ms (${r.summary})`,
+        ...rows,
+      ].join('\n');
+    })
+    .join('\n');
+}
+
+function mebibytesPerSecond(perSecond: number, bytes: number): string {
+  return ((perSecond * bytes) / 1024 / 1024).toFixed(1);
 }
 
 function describeStatuses(f: Figures): string {

@@ -1,11 +1,22 @@
 import { configOrExit } from '@chat/kit';
 import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
-import { measureInsertBaseline } from './insert-baseline.ts';
 import { type Figures, type LoadSettings, measure } from './load.ts';
 import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
+import type { Reference } from './references.ts';
+import { closedLoop } from './references.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
-import { type BenchReport, formatTable, isSuspect, type Measurement, machine, type NotRun, writeReport } from './report.ts';
+import {
+  type BenchReport,
+  formatReferences,
+  formatTable,
+  isSuspect,
+  type MeasuredReference,
+  type Measurement,
+  machine,
+  type NotRun,
+  writeReport,
+} from './report.ts';
 import { type BenchContext, isSkip, type Scenario, type ScenarioLoad } from './scenario.ts';
 import { BenchSettings } from './settings.ts';
 
@@ -37,6 +48,7 @@ const report: BenchReport = {
     nodeEnv: settings.BENCH_NODE_ENV,
   },
   measurements: [],
+  references: [],
   notRun: [],
 };
 const ctx = createContext(platform.urls, nextClientIp);
@@ -47,16 +59,12 @@ try {
     if ('reason' in outcome) report.notRun.push(outcome);
     else report.measurements.push(...outcome);
   }
-  if (scenarios.some((s) => s.insertBaseline)) {
-    progress(`raw single-row INSERT baseline, ${settings.BENCH_CONNECTIONS} callers over a pool of 10`);
-    report.insertBaseline = await measureInsertBaseline(settings.BENCH_CONNECTIONS, settings.BENCH_DURATION);
-  }
 } finally {
   await stopAll();
 }
 
 console.log(`\n${formatTable(report)}`);
-if (report.insertBaseline) console.log(insertBaselineLines(report));
+if (report.references.length > 0) console.log(`\n${formatReferences(report)}`);
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
 if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
@@ -73,11 +81,35 @@ async function runScenario(scenario: Scenario, context: BenchContext): Promise<M
   if (isSkip(load)) return { scenario: scenario.name, reason: load.skip, failed: false };
   const connections = scenario.connections ?? settings.BENCH_CONNECTIONS;
   const base = await measureBaseline(connections);
-  const through = await measureRow(scenario, 'gateway', load, connections, base);
-  if (!scenario.direct) return [through];
-  const direct = await measureRow(scenario, scenario.direct, load, connections, base);
-  through.ratioToDirect = ratio(through.figures, direct.figures);
-  return [through, direct];
+  const rows = [await measureRow(scenario, 'gateway', load, connections, base)];
+  if (scenario.direct) rows.push(await measureRow(scenario, scenario.direct, load, connections, base));
+  if (rows[1]) rows[0]!.ratioToDirect = ratio(rows[0]!.figures, rows[1].figures);
+  if (scenario.reference) {
+    const reference = await measureReference(scenario.reference, connections);
+    for (const row of rows) {
+      row.reference = reference.name;
+      row.ratioToReference = reference.figures.perSecond === 0 ? 0 : row.figures.requestsPerSecond / reference.figures.perSecond;
+    }
+  }
+  return rows;
+}
+
+/** A scenario's reference at its concurrency, measured once per run (scenarios may share one). */
+async function measureReference(reference: Reference, connections: number): Promise<MeasuredReference> {
+  const known = report.references.find((r) => r.name === reference.name && r.connections === connections);
+  if (known) return known;
+  progress(`reference: ${reference.name}, ${connections} callers`);
+  const { operation, cleanUp } = await reference.prepare(platform.backing);
+  try {
+    if (settings.BENCH_WARMUP > 0) await closedLoop(connections, settings.BENCH_WARMUP, operation);
+    const figures = await closedLoop(connections, settings.BENCH_DURATION, operation);
+    const { name, summary, unit, bytesPerOperation } = reference;
+    const measured: MeasuredReference = { name, summary, unit, bytesPerOperation, connections, figures };
+    report.references.push(measured);
+    return measured;
+  } finally {
+    await cleanUp();
+  }
 }
 
 async function measureRow(
@@ -95,6 +127,7 @@ async function measureRow(
     via,
     connections,
     figures,
+    bytesPerRequest: load.bytesPerRequest,
     baseline: base,
     ratioToBaseline: ratio(figures, base),
   };
@@ -146,22 +179,6 @@ function stopOnSignals() {
       process.exit(130);
     });
   }
-}
-
-/** The raw INSERT figures, and each write scenario's req/s as a share of them. */
-function insertBaselineLines(r: BenchReport): string {
-  const base = r.insertBaseline as NonNullable<BenchReport['insertBaseline']>;
-  const writes = new Set(scenarios.filter((s) => s.insertBaseline).map((s) => s.name));
-  const rows = r.measurements
-    .filter((m) => writes.has(m.scenario))
-    .map(
-      (m) =>
-        `  ${m.scenario} via ${m.via}: ${m.figures.requestsPerSecond} req/s = ${(m.figures.requestsPerSecond / base.rowsPerSecond).toFixed(3)} x raw INSERT`,
-    );
-  return [
-    `\nraw single-row INSERT (pool of ${base.poolSize}, ${base.callers} callers): ${base.rowsPerSecond} rows/s, p50 ${base.p50} ms, p99 ${base.p99} ms`,
-    ...rows,
-  ].join('\n');
 }
 
 function progress(message: string) {

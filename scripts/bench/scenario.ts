@@ -1,11 +1,12 @@
 import type { ServiceProcess } from '@chat/testkit';
+import type { Reference } from './references.ts';
 
 /** One request of a scenario's load; every connection sends the list in order, again and again. */
 export interface BenchRequest {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
-  /** Sent as JSON (content-type set) unless it is already a string. */
+  /** Sent as JSON (content-type set) unless it is already a string or a Buffer (uploads), sent as is. */
   body?: unknown;
 }
 
@@ -14,6 +15,8 @@ export interface ScenarioLoad {
   requests: BenchRequest[];
   /** The status every answer must have (default 200); any other is counted and flags the result. */
   expectStatus?: number;
+  /** The payload each request carries (uploads): the table then shows MiB/s too. */
+  bytesPerRequest?: number;
 }
 
 /** Returned by a setup when the scenario cannot run on this platform yet (the route is not built). */
@@ -32,8 +35,11 @@ export interface Scenario {
   direct?: Exclude<ServiceProcess, 'gateway'>;
   /** Connections when this scenario must differ from the run's (CPU-bound logins); the baseline is measured at it too. */
   connections?: number;
-  /** A write path: the run also measures raw single-row INSERTs as a second baseline. */
-  insertBaseline?: boolean;
+  /**
+   * The building block the scenario is made of, measured alone right after the scenario's rows at
+   * the same concurrency (references.ts): the table shows each row's req/s over it.
+   */
+  reference?: Reference;
   /** Prepares data through `ctx` (not measured) and returns the load, or a reason to skip. */
   setup(ctx: BenchContext): Promise<ScenarioLoad | Skip>;
 }

@@ -2,8 +2,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientIpCycle } from '../../scripts/bench/client-ips.ts';
 import { measure } from '../../scripts/bench/load.ts';
+import { closedLoop } from '../../scripts/bench/references.ts';
 import { loadScenarios, selectScenarios } from '../../scripts/bench/registry.ts';
-import { formatTable, type Measurement } from '../../scripts/bench/report.ts';
+import { type BenchReport, formatReferences, formatTable, type Measurement } from '../../scripts/bench/report.ts';
 import type { Scenario } from '../../scripts/bench/scenario.ts';
 
 describe('clientIpCycle', () => {
@@ -105,18 +106,74 @@ describe('the printed table', () => {
     ...extra,
   });
 
+  const report = (measurements: Measurement[], extra: Partial<BenchReport> = {}): BenchReport => ({
+    startedAt: '2024-01-01T00:00:00.000Z',
+    machine: { node: 'v20', platform: 'linux-x64', cpus: 2, cpuModel: 'x', loadAverage: 0.5 },
+    settings: { durationSeconds: 10, warmupSeconds: 2, connections: 64, clientIpPool: 65_536, logLevel: 'warn', nodeEnv: 'production' },
+    measurements,
+    references: [],
+    notRun: [],
+    ...extra,
+  });
+
   it('shows each row with its baseline, both ratios, and what went wrong', () => {
-    const table = formatTable({
-      startedAt: '2024-01-01T00:00:00.000Z',
-      machine: { node: 'v20', platform: 'linux-x64', cpus: 2, cpuModel: 'x', loadAverage: 0.5 },
-      settings: { durationSeconds: 10, warmupSeconds: 2, connections: 64, clientIpPool: 65_536, logLevel: 'warn', nodeEnv: 'production' },
-      measurements: [row('gateway', 3_000, { ratioToDirect: 0.5, figures: figures(3_000, { 200: 2_990, 429: 10 }) }), row('auth', 6_000)],
-      notRun: [{ scenario: 'users.me', reason: 'not built yet', failed: false }],
-    });
+    const table = formatTable(
+      report([row('gateway', 3_000, { ratioToDirect: 0.5, figures: figures(3_000, { 200: 2_990, 429: 10 }) }), row('auth', 6_000)], {
+        notRun: [{ scenario: 'users.me', reason: 'not built yet', failed: false }],
+      }),
+    );
     const lines = table.split('\n');
     expect(lines[2]).toMatch(/^auth\.jwks\s+gateway\s+64\s+3000\s+2\s+9\s+10000\s+2\s+9\s+0\.300\s+0\.500\s+10 \(200: 2990, 429: 10\)$/);
     expect(lines[3]).toMatch(/^auth\.jwks\s+auth\s+64\s+6000 .* 0\.600\s+0$/);
     expect(table).toContain('skipped users.me: not built yet');
     expect(table).toContain('load average 0.5 at the start');
+  });
+
+  it('shows MiB/s for uploads and each row over its reference, listed below the table', () => {
+    const upload = (via: string, rps: number) =>
+      row(via, rps, {
+        scenario: 'media.upload.1mib',
+        connections: 4,
+        bytesPerRequest: 1024 * 1024,
+        reference: 'put',
+        ratioToReference: rps / 80,
+      });
+    const r = report([upload('gateway', 40), upload('media', 60)], {
+      references: [
+        {
+          name: 'put',
+          summary: 'raw put',
+          unit: 'puts',
+          bytesPerOperation: 1024 * 1024,
+          connections: 4,
+          figures: { perSecond: 80, p50: 40, p99: 90, operations: 800 },
+        },
+      ],
+    });
+    expect(formatTable(r).split('\n')[2]).toMatch(/^media\.upload\.1mib\s+gateway\s+4\s+40 .*\s+40\.0\s+0\.500\s+0$/);
+    expect(formatReferences(r).split('\n')).toEqual([
+      'reference put, 4 callers: 80 puts/s = 80.0 MiB/s, p50 40 ms, p99 90 ms (raw put)',
+      '    media.upload.1mib via gateway: 40 req/s = 0.500 x reference',
+      '    media.upload.1mib via media: 60 req/s = 0.750 x reference',
+    ]);
+  });
+});
+
+describe('closedLoop', () => {
+  it('keeps every caller busy for the duration and reports what completed', async () => {
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const figures = await closedLoop(3, 0.5, async () => {
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      await new Promise((r) => setTimeout(r, 10));
+      inFlight--;
+    });
+    expect(mostInFlight).toBe(3);
+    // 3 callers x 500 ms / ~10 ms each, less timer slack.
+    expect(figures.operations).toBeGreaterThan(60);
+    expect(figures.operations).toBeLessThanOrEqual(150);
+    expect(figures.perSecond).toBe(figures.operations * 2);
+    expect(figures.p50).toBeGreaterThanOrEqual(9);
+    expect(figures.p99).toBeGreaterThanOrEqual(figures.p50);
   });
 });

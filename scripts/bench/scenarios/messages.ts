@@ -1,3 +1,4 @@
+import { rawInsert } from '../references.ts';
 import { defineScenario } from '../scenario.ts';
 
 /**
@@ -9,7 +10,7 @@ export const messagesPost = defineScenario({
   name: 'messages.post',
   summary: 'POST /v1/channels/{id}/messages by one member, through the gateway and straight to guilds',
   direct: 'guilds',
-  insertBaseline: true,
+  reference: rawInsert,
   setup: async (ctx) => {
     const user = await ctx.registerUser('bench_msg');
     const server = await ctx.api('POST', '/v1/servers', { token: user.token, body: { name: 'Bench messages' } });

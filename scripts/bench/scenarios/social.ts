@@ -1,3 +1,4 @@
+import { rawInsert } from '../references.ts';
 import { defineScenario } from '../scenario.ts';
 
 /** A write with its read-model lookup and outbox event: one transaction per message. */
@@ -5,7 +6,7 @@ export const dmPost = defineScenario({
   name: 'dm.post',
   summary: 'POST /v1/dm/messages to a 1:1 conversation, through the gateway and straight to social',
   direct: 'social',
-  insertBaseline: true,
+  reference: rawInsert,
   setup: async (ctx) => {
     const [sender, recipient] = [await ctx.registerUser('dm_a'), await ctx.registerUser('dm_b')];
     // Social learns of new users from auth's events: give its read-model a moment to catch up.

@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { createPool } from '@chat/kit';
+import { type Backing, createTestDatabase, removeBucket } from '@chat/testkit';
+import { Client } from 'minio';
+import { hashPassword, passwordMatches } from '../../services/auth/src/domain/secrets.ts';
+import { perSecond } from './load.ts';
+
+/**
+ * The building block a scenario is made of, measured alone in the same run: what the platform's
+ * figure is compared with besides its own service (a write with a raw INSERT, a login with the
+ * password hash it verifies, an upload with a raw put into MinIO).
+ */
+export interface Reference {
+  /** Unique; scenarios naming the same reference at the same concurrency share one measurement. */
+  name: string;
+  summary: string;
+  /** What one operation is, in the table: rows, verifications, puts. */
+  unit: string;
+  /** The payload of one operation, when it moves a file: the table then shows MiB/s too. */
+  bytesPerOperation?: number;
+  /** Prepares what the operation needs (a database, a hash, a bucket) on the run's backing parts; `cleanUp` removes it. */
+  prepare(backing: Backing): Promise<{ operation: () => Promise<unknown>; cleanUp(): Promise<void> }>;
+}
+
+export interface ReferenceFigures {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  operations: number;
+}
+
+export function defineReference(reference: Reference): Reference {
+  return reference;
+}
+
+/** `callers` concurrent loops of `operation` for the duration, each waiting for its last answer. */
+export async function closedLoop(callers: number, durationSeconds: number, operation: () => Promise<unknown>): Promise<ReferenceFigures> {
+  const latencies: number[] = [];
+  const deadline = Date.now() + durationSeconds * 1000;
+  const caller = async () => {
+    while (Date.now() < deadline) {
+      const started = performance.now();
+      await operation();
+      latencies.push(performance.now() - started);
+    }
+  };
+  await Promise.all(Array.from({ length: callers }, caller));
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0);
+  return { perSecond: perSecond(latencies.length / durationSeconds), p50: at(0.5), p99: at(0.99), operations: latencies.length };
+}
+
+/** Single-row INSERTs of a 200-byte body over a pool of 10 (the services' pool size), in a database of its own. */
+export const rawInsert = defineReference({
+  name: 'raw INSERT',
+  summary: 'single-row INSERT of a 200-byte body over a pool of 10, no HTTP, no service code',
+  unit: 'rows',
+  async prepare(backing) {
+    const database = await createTestDatabase(backing.postgresUrl, 'bench_insert');
+    const pool = createPool(database.url, 10);
+    await pool.query('CREATE TABLE rows (id bigserial PRIMARY KEY, body text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
+    const body = 'x'.repeat(200);
+    return {
+      operation: () => pool.query('INSERT INTO rows (body) VALUES ($1)', [body]),
+      cleanUp: async () => {
+        await pool.end();
+        await database.drop();
+      },
+    };
+  },
+});
+
+/** Auth's own password check (argon2id, m=19 MiB, t=2, p=1) in this process: the floor of a login. */
+export const argon2Verify = defineReference({
+  name: 'argon2id verify',
+  summary: "auth's password check alone (argon2id m=19 MiB t=2 p=1, on libuv's thread pool), no HTTP, no database",
+  unit: 'verifications',
+  async prepare() {
+    const password = 'bench-password-1';
+    const hash = await hashPassword(password);
+    return {
+      operation: async () => {
+        if (!(await passwordMatches(password, hash))) throw new Error('argon2 verification failed');
+      },
+      cleanUp: async () => {},
+    };
+  },
+});
+
+/** Raw puts of a file of `bytes` random bytes into a bucket of its own in the backing MinIO, as the minio client sends them. */
+export function minioPut(bytes: number) {
+  return defineReference({
+    name: `MinIO put ${bytes / 1024 / 1024} MiB`,
+    summary: `putObject of ${bytes} random bytes straight into MinIO with the minio client, no HTTP hop, no parsing`,
+    unit: 'puts',
+    bytesPerOperation: bytes,
+    async prepare(backing) {
+      const s3 = new Client(backing.minio);
+      const bucket = `bench-put-${randomBytes(5).toString('hex')}`;
+      await s3.makeBucket(bucket);
+      const body = randomBytes(bytes);
+      let next = 0;
+      return {
+        operation: () => s3.putObject(bucket, `put-${next++}`, body, bytes, { 'Content-Type': 'application/octet-stream' }),
+        cleanUp: async () => {
+          await removeBucket(s3, bucket);
+        },
+      };
+    },
+  });
+}
