@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { configOrExit } from '@chat/kit';
 import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
@@ -23,6 +25,7 @@ import { BenchSettings } from './settings.ts';
 // `npm run bench`: starts the platform and a baseline server, runs every scenario of scenarios/
 // (or those BENCH_SCENARIOS names), prints a table and writes it to bench-results/. See README.md.
 
+const execFileAsync = promisify(execFile);
 const settings = configOrExit(BenchSettings, 'bench');
 const scenarios = selectScenarios(await loadScenarios(), settings.BENCH_SCENARIOS);
 const nextClientIp = clientIpCycle(settings.BENCH_IP_POOL);
@@ -101,6 +104,7 @@ async function measureReference(reference: Reference, connections: number): Prom
   progress(`reference: ${reference.name}, ${connections} callers`);
   const { operation, cleanUp } = await reference.prepare(platform.backing);
   try {
+    await settleDisk();
     if (settings.BENCH_WARMUP > 0) await closedLoop(connections, settings.BENCH_WARMUP, operation);
     const figures = await closedLoop(connections, settings.BENCH_DURATION, operation);
     const { name, summary, unit, bytesPerOperation } = reference;
@@ -120,6 +124,7 @@ async function measureRow(
   base: Figures,
 ): Promise<Measurement> {
   progress(`${scenario.name} via ${via}, ${connections} connections`);
+  await settleDisk();
   const figures = await measure(platform.urls[via], load, loadSettings(connections));
   return {
     scenario: scenario.name,
@@ -139,6 +144,7 @@ async function measureRow(
  */
 async function measureBaseline(connections: number): Promise<Figures> {
   progress(`baseline (bare Fastify hello-world), ${connections} connections`);
+  await settleDisk();
   return measure(baseline, { requests: [{ method: 'GET', path: '/' }] }, loadSettings(connections));
 }
 
@@ -179,6 +185,14 @@ function stopOnSignals() {
       process.exit(130);
     });
   }
+}
+
+/**
+ * Writes dirty pages out before a row: uploads leave gigabytes for the kernel to write back, which
+ * would otherwise compete with the next row for the CPU and the disk (seen as I/O wait).
+ */
+async function settleDisk() {
+  await execFileAsync('sync').catch(() => {});
 }
 
 function progress(message: string) {

@@ -19,6 +19,8 @@ const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => voi
     setTimeout(() => res.end('second'), 20);
   },
   '/v1/auth/empty': (_req, res) => res.writeHead(204).end(),
+  // A 304 may state the length of the representation it stands for.
+  '/v1/auth/unchanged': (_req, res) => res.writeHead(304, { etag: '"v1"', 'content-length': '11' }).end(),
   '/v1/auth/sandboxed': (_req, res) =>
     res.writeHead(200, { 'content-type': 'text/html', 'content-security-policy': 'sandbox' }).end('<p>hi</p>'),
   '/v1/auth/broken': (_req, res) => {
@@ -66,10 +68,14 @@ describe('forwarding answers', () => {
     expect(res.payload).toBe('first,second');
   });
 
-  it('passes a 204 on without a body, and a HEAD with the headers only', async () => {
+  it('passes a 204 and a 304 on without a body, and a HEAD with the headers only', async () => {
     const empty = await get('/v1/auth/empty');
     expect(empty.statusCode).toBe(204);
     expect(empty.payload).toBe('');
+    const unchanged = await get('/v1/auth/unchanged');
+    expect(unchanged.statusCode).toBe(304);
+    expect(unchanged.headers.etag).toBe('"v1"');
+    expect(unchanged.payload).toBe('');
     const head = await get('/v1/auth/small', 'HEAD');
     expect(head.statusCode).toBe(201);
     expect(head.payload).toBe('');
