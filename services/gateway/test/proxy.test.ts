@@ -78,6 +78,7 @@ describe('forwarding answers', () => {
     expect(unchanged.payload).toBe('');
     const head = await get('/v1/auth/small', 'HEAD');
     expect(head.statusCode).toBe(201);
+    expect(head.headers['content-length']).toBe('11');
     expect(head.payload).toBe('');
   });
 

@@ -44,6 +44,7 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
 /** The part of a reply the forwarding uses (reply-from types it for any raw server). */
 interface ProxiedReply {
   request: { method: string };
+  statusCode: number;
   log: FastifyBaseLogger;
   getHeader(name: string): unknown;
   removeHeader(name: string): unknown;
@@ -54,12 +55,17 @@ interface ProxiedReply {
 /**
  * A small answer (nearly every JSON one) is read whole and sent as one buffer: one write to the
  * client and none of a piped stream's bookkeeping, which is most of what a hop costs. Files and
- * answers of unknown length stream through as they come.
+ * answers of unknown length stream through as they come. Answers that never have a body (HEAD,
+ * 204, 304) are sent as they are: their Content-Length, if any, describes another answer.
  */
 function forwardAnswer(reply: ProxiedReply, body: Readable, service: string): void {
+  if (reply.request.method === 'HEAD' || reply.statusCode === 204 || reply.statusCode === 304) {
+    body.on('error', () => {}).resume();
+    return void reply.send();
+  }
   // The service's headers are already on the reply.
   const length = Number(reply.getHeader('content-length'));
-  if (reply.request.method === 'HEAD' || !(length > 0 && length <= BUFFERED_ANSWER_BYTES)) return void reply.send(body);
+  if (!(length > 0 && length <= BUFFERED_ANSWER_BYTES)) return void reply.send(body);
   const chunks: Buffer[] = [];
   body.on('data', (chunk: Buffer) => chunks.push(chunk));
   body.once('end', () => reply.send(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
