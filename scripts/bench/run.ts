@@ -5,8 +5,7 @@ import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
 import { type Figures, type LoadSettings, measure } from './load.ts';
 import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
-import type { Reference } from './references.ts';
-import { closedLoop } from './references.ts';
+import { closedLoop, type Reference } from './references.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
 import {
   type BenchReport,
@@ -84,9 +83,13 @@ async function runScenario(scenario: Scenario, context: BenchContext): Promise<M
   if (isSkip(load)) return { scenario: scenario.name, reason: load.skip, failed: false };
   const connections = scenario.connections ?? settings.BENCH_CONNECTIONS;
   const base = await measureBaseline(connections);
-  const rows = [await measureRow(scenario, 'gateway', load, connections, base)];
-  if (scenario.direct) rows.push(await measureRow(scenario, scenario.direct, load, connections, base));
-  if (rows[1]) rows[0]!.ratioToDirect = ratio(rows[0]!.figures, rows[1].figures);
+  const through = await measureRow(scenario, 'gateway', load, connections, base);
+  const rows = [through];
+  if (scenario.direct) {
+    const direct = await measureRow(scenario, scenario.direct, load, connections, base);
+    through.ratioToDirect = ratio(through.figures, direct.figures);
+    rows.push(direct);
+  }
   if (scenario.reference) {
     const reference = await measureReference(scenario.reference, connections);
     for (const row of rows) {
