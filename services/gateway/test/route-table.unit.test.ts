@@ -21,6 +21,12 @@ describe('route classification', () => {
     expect(classify('GET', '/v1/health')).toMatchObject({ auth: false });
   });
 
+  it('classifies a HEAD as its GET: public where the GET is, authenticated where it is not', () => {
+    expect(classify('HEAD', '/v1/auth/jwks')).toMatchObject({ auth: false, tier: 'general' });
+    expect(classify('HEAD', '/v1/users/@me')).toMatchObject({ auth: true, tier: 'general' });
+    expect(classify('HEAD', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
+  });
+
   it('counts webhook execution per webhook id, in lower case', () => {
     expect(classify('POST', `/v1/webhooks/${hook.toUpperCase()}/secret-token`)).toEqual({
       auth: false,

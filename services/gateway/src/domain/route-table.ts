@@ -17,8 +17,9 @@ const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 /**
  * Classifies requests by the route contracts. Matching ignores the query string, letter case,
  * duplicate and trailing slashes, so that no spelling of a path escapes its tier or its token
- * check. A path under a proxied prefix that no contract describes (yet) is authenticated and
- * General; any other unknown path is left to the 404/405 answer, which needs no token.
+ * check; a HEAD is classified as its GET. A path under a proxied prefix that no contract
+ * describes (yet) is authenticated and General; any other unknown path is left to the 404/405
+ * answer, which needs no token.
  */
 export function createRouteTable(routes: RouteContract[], proxiedPrefixes: string[]) {
   const router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
@@ -27,7 +28,9 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
 
   return function classify(method: string, url: string): RouteClass {
     const path = (url.split('?')[0] ?? '/').toLowerCase();
-    const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
+    // A HEAD asks for a GET's headers: it is public, counted and limited as that GET is.
+    const asMethod = method === 'HEAD' ? 'GET' : method;
+    const match = METHODS.has(asMethod) ? safeFind(router, asMethod as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
