@@ -18,6 +18,13 @@ declare module 'fastify' {
     /** Every method and path registered, by route() or otherwise (HEAD excluded). */
     registeredRoutes: RegisteredRoute[];
     httpOptions: HttpAppOptions;
+    /**
+     * Resolves once every route handler already running has finished, including handlers whose
+     * client hung up: Fastify's close() only waits for the connections.
+     */
+    handlersSettled(): Promise<void>;
+    /** The handlers route() has started whose promise has not settled yet. */
+    runningHandlers: Set<Promise<unknown>>;
   }
 }
 
@@ -59,6 +66,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
   });
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
+  const running = new Set<Promise<unknown>>();
+  app.decorate('runningHandlers', running);
+  app.decorate('handlersSettled', async () => {
+    await Promise.allSettled([...running]);
+  });
   app.decorate('contracts', [] as RouteContract[]);
   app.decorate('registeredRoutes', [] as RegisteredRoute[]);
   app.decorateRequest('user', undefined as unknown as Identity);
@@ -167,7 +179,7 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
         }
       : undefined,
     handler: async (req, reply) => {
-      const result = await handler(req as never, reply);
+      const result = await tracked(app.runningHandlers, handler(req as never, reply));
       if (reply.sent) return reply;
       if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
       const schema = reply.statusCode === contract.status ? contract.response : contract.alternatives?.[reply.statusCode]?.response;
@@ -179,6 +191,16 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
       return reply.statusCode === 204 ? reply.send() : reply.send(result);
     },
   });
+}
+
+/** `work`, counted in `running` until it settles. */
+async function tracked<T>(running: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
+  running.add(work);
+  try {
+    return await work;
+  } finally {
+    running.delete(work);
+  }
 }
 
 /** Who asks and under which request id: what domain functions need to know of a request. */

@@ -77,6 +77,8 @@ export async function serve(options: {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await app.close();
+    // A client that hung up does not stop its handler: its transaction still needs the pool.
+    await app.handlersSettled();
     await Promise.all((options.consumers ?? []).map((c) => c.stop()));
     await options.onClose?.();
     if (runtime) {

@@ -263,3 +263,42 @@ describe('secrets in logs', () => {
     expect(logs.text()).not.toContain(token);
   });
 });
+
+describe('closing', () => {
+  it('lets handlersSettled wait for a handler whose client hung up, after close() has returned', async () => {
+    const slow = createHttpApp({ log: logs.log });
+    let release = () => {};
+    let finished = false;
+    const started = new Promise<void>((onStart) => {
+      route(slow, widgets.create, async (req) => {
+        onStart();
+        await new Promise<void>((r) => {
+          release = r;
+        });
+        finished = true;
+        return { id: 'w2', name: req.body.name, size: req.body.size };
+      });
+    });
+    const url = await slow.listen({ host: '127.0.0.1', port: 0 });
+    const client = new AbortController();
+    const request = fetch(`${url}/v1/widgets`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'late', size: 1 }),
+      signal: client.signal,
+    }).catch(() => 'aborted');
+    await started;
+    client.abort();
+    expect(await request).toBe('aborted');
+    await slow.close();
+    let settled = false;
+    const settling = slow.handlersSettled().then(() => {
+      settled = true;
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(settled).toBe(false);
+    release();
+    await settling;
+    expect(finished).toBe(true);
+  });
+});
