@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
@@ -80,8 +81,10 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
   // (the gateway keeps them 60 s) would hold close() open past the grace period.
   let closing = false;
+  const unused = unusedConnections(app);
   app.addHook('preClose', async () => {
     closing = true;
+    unused.destroy();
   });
   app.addHook('onSend', async (_req, reply) => {
     if (closing) reply.header('connection', 'close');
@@ -125,6 +128,24 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.decorate('httpOptions', options);
   return app;
+}
+
+/**
+ * Connections that have not sent a byte yet (a load balancer's or a client pool's spare ones).
+ * Node counts them as busy, not idle, so they would hold close() open until headersTimeout (60 s)
+ * and the grace period would kill the process instead: they carry no request, so they are cut.
+ */
+function unusedConnections(app: FastifyInstance) {
+  const sockets = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return {
+    destroy() {
+      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    },
+  };
 }
 
 /** Maps any error (ours, Fastify's, a validation failure) onto a status and a public message. */

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { defineRoute } from '@chat/contracts';
 import { createTestIssuer } from '@chat/testkit';
 import type { LightMyRequestResponse } from 'fastify';
@@ -300,5 +301,23 @@ describe('closing', () => {
     release();
     await settling;
     expect(finished).toBe(true);
+  });
+});
+
+describe('closing with a connection that never sent a request', () => {
+  it('cuts it, so that close() returns at once instead of after headersTimeout', async () => {
+    const quiet = createHttpApp({ log: logs.log });
+    await quiet.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = quiet.server.address() as { port: number };
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const socketClosed = new Promise((resolve) => socket.once('close', resolve));
+    const outcome = await Promise.race([
+      quiet.close().then(() => 'closed'),
+      new Promise((resolve) => setTimeout(() => resolve('still open after 2 s'), 2_000)),
+    ]);
+    expect(outcome).toBe('closed');
+    await socketClosed;
+    expect(socket.destroyed).toBe(true);
   });
 });
