@@ -1,18 +1,7 @@
 import { spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import {
-  type Backing,
-  createTestDatabase,
-  removeBucket,
-  resolveBacking,
-  SERVICES,
-  type ServiceProcess,
-  startPlatform,
-  testNamespace,
-} from '@chat/testkit';
+import { randomBytes } from 'node:crypto';
+import { type Backing, freePort, removeBucket, resolveBacking, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
 import { Client } from 'minio';
-import { freePort } from '../../test/setup/platform.ts';
 
 export interface Running<T> {
   value: T;
@@ -29,42 +18,33 @@ export interface BenchPlatform {
 /**
  * Every service and the gateway as their own processes, on free ports, with fresh databases and a
  * bus namespace of their own (as the end-to-end tests do), so a bench never touches a developer's
- * data or files. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see client-ips.ts), and
- * registration answers with a token at once (no email verification).
+ * data or files. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see
+ * client-ips.ts), and registration answers with a token at once (no email verification).
  */
 export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: string }): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
-  const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(resolved.backing.postgresUrl, `bench_${s}`)));
-  const namespace = testNamespace('bench');
   // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
-  const bucket = `bench-${namespace}`;
-  const dropAll = async () => {
-    await Promise.all(databases.map((d) => d.drop().catch(() => {})));
+  const bucket = `bench-${randomBytes(5).toString('hex')}`;
+  const cleanUp = async () => {
     await removeBucket(new Client(resolved.backing.minio), bucket).catch(() => {});
     await resolved.stop();
   };
-  const names: ServiceProcess[] = ['gateway', ...SERVICES];
-  const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
-  const logDir = join(tmpdir(), `chat-bench-${namespace}`);
   try {
-    const platform = await startPlatform({
+    const run = await startIsolatedPlatform({
       backing: resolved.backing,
-      ports,
-      databases: Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as Record<(typeof SERVICES)[number], string>,
-      namespace,
-      logDir,
+      label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
       extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' }, media: { MEDIA_BUCKET: bucket } },
     });
     return {
-      value: { urls: platform.urls, logDir, backing: resolved.backing },
+      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing },
       stop: async () => {
-        await platform.stop();
-        await dropAll();
+        await run.stop();
+        await cleanUp();
       },
     };
   } catch (err) {
-    await dropAll();
+    await cleanUp();
     throw err;
   }
 }

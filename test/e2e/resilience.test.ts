@@ -1,31 +1,25 @@
 import { join } from 'node:path';
-import { createTestDatabase, DEFAULT_PORTS, type Platform, SERVICES, startPlatform, type TestDatabase, testNamespace } from '@chat/testkit';
+import { type IsolatedPlatform, type Platform, startIsolatedPlatform } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { E2E_ENV, freePort } from '../setup/platform.ts';
+import { E2E_ENV } from '../setup/platform.ts';
 
 // A platform of its own, because this test kills one of its services.
+let run: IsolatedPlatform;
 let platform: Platform;
-let databases: TestDatabase[];
 
 beforeAll(async () => {
-  const backing = inject('backing');
-  databases = await Promise.all(SERVICES.map((s) => createTestDatabase(backing.postgresUrl, `res_${s}`)));
-  const ports = Object.fromEntries(await Promise.all(Object.keys(DEFAULT_PORTS).map(async (n) => [n, await freePort()])));
-  const namespace = testNamespace('res');
-  platform = await startPlatform({
-    backing,
-    ports: ports as Platform['urls'] extends Record<infer K, string> ? Record<K, number> : never,
-    databases: Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as Record<(typeof SERVICES)[number], string>,
-    namespace,
+  run = await startIsolatedPlatform({
+    backing: inject('backing'),
+    label: 'res',
     logDir: join(inject('platform').logDir, 'resilience'),
     baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
     extraEnv: E2E_ENV,
   });
+  platform = run.platform;
 });
 
 afterAll(async () => {
-  await platform?.stop();
-  await Promise.all((databases ?? []).map((d) => d.drop().catch(() => {})));
+  await run?.stop();
 });
 
 async function health() {

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { connectBus } from '@chat/kit';
-import { buildBundles, bundlePath, createTestDatabase, deleteNamespaceStreams, testNamespace } from '@chat/testkit';
+import { buildBundles, bundlePath, createTestDatabase, deleteNamespaceStreams, freePort, testNamespace } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { captureLogs } from './logs.ts';
 
@@ -14,14 +13,6 @@ const children: ChildProcess[] = [];
 afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function startMusic(env: Record<string, string>) {
   const child = spawn(process.execPath, [bundlePath('music')], {

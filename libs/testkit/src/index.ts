@@ -1,6 +1,7 @@
 export * from './backing.ts';
 export * from './build.ts';
 export * from './database.ts';
+export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
 export * from './minio.ts';
 export * from './platform.ts';

@@ -1,8 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { createLogger, createTokenVerifier, loadConfig } from '@chat/kit';
-import { createTestIssuer, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
@@ -67,18 +66,7 @@ export async function startGateway(options: {
 }
 
 export const newNamespace = () => `tgw${randomBytes(4).toString('hex')}`;
-export { createTestIssuer };
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
+export { createTestIssuer, freePort };
 
 /** A redis-server of this test's own, so that stopping it never disturbs anyone else's tests. */
 export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<void> }> {

@@ -16,6 +16,7 @@ import {
   bundlePath,
   createTestDatabase,
   deleteNamespaceStreams,
+  freePort,
   NODE_FLAGS,
   parseMinioUrl,
   removeBucket,
@@ -174,11 +175,4 @@ async function cleanUp() {
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise((r) => server.close(r));
-  return port;
 }

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMediaHarness, type MediaHarness, type MinioOptions, oneFile, PNG_1X1 } from './harness.ts';
 
@@ -104,15 +104,4 @@ async function startMinio() {
 
 function stopMinio() {
   if (minio?.process.exitCode === null) minio.process.kill('SIGKILL');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }

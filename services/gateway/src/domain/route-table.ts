@@ -11,8 +11,8 @@ export interface RouteClass {
   multipart: boolean;
 }
 
-type Method = RouteContract['method'];
-const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+type Method = RouteContract['method'] | 'HEAD';
+const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Classifies requests by the route contracts. Matching ignores the query string, letter case,
@@ -23,14 +23,14 @@ const METHODS = new Set<string>(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
  */
 export function createRouteTable(routes: RouteContract[], proxiedPrefixes: string[]) {
   const router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
-  for (const contract of routes) router.on(contract.method, contract.path, () => {}, contract);
+  // A HEAD asks for a GET's headers: it is public, counted and limited as that GET is.
+  for (const contract of routes)
+    router.on(contract.method === 'GET' ? ['GET', 'HEAD'] : contract.method, contract.path, () => {}, contract);
   const prefixes = proxiedPrefixes.map((p) => p.toLowerCase());
 
   return function classify(method: string, url: string): RouteClass {
     const path = (url.split('?')[0] ?? '/').toLowerCase();
-    // A HEAD asks for a GET's headers: it is public, counted and limited as that GET is.
-    const asMethod = method === 'HEAD' ? 'GET' : method;
-    const match = METHODS.has(asMethod) ? safeFind(router, asMethod as Method, path) : undefined;
+    const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
