@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { serveAuthRpc } from './bus/rpc.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
 import { createSmtpMailer } from './domain/mailer.ts';
@@ -13,6 +14,7 @@ const runtime = await startRuntime({
   stream: STREAMS.auth,
 });
 const keys = await loadSigningKeys(config, runtime.log);
+serveAuthRpc(runtime.bus, runtime.log, runtime.pool);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
 const tokens = tokenVerifierFor(config, keys.getKey);
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });

@@ -3,7 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.ts';
 import type { RateLimiter } from './domain/rate-limit.ts';
+import type { Realtime } from './realtime.ts';
 import { edge } from './routes/edge.ts';
+import { gatewayInfoRoutes } from './routes/gateway-info.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { proxyRoutes } from './routes/proxy.ts';
 
@@ -15,6 +17,8 @@ export interface GatewayDeps {
   /** Verifies access tokens against auth's JWKS. */
   tokens: TokenVerifier;
   limiter: RateLimiter;
+  /** The real-time socket; without it (tests of the edge) only `GET /v1/gateway` is served. */
+  realtime?: Realtime;
 }
 
 /** The edge checks, its own routes, then a proxy per path prefix. Never listens by itself. */
@@ -23,6 +27,9 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
   registerHealth(app, deps.checks);
   await edge(app, deps);
   await metaRoutes(app, deps);
+  gatewayInfoRoutes(app, { config: deps.config, sockets: deps.realtime?.sockets });
+  // Before the server stops: every client is told to reconnect (and resumes on another replica).
+  app.addHook('preClose', async () => deps.realtime?.stop());
   await proxyRoutes(app, deps.config);
   return app;
 }

@@ -2,6 +2,7 @@ import { configOrExit, connectBus, createLogger, natsCheck, serve, tokenVerifier
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
+import { startRealtime } from './realtime.ts';
 import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
@@ -11,7 +12,11 @@ const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
 const tokens = tokenVerifierFor(config);
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
-const app = await buildApp({ config, log, tokens, limiter, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
+// The socket's own connections: its commands may take longer than a rate check, and one listens.
+const socketRedis = createRedis(config.REDIS_URL, 2_000, true);
+const subscriber = createRedis(config.REDIS_URL, 2_000, true);
+const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter });
+const app = await buildApp({ config, log, tokens, limiter, realtime, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
 await serve({
   app,
   config,
@@ -19,5 +24,7 @@ await serve({
   onClose: async () => {
     await bus.nc.drain();
     redis.disconnect();
+    socketRedis.disconnect();
+    subscriber.disconnect();
   },
 });

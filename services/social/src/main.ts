@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
 
@@ -13,6 +14,7 @@ const runtime = await startRuntime({
 });
 const tokens = tokenVerifierFor(config);
 const users = await startUserReadModel(runtime);
+serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const app = await buildApp({ ...runtime, config, tokens });
 await serve({
   app,

@@ -214,5 +214,19 @@ export const dmRoutes = {
   }),
 };
 
+/** Typing indicators (DESIGN.md presence and typing). */
+const typingRoutes = {
+  conversationTyping: defineRoute({
+    method: 'POST',
+    path: '/v1/dm/conversations/:id/typing',
+    service: 'social',
+    summary: 'Show the other participants that the caller is typing (TYPING_START, 10 s, not stored)',
+    params: IdParams,
+    status: 204,
+    response: null,
+    errors: { 404: 'Unknown conversation or not a participant' },
+  }),
+};
+
 /** Every route of the social service. */
-export const socialRoutes = { ...friendsRoutes, ...dmRoutes };
+export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...typingRoutes };

@@ -1,4 +1,4 @@
-import { exec, maybeOne, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, type Queryable } from '@chat/kit';
 
 export async function insertSession(tx: Queryable, id: string, userId: string): Promise<void> {
   await exec(tx, 'INSERT INTO sessions (id, user_id) VALUES ($1, $2)', [id, userId]);
@@ -38,19 +38,24 @@ export async function revokeSession(db: Queryable, sessionId: string, reason: st
   await exec(db, 'UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL', [sessionId, reason]);
 }
 
-/** Revokes the session a refresh token belongs to, only when it is `userId`'s. */
-export function revokeSessionOfToken(db: Queryable, hash: Buffer, userId: string, reason: string): Promise<number> {
-  return exec(
+/** Revokes the session a refresh token belongs to, only when it is `userId`'s; answers the ids revoked. */
+export async function revokeSessionOfToken(db: Queryable, hash: Buffer, userId: string, reason: string): Promise<string[]> {
+  const rows = await many<{ id: string }>(
     db,
     `UPDATE sessions SET revoked_at = now(), revoked_reason = $3
-     WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = $1) AND user_id = $2 AND revoked_at IS NULL`,
+     WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = $1) AND user_id = $2 AND revoked_at IS NULL
+     RETURNING id`,
     [hash, userId, reason],
   );
+  return rows.map((r) => r.id);
 }
 
-export function revokeUserSessions(db: Queryable, userId: string, reason: string): Promise<number> {
-  return exec(db, 'UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL', [
-    userId,
-    reason,
-  ]);
+/** Revokes every live session of the user; answers the ids revoked. */
+export async function revokeUserSessions(db: Queryable, userId: string, reason: string): Promise<string[]> {
+  const rows = await many<{ id: string }>(
+    db,
+    'UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL RETURNING id',
+    [userId, reason],
+  );
+  return rows.map((r) => r.id);
 }

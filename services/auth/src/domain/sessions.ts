@@ -1,5 +1,5 @@
-import type { RefreshedTokens } from '@chat/contracts';
-import { type Queryable, unauthorized, withTx } from '@chat/kit';
+import { REALTIME_SUBJECTS, type RefreshedTokens } from '@chat/contracts';
+import { enqueueEvent, type Queryable, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import * as sessions from '../db/sessions.ts';
@@ -44,6 +44,7 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
     if (!state || state.expired || state.revoked) return undefined;
     if (state.used) {
       await sessions.revokeSession(tx, state.session_id, 'refresh token reuse');
+      await announceRevoked(tx, [state.session_id], state.user_id);
       deps.log.warn({ sessionId: state.session_id, userId: state.user_id }, 'refresh token reused: session revoked');
       return undefined;
     }
@@ -55,6 +56,14 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
 }
 
 /** Ends the caller's session of this refresh token; someone else's token, or an unknown one, changes nothing. */
-export async function logout(deps: AuthDomainDeps, userId: string, refreshToken: string): Promise<void> {
-  await sessions.revokeSessionOfToken(deps.pool, hashRefreshToken(refreshToken), userId, 'logout');
+export async function logout(deps: AuthDomainDeps, userId: string, refreshToken: string, requestId?: string): Promise<void> {
+  await withTx(deps.pool, async (tx) => {
+    const revoked = await sessions.revokeSessionOfToken(tx, hashRefreshToken(refreshToken), userId, 'logout');
+    await announceRevoked(tx, revoked, userId, requestId);
+  });
+}
+
+/** Tells the gateway (and anyone else) that these sessions ended: their live sockets close at once. */
+export async function announceRevoked(tx: Queryable, sessionIds: string[], userId: string, requestId?: string): Promise<void> {
+  for (const sessionId of sessionIds) await enqueueEvent(tx, REALTIME_SUBJECTS.sessionRevoked, { sessionId, userId }, requestId);
 }

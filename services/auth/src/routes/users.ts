@@ -9,6 +9,8 @@ import { getUser, updateMe } from '../domain/profile.ts';
 export function userHttpRoutes(app: FastifyInstance, deps: AuthDomainDeps): void {
   route(app, authRoutes.me, async (req) => toSelfUser(await getUser(deps, req.user.id)));
   route(app, authRoutes.updateMe, async (req) => toSelfUser(await updateMe(deps, contextOf(req), req.body)));
+  // The same write as PATCH /users/@me, limited to the presence fields.
+  route(app, authRoutes.updatePresence, async (req) => toSelfUser(await updateMe(deps, contextOf(req), req.body)));
   route(app, authRoutes.user, async (req) => toUser(await getUser(deps, req.params.id)));
   route(app, authRoutes.founderStatus, async (req) => ({ isFounder: (await getUser(deps, req.user.id)).is_founder }));
 }

@@ -1,0 +1,9 @@
+import { REALTIME_RPC, UserGetRequest } from '@chat/contracts';
+import { type Bus, type Logger, type Pool, serveRpc } from '@chat/kit';
+import { toSelfUser } from '../db/users.ts';
+import { getUser } from '../domain/profile.ts';
+
+/** What the gateway's socket asks auth: the account of an identifying user (READY's `user`, with the chosen status). */
+export function serveAuthRpc(bus: Bus, log: Logger, pool: Pool): void {
+  serveRpc(bus, log, REALTIME_RPC.userGet, UserGetRequest, async ({ userId }) => toSelfUser(await getUser({ pool }, userId)));
+}
