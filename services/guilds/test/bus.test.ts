@@ -1,4 +1,4 @@
-import { GUILDS_RPC, Permission, toMask, VOICE_RPC } from '@chat/contracts';
+import { GUILDS_RPC, Permission, REALTIME_RPC, toMask, VOICE_RPC } from '@chat/contracts';
 import { type AppError, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
@@ -90,5 +90,34 @@ describe('read-model of users', () => {
     const row = async () => (await g.db.query('SELECT username, display_name, avatar_url FROM users WHERE id = $1', [id])).rows[0];
     await until(async () => (await g.db.query("SELECT count(*) n FROM processed_events WHERE consumer = 'guilds-users'")).rows[0].n >= 3);
     expect(await row()).toEqual({ username: 'renamed', display_name: 'Renamed', avatar_url: 'http://x/a.png' });
+  });
+});
+
+describe('the audience RPCs of the real-time socket', () => {
+  it('rpc.guilds.channel.viewers answers who may view the channel now, overrides included', async () => {
+    const all = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: text.id });
+    expect(all).toMatchObject({ channelId: text.id, serverId: server.id });
+    expect(all.userIds.sort()).toEqual([owner, member, hidden].sort());
+    const some = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: voice.id });
+    expect(some.userIds.sort()).toEqual([owner, member].sort());
+    expect(await statusOf(ask(REALTIME_RPC.channelViewers, { channelId: newId() }))).toBe(404);
+  });
+
+  it('rpc.guilds.server.members answers the members, filtered by a server-level permission', async () => {
+    const everyone = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, { serverId: server.id });
+    expect(everyone.userIds.sort()).toEqual([owner, member, hidden].sort());
+    const banners = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, {
+      serverId: server.id,
+      permission: toMask(Permission.BAN_MEMBERS),
+    });
+    expect(banners.userIds).toEqual([owner]);
+    expect(await statusOf(ask(REALTIME_RPC.serverMembers, { serverId: newId() }))).toBe(404);
+  });
+
+  it('rpc.guilds.user.servers and rpc.guilds.user.comembers answer a user’s servers and who shares one', async () => {
+    expect(await ask(REALTIME_RPC.userServers, { userId: member })).toEqual({ serverIds: [server.id] });
+    expect(await ask(REALTIME_RPC.userServers, { userId: stranger })).toEqual({ serverIds: [] });
+    const comembers = await ask<{ userIds: string[] }>(REALTIME_RPC.userComembers, { userId: member });
+    expect(comembers.userIds.sort()).toEqual([owner, hidden].sort());
   });
 });

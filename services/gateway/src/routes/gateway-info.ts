@@ -14,7 +14,8 @@ export function gatewayInfoRoutes(app: FastifyInstance, deps: { config: GatewayC
     const secure = req.headers['x-forwarded-proto'] === 'https' || req.protocol === 'https';
     return { url: `${secure ? 'wss' : 'ws'}://${req.host}${SOCKET_PATH}` };
   });
-  app.get(SOCKET_PATH, async (_req, reply) => reply.code(400).send({ error: 'Expected a WebSocket upgrade' }));
+  // The upgrade itself never reaches the router (the server's 'upgrade' event below takes it).
+  route(app, gatewayRoutes.socket, async (_req, reply) => reply.code(400).send({ error: 'Expected a WebSocket upgrade' }));
   const sockets = deps.sockets;
   if (!sockets) return;
   app.server.on('upgrade', (req, socket, head) => {
