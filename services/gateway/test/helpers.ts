@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import type { RouteContract } from '@chat/contracts';
 import { createLogger, createTokenVerifier, loadConfig } from '@chat/kit';
 import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -12,9 +13,15 @@ import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
 import { createRedis, redisReady } from '../src/redis.ts';
 
 /** Stands in for every service: answers any request with what it received (the proxy is under test, not the services). */
-export async function startEchoUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+export async function startEchoUpstream(name?: string): Promise<{ url: string; close(): Promise<void> }> {
   const echo = Fastify();
-  echo.all('/*', async (req) => ({ upstream: true, method: req.method, url: req.url, authorization: req.headers.authorization ?? null }));
+  echo.all('/*', async (req) => ({
+    upstream: true,
+    ...(name ? { name } : {}),
+    method: req.method,
+    url: req.url,
+    authorization: req.headers.authorization ?? null,
+  }));
   const url = await echo.listen({ port: 0, host: '127.0.0.1' });
   return { url, close: () => echo.close() };
 }
@@ -35,6 +42,8 @@ export async function startGateway(options: {
   redisUrl?: string;
   namespace?: string;
   log?: Logger;
+  /** The route contracts to route by (default: ALL_ROUTES). */
+  routes?: RouteContract[];
 }): Promise<TestGateway> {
   const upstreams = Object.fromEntries(['AUTH', 'GUILDS', 'SOCIAL', 'MEDIA', 'MUSIC'].map((s) => [`${s}_URL`, options.upstreamUrl]));
   const namespace = options.namespace ?? newNamespace();
@@ -54,7 +63,7 @@ export async function startGateway(options: {
   if (!ready && !options.redisUrl) throw new Error('the shared Redis did not connect within 15 s');
   const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
   const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log });
-  const app = await buildApp({ config, log, tokens, limiter, checks: { redis: () => redis.ping() } });
+  const app = await buildApp({ config, log, tokens, limiter, routes: options.routes, checks: { redis: () => redis.ping() } });
   await app.ready();
   return {
     app,

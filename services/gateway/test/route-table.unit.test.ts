@@ -33,13 +33,23 @@ describe('route classification', () => {
       tier: 'webhook',
       webhookId: hook,
       multipart: false,
+      service: 'guilds',
     });
   });
 
   it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {
-    expect(classify('GET', '/v1/servers/not-yet-built')).toEqual({ auth: true, tier: 'general', multipart: false });
+    expect(classify('GET', '/v1/servers/x/not-yet-built/at-all')).toEqual({ auth: true, tier: 'general', multipart: false });
     expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
     expect(classify('GET', '/v1/nothing-here')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('GET', '/v1/%E0%A4%A')).toMatchObject({ tier: 'general' });
+  });
+});
+
+describe('the service of a request', () => {
+  it('is the service its contract names, and none for a path no contract describes', () => {
+    expect(classify('POST', '/v1/channels/0190f3c1-7a6e-7c1e-9a8b-1234567890ab/typing')).toMatchObject({ service: 'guilds' });
+    expect(classify('PATCH', '/v1/users/@me/presence')).toMatchObject({ service: 'auth' });
+    expect(classify('POST', '/v1/dm/conversations/0190f3c1-7a6e-7c1e-9a8b-1234567890ab/typing')).toMatchObject({ service: 'social' });
+    expect(classify('GET', '/v1/servers/x/not-yet-built/at-all').service).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import type { RateTier, RouteContract } from '@chat/contracts';
+import type { RateTier, RouteContract, ServiceName } from '@chat/contracts';
 import FindMyWay from 'find-my-way';
 
 /** What the edge needs to know of a request: must it carry a token, and which window counts it. */
@@ -9,6 +9,8 @@ export interface RouteClass {
   webhookId?: string;
   /** multipart routes (uploads) have the service's own size limit, not the edge's JSON one. */
   multipart: boolean;
+  /** The service the route's contract names: the request goes there, whatever its prefix. */
+  service?: ServiceName;
 }
 
 type Method = RouteContract['method'] | 'HEAD';
@@ -34,7 +36,7 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
-      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true };
+      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true, service: contract.service };
     }
     const proxied = prefixes.some((p) => path === p || path.startsWith(`${p}/`));
     return { auth: proxied && method !== 'OPTIONS', tier: 'general', multipart: false };

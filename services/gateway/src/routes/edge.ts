@@ -1,4 +1,4 @@
-import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
+import { ROUTE_PREFIXES, type RouteContract, type ServiceName } from '@chat/contracts';
 import { AppError, bearerToken, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,11 +13,15 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client IP of spec section 8 (proxy headers only from trusted peers). */
     clientIp: string;
+    /** The service the route contract names ('' when no contract describes the path: the prefix decides). */
+    routedService: ServiceName | '';
   }
 }
 
 export interface EdgeDeps {
   config: GatewayConfig;
+  /** The route contracts requests are classified (and routed) by. */
+  routes: RouteContract[];
   tokens: TokenVerifier;
   limiter: RateLimiter;
 }
@@ -32,15 +36,17 @@ const PROBES = new Set(['/health/live', '/health/ready']);
  */
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
-  const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
+  const classify = createRouteTable(deps.routes, Object.keys(ROUTE_PREFIXES));
   const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES);
   app.decorateRequest('clientIp', '');
+  app.decorateRequest('routedService', '');
 
   app.addHook('onRequest', async (req, reply) => {
     reply.headers(SECURITY_HEADERS);
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
+    req.routedService = route.service ?? '';
     const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? req.clientIp);
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
