@@ -13,6 +13,8 @@ export interface BenchPlatform {
   logDir: string;
   /** Where the platform's backing parts are (references measure against the same ones). */
   backing: Backing;
+  /** The gateway's process id: the socket bench reads its memory and CPU time. */
+  gatewayPid: number;
 }
 
 /**
@@ -34,10 +36,15 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       backing: resolved.backing,
       label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
-      extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' }, media: { MEDIA_BUCKET: bucket } },
+      extraEnv: {
+        // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
+        gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
+        auth: { EMAIL_VERIFICATION: 'false' },
+        media: { MEDIA_BUCKET: bucket },
+      },
     });
     return {
-      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing },
+      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
       stop: async () => {
         await run.stop();
         await cleanUp();

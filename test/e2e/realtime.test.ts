@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { freePort, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
 import { GatewayClient } from './gateway-client.ts';
 
@@ -74,6 +74,28 @@ async function newUser(prefix: string): Promise<User> {
   return { id: res.body.user.id, token: res.body.token, refreshToken: res.body.refreshToken, ip: randomIp() };
 }
 
+/**
+ * A call that names another user, retried while social has not yet applied auth's event about that
+ * user (its read-model answers 404 until then).
+ */
+async function once404sPass(method: string, path: string, options: { user: User; body: unknown }, expected: number) {
+  const res = await vi.waitFor(
+    async () => {
+      const answer = await call(method, path, options);
+      if (answer.status === 404) throw new Error('the other user is not known to the service yet');
+      return answer;
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  expect(res.status).toBe(expected);
+  return res;
+}
+
+async function befriend(a: User, b: User) {
+  await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
+  expect((await call('POST', '/v1/friends/accept', { user: b, body: { userId: a.id } })).status).toBe(200);
+}
+
 async function connect(user: User | undefined, options: { url?: string; heartbeat?: boolean } = {}) {
   const client = await GatewayClient.connect(options.url ?? gateway, { ip: user?.ip ?? randomIp(), heartbeat: options.heartbeat });
   clients.push(client);
@@ -122,8 +144,7 @@ describe('opcodes', () => {
   it('says HELLO, answers IDENTIFY with READY (seq 1) and HEARTBEAT with HEARTBEAT_ACK', async () => {
     const [owner, member] = [await newUser('rtready'), await newUser('rtpeer')];
     const { serverId } = await serverWith(owner, member);
-    const conversation = await call('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } });
-    expect(conversation.status).toBe(201);
+    const conversation = await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201);
 
     const client = await connect(owner, { heartbeat: false });
     expect(client.frames[0]).toEqual({ op: 10, d: { heartbeatInterval: HEARTBEAT_MS }, s: null, t: null });
@@ -271,19 +292,19 @@ describe('dispatch and who receives it', () => {
   it('sends DM events and friend events only to the people concerned', async () => {
     const [a, b, stranger] = [await newUser('rta'), await newUser('rtb'), await newUser('rtstranger')];
     const [ca, cb, cs] = [(await identified(a)).client, (await identified(b)).client, (await identified(stranger)).client];
-    expect((await call('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } })).status).toBe(201);
+    await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
     const request = await cb.dispatch('FRIEND_REQUEST_CREATE');
     expect(request.d).toMatchObject({ requesterId: a.id, recipientId: b.id });
     await ca.dispatch('FRIEND_REQUEST_CREATE');
 
-    const conversation = (await call('POST', '/v1/dm/conversations', { user: a, body: { userIds: [b.id] } })).body;
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: a, body: { userIds: [b.id] } }, 201)).body;
     const sent = await call('POST', '/v1/dm/messages', { user: a, body: { conversationId: conversation.id, content: 'psst' } });
     expect(sent.status).toBe(201);
     const dm = await cb.dispatch('DM_MESSAGE_CREATE');
     expect(dm.d).toMatchObject({ id: sent.body.id, conversationId: conversation.id, content: 'psst' });
     expect(dm.d).not.toHaveProperty('participantIds');
     // The stranger's own friend request comes after, on the same stream: then the DM had its chance.
-    expect((await call('POST', '/v1/friends/requests', { user: a, body: { userId: stranger.id } })).status).toBe(201);
+    await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: stranger.id } }, 201);
     await cs.dispatch('FRIEND_REQUEST_CREATE');
     expect(cs.dispatches().map((f) => f.t)).toEqual(['READY', 'FRIEND_REQUEST_CREATE']);
   });
@@ -299,7 +320,7 @@ describe('typing', () => {
     const typing = await cm.dispatch('TYPING_START');
     expect(typing.d).toMatchObject({ channelId, serverId, userId: owner.id, timestamp: expect.any(String) });
 
-    const conversation = (await call('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } })).body;
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201)).body;
     expect((await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user: member })).status).toBe(204);
     await co.dispatch('TYPING_START', (d) => d.conversationId === conversation.id && d.userId === member.id);
     expect(co.dispatches('TYPING_START').filter((f) => f.d.userId === owner.id)).toHaveLength(0);
@@ -315,7 +336,7 @@ describe('typing', () => {
     const muted = await call('POST', `/v1/channels/${channelId}/typing`, { user: member });
     expect(muted.status).toBe(403);
     expect(muted.body).toEqual({ error: expect.stringContaining('SEND_MESSAGES') });
-    const conversation = (await call('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } })).body;
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201)).body;
     const nosy = await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user: stranger });
     expect(nosy.status).toBe(404);
   });
@@ -379,8 +400,7 @@ describe('resume', () => {
 describe('presence', () => {
   it('shows a friend online while any session is connected on any replica, offline after the last', async () => {
     const [watcher, friend] = [await newUser('rtwatch'), await newUser('rtfriend')];
-    expect((await call('POST', '/v1/friends/requests', { user: watcher, body: { userId: friend.id } })).status).toBe(201);
-    expect((await call('POST', '/v1/friends/accept', { user: friend, body: { userId: watcher.id } })).status).toBe(200);
+    await befriend(watcher, friend);
     const { client: w } = await identified(watcher);
     const updates = () =>
       w
@@ -407,8 +427,7 @@ describe('presence', () => {
 
   it('shows an invisible user offline while connected', async () => {
     const [watcher, friend] = [await newUser('rtwatch2'), await newUser('rtghost')];
-    await call('POST', '/v1/friends/requests', { user: watcher, body: { userId: friend.id } });
-    await call('POST', '/v1/friends/accept', { user: friend, body: { userId: watcher.id } });
+    await befriend(watcher, friend);
     const { client: w } = await identified(watcher);
     await identified(friend);
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'online');

@@ -35,6 +35,8 @@ export interface PlatformOptions {
 export interface Platform {
   urls: Record<ServiceProcess, string>;
   logFile(name: ServiceProcess): string;
+  /** The process id of a running process (the bench reads its memory and CPU time). */
+  pid(name: ServiceProcess): number | undefined;
   stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
   startService(name: ServiceProcess): Promise<void>;
   /**
@@ -156,7 +158,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, logFile, stopService, startService, startGatewayReplica, stop };
+  return { urls, logFile, pid: (name) => children.get(name)?.pid, stopService, startService, startGatewayReplica, stop };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

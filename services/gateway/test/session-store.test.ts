@@ -69,7 +69,7 @@ describe('resume', () => {
   it('counts the drop of a replica that died (never detached) from the last heartbeat', async () => {
     const s = await session();
     clock += 30_000;
-    await store.touch(s.sessionId);
+    await store.touch(s.sessionId, s.userId);
     clock += WINDOW_MS;
     expect((await store.checkResume(s.sessionId, s.userId, 0)).ok).toBe(true);
     clock += 2;

@@ -175,7 +175,7 @@ describe('DELETE /v1/servers/{id}', () => {
     expect(await count('SELECT count(*) n FROM channels WHERE server_id = $1', [server.id])).toBe(0);
     const deleted = (await g.outbox('guilds.server.deleted')).find((e) => e.data.id === server.id);
     // Who was a member: the real-time socket tells them, though the members are gone.
-    expect((deleted?.data.memberIds as string[]).sort()).toEqual([owner, member].sort());
+    expect([...((deleted?.data.memberIds as string[] | undefined) ?? [])].sort()).toEqual([owner, member].sort());
   });
 });
 

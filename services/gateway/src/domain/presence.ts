@@ -26,6 +26,9 @@ redis.call('EXPIRE', skey, 2592000)
 return {seen, custom}
 `;
 
+/** The sweep's index outlives every replica's heartbeats by far; gone only when no replica runs for a day. */
+const EXPIRY_INDEX_TTL_S = 86_400;
+
 type PresenceRedis = Redis & { presenceRecompute(prefix: string, userId: string, now: number): Promise<[SeenStatus, string] | null> };
 
 export interface PresenceOptions {
@@ -51,7 +54,13 @@ export function createPresence(options: PresenceOptions) {
 
   async function mark(userId: string, sessionId: string): Promise<void> {
     const until = now() + options.livenessMs;
-    await redis.multi().zadd(`${prefix}p:${userId}`, until, sessionId).zadd(`${prefix}pe`, 'GT', until, userId).exec();
+    await redis
+      .multi()
+      .zadd(`${prefix}p:${userId}`, until, sessionId)
+      .pexpire(`${prefix}p:${userId}`, options.livenessMs * 2)
+      .zadd(`${prefix}pe`, 'GT', until, userId)
+      .expire(`${prefix}pe`, EXPIRY_INDEX_TTL_S)
+      .exec();
   }
 
   return {

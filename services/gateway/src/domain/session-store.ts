@@ -65,6 +65,9 @@ type ScriptedRedis = Redis & {
   socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
 };
 
+/** A user's set of sessions outlives any of them (refreshed by heartbeats); dead members are dropped on delivery. */
+const USER_SET_TTL_S = 86_400;
+
 export interface StoredSession {
   sessionId: string;
   userId: string;
@@ -136,6 +139,7 @@ export function createSessionStore(options: SessionStoreOptions) {
         .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 0, node: s.node, seenAt: now(), detachedAt: 0 })
         .pexpire(key('s', s.sessionId), ttl)
         .sadd(key('u', s.userId), s.sessionId)
+        .expire(key('u', s.userId), USER_SET_TTL_S)
         .exec();
     },
 
@@ -151,9 +155,10 @@ export function createSessionStore(options: SessionStoreOptions) {
     },
 
     /** A heartbeat: the session is alive on `node`. */
-    async touch(sessionId: string): Promise<void> {
+    async touch(sessionId: string, userId: string): Promise<void> {
       await redis
         .multi()
+        .expire(key('u', userId), USER_SET_TTL_S)
         .hset(key('s', sessionId), 'seenAt', now())
         .pexpire(key('s', sessionId), attachedTtl())
         .pexpire(key('b', sessionId), attachedTtl())

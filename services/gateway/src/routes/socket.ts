@@ -226,7 +226,7 @@ export function createSocketServer(deps: SocketDeps) {
     send(conn, HEARTBEAT_ACK);
     if (!conn.sessionId || conn.busy) return;
     const { sessionId, userId } = conn;
-    Promise.all([store.touch(sessionId), presence.heartbeat(userId as string, sessionId)]).catch((err) =>
+    Promise.all([store.touch(sessionId, userId as string), presence.heartbeat(userId as string, sessionId)]).catch((err) =>
       log.warn({ err }, 'heartbeat not recorded'),
     );
   }
