@@ -181,7 +181,19 @@ async function openIdentified(
   return sockets;
 }
 
-function openOne(url: string, ip: string, token: string): Promise<Watcher> {
+/** A socket closed with 4000 (the gateway could not answer in time) is opened again, as a client would. */
+async function openOne(url: string, ip: string, token: string): Promise<Watcher> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await tryOpen(url, ip, token);
+    } catch (err) {
+      if (attempt >= 5 || !/closed with 4000/.test((err as Error).message)) throw err;
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
+  }
+}
+
+function tryOpen(url: string, ip: string, token: string): Promise<Watcher> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, { headers: { 'x-forwarded-for': ip }, perMessageDeflate: false });
     const watcher: Watcher = { ws };

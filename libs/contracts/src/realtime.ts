@@ -58,7 +58,7 @@ export const ResumeFrame = z.object({
   op: z.literal(OP.RESUME),
   d: z.object({ token: z.string().min(1).max(4096), sessionId: Id, seq: z.number().int().min(0) }),
 });
-export const ClientFrame = z.discriminatedUnion('op', [HeartbeatFrame, IdentifyFrame, ResumeFrame]);
+export const ClientFrame = z.discriminatedUnion('op', [HeartbeatFrame, IdentifyFrame, ResumeFrame]).meta({ id: 'GatewayClientFrame' });
 export type ClientFrame = z.infer<typeof ClientFrame>;
 /** The opcodes a client may send; any other is closed with 4001. */
 export const CLIENT_OPS: ReadonlySet<number> = new Set([OP.HEARTBEAT, OP.IDENTIFY, OP.RESUME]);
@@ -81,7 +81,9 @@ export const InvalidSessionFrame = z.object({
 });
 export const DispatchFrame = z.object({ op: z.literal(OP.DISPATCH), t: z.string(), s: z.number().int().positive(), d: z.unknown() });
 export type DispatchFrame = z.infer<typeof DispatchFrame>;
-export const ServerFrame = z.discriminatedUnion('op', [HelloFrame, HeartbeatAckFrame, ReconnectFrame, InvalidSessionFrame, DispatchFrame]);
+export const ServerFrame = z
+  .discriminatedUnion('op', [HelloFrame, HeartbeatAckFrame, ReconnectFrame, InvalidSessionFrame, DispatchFrame])
+  .meta({ id: 'GatewayServerFrame' });
 export type ServerFrame = z.infer<typeof ServerFrame>;
 
 // ---- Dispatch payloads that no REST record describes ----

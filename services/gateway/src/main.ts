@@ -13,8 +13,8 @@ if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate lim
 const tokens = tokenVerifierFor(config);
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
 // The socket's own connections: its commands may take longer than a rate check, and one listens.
-const socketRedis = createRedis(config.REDIS_URL, 2_000, true);
-const subscriber = createRedis(config.REDIS_URL, 2_000, true);
+const socketRedis = createRedis(config.REDIS_URL, 5_000, true);
+const subscriber = createRedis(config.REDIS_URL, 5_000, true);
 const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter });
 const app = await buildApp({ config, log, tokens, limiter, realtime, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
 await serve({

@@ -191,8 +191,7 @@ export function createSocketServer(deps: SocketDeps) {
     await store.create({ sessionId, userId: identity.id, authSid: identity.sessionId, node });
     // Connected before READY: a client that has READY counts as online on every replica.
     const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
-    await presence.chose(identity.id, chosen, user.customStatus, false);
-    await presence.connected(identity.id, sessionId);
+    await showConnected(identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
     const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
     await store.deliver('READY', JSON.stringify(readyData), { sessionIds: [sessionId] });
     // A revocation that landed while this identify was answered.
@@ -217,8 +216,21 @@ export function createSocketServer(deps: SocketDeps) {
     const frames = await store.framesAfter(d.sessionId, d.seq);
     for (const f of frames) sendInOrder(conn, f);
     flushPending(conn);
-    await presence.connected(identity.id, d.sessionId);
+    await showConnected(identity.id, d.sessionId);
     await store.deliver('RESUMED', JSON.stringify({ replayed: frames.length }), { sessionIds: [d.sessionId] });
+  }
+
+  /**
+   * Presence of a session that identified or resumed. Its failure (a service that does not answer
+   * who the user's friends are) does not fail the session: the next change shows the right status.
+   */
+  async function showConnected(userId: string, sessionId: string, before?: () => Promise<void>) {
+    try {
+      await before?.();
+      await presence.connected(userId, sessionId);
+    } catch (err) {
+      log.warn({ err, userId }, 'presence not announced');
+    }
   }
 
   function heartbeat(conn: Conn) {
