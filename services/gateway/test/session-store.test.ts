@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createSessionStore } from '../src/domain/session-store.ts';
+import { createSessionStore, dispatchFrame, parsePublished } from '../src/domain/session-store.ts';
 
 /** The socket's sessions in a real Redis, on a clock the test moves. */
 
@@ -45,7 +45,36 @@ describe('delivery', () => {
       [2, { op: 0, t: 'MESSAGE_CREATE', s: 2, d: { content: 'b' } }],
     ]);
     await expect.poll(() => heard.length).toBe(2);
-    expect(heard[0]).toBe(`${s.sessionId} 1 ${frames[0]?.frame}`);
+    const published = parsePublished(heard[0] as string);
+    expect(published).toEqual({
+      kind: 'dispatch',
+      t: 'MESSAGE_CREATE',
+      d: '{"content":"a"}',
+      targets: [{ sessionId: s.sessionId, seq: 1 }],
+    });
+    expect(dispatchFrame('MESSAGE_CREATE', 1, '{"content":"a"}')).toBe(frames[0]?.frame);
+  });
+});
+
+describe('publishing', () => {
+  it('sends one message per node for all its sessions, each with its own seq', async () => {
+    const userId = randomUUID();
+    const [a, b] = [randomUUID(), randomUUID()];
+    await store.create({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair' });
+    await store.create({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair' });
+    await store.deliver('READY', '{}', { sessionIds: [a] });
+    const heard: string[] = [];
+    const listener = new Redis(inject('backing').redisUrl);
+    await listener.subscribe(store.channelOf('node-pair'));
+    listener.on('message', (_c, m) => heard.push(m));
+    expect(await store.deliver('TYPING_START', '{"x":1}', { userIds: [userId] })).toBe(2);
+    await expect.poll(() => heard.length).toBe(1);
+    const published = parsePublished(heard[0] as string);
+    expect(published?.kind === 'dispatch' && published.targets.sort((x, y) => x.seq - y.seq)).toEqual([
+      { sessionId: b, seq: 1 },
+      { sessionId: a, seq: 2 },
+    ]);
+    listener.disconnect();
   });
 });
 

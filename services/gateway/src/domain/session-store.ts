@@ -8,7 +8,8 @@ import type { Redis } from 'ioredis';
  * - `b:<sid>` sorted set: the session's dispatch frames scored by seq, the last `bufferSize` kept:
  *   the replay buffer of RESUME.
  * - `u:<userId>` set: the user's sessions, so an event for a user reaches each of them.
- * - `n:<node>` pub/sub channel: "<sid> <seq> <frame>" for the sockets a replica holds.
+ * - `n:<node>` pub/sub channel of a replica: per dispatch one message "D <t>\n<sid>:<seq>,...\n<d>" for
+ *   the sessions it holds, and "K <sid>" when a resume elsewhere took a session over.
  *
  * A dispatch is numbered, buffered and published in one script, so the buffer and the live stream
  * agree: a socket drops what it already sent (seq), and a resume reads the buffer then the stream.
@@ -22,6 +23,7 @@ if ARGV[2] ~= '' then
 end
 local t, d, cap, mode = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local sent = 0
+local byNode = {}
 local function deliver(sid)
   local skey = p .. 's:' .. sid
   local ttl = redis.call('PTTL', skey)
@@ -33,7 +35,10 @@ local function deliver(sid)
   if seq > cap then redis.call('ZREMRANGEBYSCORE', bkey, '-inf', seq - cap) end
   redis.call('PEXPIRE', bkey, ttl)
   local node = redis.call('HGET', skey, 'node')
-  if node and node ~= '' then redis.call('PUBLISH', p .. 'n:' .. node, sid .. ' ' .. seq .. ' ' .. frame) end
+  if node and node ~= '' then
+    byNode[node] = byNode[node] or {}
+    table.insert(byNode[node], sid .. ':' .. seq)
+  end
   sent = sent + 1
   return true
 end
@@ -46,6 +51,10 @@ for i = 7, #ARGV do
       if not deliver(sid) then redis.call('SREM', ukey, sid) end
     end
   end
+end
+-- One message per replica, however many of its sessions get the dispatch (see parsePublished).
+for node, entries in pairs(byNode) do
+  redis.call('PUBLISH', p .. 'n:' .. node, 'D ' .. t .. '\\n' .. table.concat(entries, ',') .. '\\n' .. d)
 end
 return sent
 `;
@@ -94,6 +103,32 @@ export interface SessionStoreOptions {
 export type ResumeVerdict =
   | { ok: true; session: StoredSession; frames: { seq: number; frame: string }[] }
   | { ok: false; reason: 'unknown' | 'expired' | 'wrong-user' | 'gap' | 'future-seq' };
+
+/** A dispatch frame as the buffer holds it and a socket sends it. */
+export const dispatchFrame = (t: string, seq: number, d: string) => `{"op":0,"t":"${t}","s":${seq},"d":${d}}`;
+
+/** What a replica hears on its channel. */
+export type Published =
+  | { kind: 'dispatch'; t: string; d: string; targets: { sessionId: string; seq: number }[] }
+  | { kind: 'kick'; sessionId: string };
+
+export function parsePublished(message: string): Published | undefined {
+  if (message.startsWith('K ')) return { kind: 'kick', sessionId: message.slice(2) };
+  if (!message.startsWith('D ')) return undefined;
+  const first = message.indexOf('\n');
+  const second = message.indexOf('\n', first + 1);
+  const targets = message
+    .slice(first + 1, second)
+    .split(',')
+    .map((pair) => {
+      const colon = pair.lastIndexOf(':');
+      return { sessionId: pair.slice(0, colon), seq: Number(pair.slice(colon + 1)) };
+    });
+  return { kind: 'dispatch', t: message.slice(2, first), d: message.slice(second + 1), targets };
+}
+
+/** The message that tells a replica a session it held was resumed elsewhere. */
+export const kickMessage = (sessionId: string) => `K ${sessionId}`;
 
 export function createSessionStore(options: SessionStoreOptions) {
   const redis = options.redis as ScriptedRedis;

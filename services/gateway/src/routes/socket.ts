@@ -21,7 +21,7 @@ import type { Ask } from '../domain/audience.ts';
 import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '../domain/frames.ts';
 import type { Presence } from '../domain/presence.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
-import type { SessionStore } from '../domain/session-store.ts';
+import { dispatchFrame, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
 
 export const SOCKET_PATH = '/v1/gateway/ws';
 /** A revoked token session is remembered this long (longer than any access token lives). */
@@ -92,19 +92,20 @@ export function createSocketServer(deps: SocketDeps) {
     if (conn.ws.readyState === conn.ws.OPEN || conn.ws.readyState === conn.ws.CONNECTING) conn.ws.close(code, reason);
   }
 
-  /** "<sid> <seq> <frame>" from the session store, or "<sid> 0 kick" when a resume elsewhere took it. */
+  /** A dispatch for sessions this replica holds (one message for all of them), or a takeover. */
   function onPublished(message: string) {
-    const first = message.indexOf(' ');
-    const second = message.indexOf(' ', first + 1);
-    const conn = bySession.get(message.slice(0, first));
-    if (!conn) return;
-    const seq = Number(message.slice(first + 1, second));
-    const frame = message.slice(second + 1);
-    if (seq === 0 && frame === 'kick') {
+    const published = parsePublished(message);
+    if (published?.kind === 'kick') {
+      const conn = bySession.get(published.sessionId);
+      if (!conn) return;
       conn.ended = 'taken-over';
       return close(conn, 1000, 'Session resumed elsewhere');
     }
-    push(conn, seq, frame);
+    if (!published) return;
+    for (const { sessionId, seq } of published.targets) {
+      const conn = bySession.get(sessionId);
+      if (conn) push(conn, seq, dispatchFrame(published.t, seq, published.d));
+    }
   }
 
   function push(conn: Conn, seq: number, frame: string) {
@@ -211,7 +212,7 @@ export function createSocketServer(deps: SocketDeps) {
     Object.assign(conn, { sessionId: d.sessionId, userId: identity.id, authSid: verdict.session.authSid, lastSent: d.seq, pending: [] });
     register(conn);
     const previousNode = await store.attach(d.sessionId, node);
-    if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), `${d.sessionId} 0 kick`);
+    if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), kickMessage(d.sessionId));
     // Read after attaching: what was delivered meanwhile went to the old replica, and is in the buffer.
     const frames = await store.framesAfter(d.sessionId, d.seq);
     for (const f of frames) sendInOrder(conn, f);
