@@ -25,7 +25,7 @@ const store = createSessionStore({
 
 async function session(node = 'node-a') {
   const ids = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node };
-  await store.create(ids);
+  await store.create({ ...ids, readyJson: '{"ready":true}' });
   return ids;
 }
 
@@ -39,10 +39,12 @@ describe('delivery', () => {
     expect(await store.deliver('MESSAGE_CREATE', '{"content":"b"}', { userIds: [s.userId, s.userId] })).toBe(1);
     // The same event again (a redelivery) changes nothing.
     expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1')).toBe(-1);
+    // READY is the first, numbered 1 when the session is created.
     const frames = await store.framesAfter(s.sessionId, 0);
     expect(frames.map((f) => [f.seq, JSON.parse(f.frame)])).toEqual([
-      [1, { op: 0, t: 'MESSAGE_CREATE', s: 1, d: { content: 'a' } }],
-      [2, { op: 0, t: 'MESSAGE_CREATE', s: 2, d: { content: 'b' } }],
+      [1, { op: 0, t: 'READY', s: 1, d: { ready: true } }],
+      [2, { op: 0, t: 'MESSAGE_CREATE', s: 2, d: { content: 'a' } }],
+      [3, { op: 0, t: 'MESSAGE_CREATE', s: 3, d: { content: 'b' } }],
     ]);
     await expect.poll(() => heard.length).toBe(2);
     const published = parsePublished(heard[0] as string);
@@ -50,9 +52,9 @@ describe('delivery', () => {
       kind: 'dispatch',
       t: 'MESSAGE_CREATE',
       d: '{"content":"a"}',
-      targets: [{ sessionId: s.sessionId, seq: 1 }],
+      targets: [{ sessionId: s.sessionId, seq: 2 }],
     });
-    expect(dispatchFrame('MESSAGE_CREATE', 1, '{"content":"a"}')).toBe(frames[0]?.frame);
+    expect(dispatchFrame('MESSAGE_CREATE', 2, '{"content":"a"}')).toBe(frames[1]?.frame);
   });
 });
 
@@ -60,9 +62,9 @@ describe('publishing', () => {
   it('sends one message per node for all its sessions, each with its own seq', async () => {
     const userId = randomUUID();
     const [a, b] = [randomUUID(), randomUUID()];
-    await store.create({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair' });
-    await store.create({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair' });
-    await store.deliver('READY', '{}', { sessionIds: [a] });
+    await store.create({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
+    await store.create({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
+    await store.deliver('CHANNEL_CREATE', '{}', { sessionIds: [a] });
     const heard: string[] = [];
     const listener = new Redis(inject('backing').redisUrl);
     await listener.subscribe(store.channelOf('node-pair'));
@@ -71,8 +73,8 @@ describe('publishing', () => {
     await expect.poll(() => heard.length).toBe(1);
     const published = parsePublished(heard[0] as string);
     expect(published?.kind === 'dispatch' && published.targets.sort((x, y) => x.seq - y.seq)).toEqual([
-      { sessionId: b, seq: 1 },
-      { sessionId: a, seq: 2 },
+      { sessionId: b, seq: 2 },
+      { sessionId: a, seq: 3 },
     ]);
     listener.disconnect();
   });
@@ -84,8 +86,8 @@ describe('resume', () => {
     for (const c of ['a', 'b', 'c']) await store.deliver('MESSAGE_CREATE', JSON.stringify({ c }), { userIds: [s.userId] });
     await store.detach(s.sessionId, 'node-a');
     clock += WINDOW_MS - 1;
-    const verdict = await store.checkResume(s.sessionId, s.userId, 1);
-    expect(verdict.ok && verdict.frames.map((f) => f.seq)).toEqual([2, 3]);
+    const verdict = await store.checkResume(s.sessionId, s.userId, 2);
+    expect(verdict.ok && verdict.frames.map((f) => f.seq)).toEqual([3, 4]);
   });
 
   it('refuses once the window has passed since the drop', async () => {
@@ -109,11 +111,11 @@ describe('resume', () => {
     const s = await session();
     for (const c of ['a', 'b', 'c', 'd', 'e']) await store.deliver('MESSAGE_CREATE', JSON.stringify({ c }), { userIds: [s.userId] });
     expect(await store.checkResume(s.sessionId, randomUUID(), 5)).toEqual({ ok: false, reason: 'wrong-user' });
-    expect(await store.checkResume(s.sessionId, s.userId, 6)).toEqual({ ok: false, reason: 'future-seq' });
-    // The buffer keeps the last 3 (3, 4, 5): from seq 1, the 2nd is lost.
-    expect(await store.checkResume(s.sessionId, s.userId, 1)).toEqual({ ok: false, reason: 'gap' });
-    const fromTwo = await store.checkResume(s.sessionId, s.userId, 2);
-    expect(fromTwo.ok && fromTwo.frames.map((f) => f.seq)).toEqual([3, 4, 5]);
+    expect(await store.checkResume(s.sessionId, s.userId, 7)).toEqual({ ok: false, reason: 'future-seq' });
+    // READY was 1, the five 2..6; the buffer keeps the last 3 (4, 5, 6): from seq 2, the 3rd is lost.
+    expect(await store.checkResume(s.sessionId, s.userId, 2)).toEqual({ ok: false, reason: 'gap' });
+    const fromThree = await store.checkResume(s.sessionId, s.userId, 3);
+    expect(fromThree.ok && fromThree.frames.map((f) => f.seq)).toEqual([4, 5, 6]);
   });
 
   it('detaches only on the node that still holds the session', async () => {

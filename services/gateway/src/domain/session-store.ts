@@ -166,16 +166,24 @@ export function createSessionStore(options: SessionStoreOptions) {
     /** The buffered dispatch frames of a session after `seq`, in order. */
     framesAfter,
 
-    /** A new session held by `node`, its first dispatch (READY) numbered 1. */
-    async create(s: { sessionId: string; userId: string; authSid: string; node: string }): Promise<void> {
+    /**
+     * A new session held by `node`, with its first dispatch (READY) numbered 1 and buffered in the
+     * same transaction that makes the session reachable: nothing can be numbered before it.
+     * Answers the frame to send.
+     */
+    async create(s: { sessionId: string; userId: string; authSid: string; node: string; readyJson: string }): Promise<string> {
       const ttl = attachedTtl();
+      const frame = dispatchFrame('READY', 1, s.readyJson);
       await redis
         .multi()
-        .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 0, node: s.node, seenAt: now(), detachedAt: 0 })
+        .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 1, node: s.node, seenAt: now(), detachedAt: 0 })
         .pexpire(key('s', s.sessionId), ttl)
+        .zadd(key('b', s.sessionId), 1, frame)
+        .pexpire(key('b', s.sessionId), ttl)
         .sadd(key('u', s.userId), s.sessionId)
         .expire(key('u', s.userId), USER_SET_TTL_S)
         .exec();
+      return frame;
     },
 
     /**

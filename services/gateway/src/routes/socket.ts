@@ -187,14 +187,22 @@ export function createSocketServer(deps: SocketDeps) {
     ]);
     if (conn.ws.readyState !== conn.ws.OPEN) return;
     const sessionId = uuidv7();
-    Object.assign(conn, { sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: 0 });
+    // Dispatches that arrive before READY is sent wait behind it.
+    Object.assign(conn, { sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: 1, pending: [] });
     register(conn);
-    await store.create({ sessionId, userId: identity.id, authSid: identity.sessionId, node });
     // Connected before READY: a client that has READY counts as online on every replica.
     const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
     await showConnected(identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
     const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
-    await store.deliver('READY', JSON.stringify(readyData), { sessionIds: [sessionId] });
+    const readyFrame = await store.create({
+      sessionId,
+      userId: identity.id,
+      authSid: identity.sessionId,
+      node,
+      readyJson: JSON.stringify(readyData),
+    });
+    send(conn, readyFrame);
+    flushPending(conn);
     // A revocation that landed while this identify was answered.
     if (await store.isRevoked(identity.sessionId)) return revokeConn(conn);
   }
