@@ -248,4 +248,21 @@ describe('GET /v1/discovery/servers', () => {
     expect((await g.call(owner, 'GET', '/v1/discovery/servers?q=%25%25%25_')).body).toEqual([]);
     expect((await g.call(owner, 'GET', '/v1/discovery/servers?limit=1000')).status).toBe(400);
   });
+
+  it('answers a private server’s id as cursor like an unknown id, so its member count cannot be probed (issue 16)', async () => {
+    const owner = newId();
+    const tag = `p${newId().slice(0, 8)}`;
+    const listed = await makeServer(owner, { name: `Listed ${tag}`, isPublic: true, tags: [tag] });
+    const hidden = await makeServer(owner, { name: 'Hidden' });
+    const code = (await g.call(owner, 'POST', `/v1/servers/${hidden.id}/invites`, {})).body.code;
+    for (let i = 0; i < 2; i++) expect((await g.call(newId(), 'POST', `/v1/invites/${code}/accept`)).status).toBe(200);
+
+    // Listed (1 member) ranks below Hidden (3): a private cursor would page on from Hidden's count.
+    const fromHidden = await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&before=${hidden.id}`);
+    const fromUnknown = await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&before=${newId()}`);
+    expect(fromHidden.status).toBe(200);
+    expect(fromHidden.body).toEqual([]);
+    expect(fromUnknown.body).toEqual([]);
+    expect((await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}`)).body.map((s: { id: string }) => s.id)).toEqual([listed.id]);
+  });
 });
