@@ -64,6 +64,7 @@ describe('POST /v1/servers', () => {
       { name: 'ok name', tags: Array(11).fill('t') },
       { name: 'ok name', tags: ['x'.repeat(25)] },
       { name: 'ok name', iconUrl: 'not a url' },
+      { name: 'ok name', iconUrl: 'javascript:alert(1)' },
     ]) {
       const res = await g.call(owner, 'POST', '/v1/servers', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
@@ -136,6 +137,9 @@ describe('PATCH /v1/servers/{id}', () => {
       { tags: Array(11).fill('t') },
       { isPublic: 'yes' },
       { entranceChannelId: 'nope' },
+      { iconUrl: 'javascript:alert(1)' },
+      { bannerUrl: 'data:text/html,<script>alert(1)</script>' },
+      { bannerUrl: 'file:///etc/passwd' },
     ]) {
       const res = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
