@@ -145,7 +145,14 @@ describe('executing a webhook', () => {
 
   it('answers 400 for a bad body and stores nothing', async () => {
     const before = await messageCount();
-    for (const payload of [{}, { content: '' }, { content: '  ' }, { content: 'x'.repeat(4001) }, { content: 'x', avatarUrl: 'nope' }, { content: 'x', avatarUrl: 'javascript:alert(1)' }]) {
+    for (const payload of [
+      {},
+      { content: '' },
+      { content: '  ' },
+      { content: 'x'.repeat(4001) },
+      { content: 'x', avatarUrl: 'nope' },
+      { content: 'x', avatarUrl: 'javascript:alert(1)' },
+    ]) {
       expect((await execute(hook.id, hook.token, payload)).status, JSON.stringify(payload)).toBe(400);
     }
     expect(await messageCount()).toBe(before);
