@@ -24,6 +24,13 @@ export interface ObjectStore {
   read(key: string, range?: { start: number; end: number }): Promise<Readable>;
   /** Best effort: a failure is logged, never thrown (callers are already cleaning up). */
   remove(key: string): Promise<void>;
+  /** Every object, in the byte order of the keys (S3's listing order); a failure of the store is a 503. */
+  list(): AsyncIterable<StoredObject>;
+}
+
+export interface StoredObject {
+  key: string;
+  lastModified: Date;
 }
 
 export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bucket: string; log: Logger }): ObjectStore {
@@ -100,7 +107,18 @@ export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bu
     await client.removeObject(bucket, key).catch((err) => log.warn({ err, key }, 'could not remove an object'));
   }
 
-  return { bucket, ensureBucket, put, read, remove };
+  async function* list(): AsyncGenerator<StoredObject, void> {
+    try {
+      for await (const item of client.listObjectsV2(bucket, '', true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+        // Only prefixes come without a name or date, and a recursive listing has none.
+        if (item.name && item.lastModified) yield { key: item.name, lastModified: item.lastModified };
+      }
+    } catch (err) {
+      throw unavailableStore(err);
+    }
+  }
+
+  return { bucket, ensureBucket, put, read, remove, list };
 }
 
 function unavailableStore(cause: unknown): AppError {
