@@ -17,8 +17,8 @@ export const PageQuery = z.object({
 
 export const MAX_URL_LENGTH = 2048;
 
-/** This platform's own uploads, path-relative: `/v1/media/{id}/{filename}`. */
-const OWN_MEDIA_PATH = /^\/v1\/media\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[^/?#\\]+$/i;
+/** This platform's own uploads, path-relative: `/v1/media/{id}/{filename}` (a name, never `.` or `..`). */
+const OWN_MEDIA_PATH = /^\/v1\/media\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/(?!\.\.?$)[^/?#\\]+$/i;
 
 function parseUrl(value: string): URL | undefined {
   try {
@@ -31,7 +31,7 @@ function parseUrl(value: string): URL | undefined {
 function isImageUrl(value: string): boolean {
   // No whitespace or control characters anywhere: URL parsers drop some of them (`java\tscript:`).
   if (/[\s\p{Cc}]/u.test(value)) return false;
-  if (OWN_MEDIA_PATH.test(value) && !value.includes('..')) return true;
+  if (OWN_MEDIA_PATH.test(value)) return true;
   const url = parseUrl(value);
   return (
     url !== undefined &&

@@ -10,6 +10,7 @@ const ACCEPTED = [
   'http://cdn.example.com/a.png?size=64#x',
   'HTTPS://CDN.EXAMPLE.COM/A.PNG',
   '/v1/media/0192f4c1-7b7e-7cc3-9a51-3f2c1b0e9a11/avatar.png',
+  '/v1/media/0192f4c1-7b7e-7cc3-9a51-3f2c1b0e9a11/my..avatar.png',
   `https://cdn.example.com/${'a'.repeat(2048 - 'https://cdn.example.com/'.length)}`,
 ];
 const REFUSED = [
@@ -29,6 +30,8 @@ const REFUSED = [
   ' https://cdn.example.com/a.png',
   'https://cdn.example.com/a b.png',
   '/v1/media/../../etc/passwd',
+  '/v1/media/0192f4c1-7b7e-7cc3-9a51-3f2c1b0e9a11/..',
+  '/v1/media/0192f4c1-7b7e-7cc3-9a51-3f2c1b0e9a11/a/b.png',
   '/v1/media/not-an-id/a.png',
   '/v1/users/@me',
   'not a url',
