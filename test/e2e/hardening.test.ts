@@ -1,5 +1,6 @@
 import { Permission, toMask } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
+import { E2E_UPLOADS_PER_HOUR } from '../setup/platform.ts';
 import { api, gateway, newUser, type TestUser } from './helpers.ts';
 
 /** Issue 16, items 3, 5, 9 and 12, tried through the gateway as an attacker would. */
@@ -113,11 +114,10 @@ describe('upload quota (item 12)', () => {
       });
       return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error?: string } };
     };
-    // The platform keeps media's default of 100 files per hour.
-    for (let i = 0; i < 100; i++) expect((await upload()).status).toBe(201);
+    for (let i = 0; i < E2E_UPLOADS_PER_HOUR; i++) expect((await upload()).status).toBe(201);
     const over = await upload();
     expect(over.status).toBe(429);
-    expect(over.body).toEqual({ error: 'Upload quota exceeded: at most 100 files per hour' });
+    expect(over.body).toEqual({ error: `Upload quota exceeded: at most ${E2E_UPLOADS_PER_HOUR} files per hour` });
     expect(Number(over.retryAfter)).toBeGreaterThan(3_500);
     expect(Number(over.retryAfter)).toBeLessThanOrEqual(3_600);
   });
