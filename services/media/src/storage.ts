@@ -26,6 +26,10 @@ export interface ObjectStore {
   remove(key: string): Promise<void>;
   /** Every object, in the byte order of the keys (S3's listing order); a failure of the store is a 503. */
   list(): AsyncIterable<StoredObject>;
+  /** Multipart uploads begun and never completed nor aborted (their process died), with when they began. */
+  listUnfinished(): AsyncIterable<{ key: string; initiated: Date }>;
+  /** Aborts every unfinished multipart upload of `key`; best effort, as `remove`. */
+  abortUnfinished(key: string): Promise<void>;
 }
 
 export interface StoredObject {
@@ -118,7 +122,20 @@ export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bu
     }
   }
 
-  return { bucket, ensureBucket, put, read, remove, list };
+  async function* listUnfinished(): AsyncGenerator<{ key: string; initiated: Date }, void> {
+    try {
+      const uploads = client.listIncompleteUploads(bucket, '', true) as AsyncIterable<{ key?: string; initiated?: Date }>;
+      for await (const upload of uploads) if (upload.key && upload.initiated) yield { key: upload.key, initiated: upload.initiated };
+    } catch (err) {
+      throw unavailableStore(err);
+    }
+  }
+
+  async function abortUnfinished(key: string) {
+    await client.removeIncompleteUpload(bucket, key).catch((err) => log.warn({ err, key }, 'could not abort an unfinished upload'));
+  }
+
+  return { bucket, ensureBucket, put, read, remove, list, listUnfinished, abortUnfinished };
 }
 
 function unavailableStore(cause: unknown): AppError {

@@ -39,11 +39,11 @@ describe('sweepOrphans', () => {
 
     // Young: the orphan may be an upload whose record is about to commit; the record's object may be arriving.
     const early = await sweepOrphans(h.deps, { now: new Date(), olderThanMs: HOUR });
-    expect(early).toEqual({ objectsRemoved: 0, recordsRemoved: 0 });
+    expect(early).toEqual({ objectsRemoved: 0, recordsRemoved: 0, uploadsAborted: 0 });
     expect(await ids()).toEqual({ objects: [kept.id, orphan].sort(), rows: [kept.id, lost.id].sort() });
 
     const later = await sweepOrphans(h.deps, { now: new Date(Date.now() + HOUR + 60_000), olderThanMs: HOUR });
-    expect(later).toEqual({ objectsRemoved: 1, recordsRemoved: 1 });
+    expect(later).toEqual({ objectsRemoved: 1, recordsRemoved: 1, uploadsAborted: 0 });
     expect(await ids()).toEqual({ objects: [kept.id], rows: [kept.id] });
     expect((await h.app.inject({ method: 'GET', url: new URL(kept.url).pathname })).statusCode).toBe(200);
     expect((await h.app.inject({ method: 'GET', url: new URL(lost.url).pathname })).statusCode).toBe(404);
@@ -52,6 +52,7 @@ describe('sweepOrphans', () => {
     expect(await sweepOrphans(h.deps, { now: new Date(Date.now() + HOUR + 60_000), olderThanMs: HOUR })).toEqual({
       objectsRemoved: 0,
       recordsRemoved: 0,
+      uploadsAborted: 0,
     });
   });
 
@@ -61,9 +62,19 @@ describe('sweepOrphans', () => {
     for (const key of orphans) await h.s3.putObject(h.bucket, key, Buffer.from('x'));
     for (const gone of uploads.slice(0, 3)) await h.s3.removeObject(h.bucket, gone.id);
     const result = await sweepOrphans(h.deps, { now: new Date(Date.now() + 2 * HOUR), olderThanMs: HOUR, pageSize: 2 });
-    expect(result).toEqual({ objectsRemoved: 5, recordsRemoved: 3 });
+    expect(result).toEqual({ objectsRemoved: 5, recordsRemoved: 3, uploadsAborted: 0 });
     const keys = await h.objectKeys();
     expect(keys.sort()).toEqual((await h.rows()).map((r) => r.id).sort());
     for (const u of uploads.slice(3)) expect(keys).toContain(u.id);
+  });
+
+  it('aborts a multipart upload its process never finished, once it is older than the age', async () => {
+    const key = randomUUID();
+    await h.s3.initiateNewMultipartUpload(h.bucket, key, {});
+    expect(await h.incompleteUploads()).toEqual([key]);
+    expect((await sweepOrphans(h.deps, { now: new Date(), olderThanMs: HOUR })).uploadsAborted).toBe(0);
+    expect(await h.incompleteUploads()).toEqual([key]);
+    expect((await sweepOrphans(h.deps, { now: new Date(Date.now() + 2 * HOUR), olderThanMs: HOUR })).uploadsAborted).toBe(1);
+    expect(await h.incompleteUploads()).toEqual([]);
   });
 });

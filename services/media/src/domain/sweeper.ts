@@ -16,6 +16,8 @@ export interface SweepOptions {
 export interface SweepResult {
   objectsRemoved: number;
   recordsRemoved: number;
+  /** Multipart uploads begun before the cut-off and never finished: their bytes were never an object. */
+  uploadsAborted: number;
 }
 
 /** The records in key order, a page at a time. */
@@ -34,14 +36,16 @@ async function* recordsInKeyOrder(deps: Deps, pageSize: number) {
  * records are read in the same order), with memory bounded by one page of each:
  * - an object that no record names, last written before the cut-off, is removed: its upload
  *   died between storing and committing (the process was killed), so no url was handed out;
- * - a record whose object is gone, created before the cut-off, is removed: nothing can serve it.
+ * - a record whose object is gone, created before the cut-off, is removed: nothing can serve it;
+ * - then a multipart upload begun before the cut-off and never finished is aborted (its parts hold
+ *   bytes but are no object yet).
  * Every replica may sweep: both removals are idempotent.
  */
 export async function sweepOrphans(deps: Deps, options: SweepOptions): Promise<SweepResult> {
   const cutoff = new Date(options.now.getTime() - options.olderThanMs);
   const objects: AsyncIterator<StoredObject> = deps.storage.list()[Symbol.asyncIterator]();
   const records = recordsInKeyOrder(deps, options.pageSize ?? 1_000);
-  const result: SweepResult = { objectsRemoved: 0, recordsRemoved: 0 };
+  const result: SweepResult = { objectsRemoved: 0, recordsRemoved: 0, uploadsAborted: 0 };
   let object = await objects.next();
   let record = await records.next();
   while (!object.done || !record.done) {
@@ -66,7 +70,24 @@ export async function sweepOrphans(deps: Deps, options: SweepOptions): Promise<S
       [object, record] = await Promise.all([objects.next(), records.next()]);
     }
   }
+  result.uploadsAborted = await abortStaleUploads(deps, cutoff);
   return result;
+}
+
+/** A live upload aborts its own multipart upload on failure; one begun before the cut-off lost its process. */
+async function abortStaleUploads(deps: Deps, cutoff: Date): Promise<number> {
+  const stale = new Set<string>();
+  try {
+    for await (const upload of deps.storage.listUnfinished()) if (upload.initiated < cutoff) stale.add(upload.key);
+  } catch (err) {
+    // minio lists each upload's parts too, so an upload aborted meanwhile fails the listing: next sweep.
+    deps.log.warn({ err }, 'could not list unfinished uploads; aborting those listed so far');
+  }
+  for (const key of stale) {
+    await deps.storage.abortUnfinished(key);
+    deps.log.info({ key }, 'aborted an unfinished upload');
+  }
+  return stale.size;
 }
 
 export interface MediaSweeper {
@@ -84,7 +105,7 @@ export function startMediaSweeper(
   const sweep = async () => {
     try {
       const result = await sweepOrphans(deps, { now: deps.now(), olderThanMs: settings.orphanAgeSeconds * 1_000 });
-      if (result.objectsRemoved || result.recordsRemoved) log.info(result, 'media sweep removed orphans');
+      if (result.objectsRemoved || result.recordsRemoved || result.uploadsAborted) log.info(result, 'media sweep removed orphans');
     } catch (err) {
       log.warn({ err }, 'media sweep failed; will retry');
     }
