@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { consumeMessagesForEmbeds } from './bus/embeds.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
 import { linkFetcher } from './domain/link-fetcher.ts';
@@ -24,8 +25,12 @@ if (config.LINK_PREVIEW_ALLOWLIST.length > 0) {
 const deps = { ...runtime, config, tokens, storage, fetchLink: linkFetcher(config) };
 const app = await buildApp(deps);
 serveMediaRpc(deps);
+const consumers = await consumeMessagesForEmbeds(deps);
 // Expired cached previews are dead weight; an hourly sweep keeps the table to about a day of links.
-const purge = setInterval(() => {
-  purgeExpiredPreviews(deps).catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
-}, 60 * 60 * 1000).unref();
-await serve({ app, config, log: runtime.log, runtime, onClose: async () => clearInterval(purge) });
+const purge = setInterval(
+  () => {
+    purgeExpiredPreviews(deps).catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
+  },
+  60 * 60 * 1000,
+).unref();
+await serve({ app, config, log: runtime.log, runtime, consumers, onClose: async () => clearInterval(purge) });
