@@ -9,11 +9,14 @@ declare module 'vitest' {
 
 /**
  * Settings the end-to-end tests rely on: a trusted proxy so tests can pick their client IP, and
- * registration without email verification (newUser() expects 201 with a token pair).
+ * registration without email verification (newUser() expects 201 with a token pair), and link
+ * previews allowed to fetch from 127.0.0.1.
  */
 export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = {
   gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
   auth: { EMAIL_VERIFICATION: 'false' },
+  // Link previews fetch from the tests' own page server on this machine, and from nowhere else.
+  media: { LINK_PREVIEW_ALLOWLIST: '127.0.0.1' },
 };
 
 /** The platform of the whole end-to-end run (see startIsolatedPlatform). */
