@@ -8,6 +8,8 @@ import { buildApp } from '../src/app.ts';
 import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
 import type { MediaDeps } from '../src/deps.ts';
+import { linkFetcher } from '../src/domain/link-fetcher.ts';
+import type { SafeFetch } from '../src/domain/safe-fetch.ts';
 import { createObjectStore } from '../src/storage.ts';
 
 export type MinioOptions = Backing['minio'];
@@ -17,7 +19,7 @@ export type MinioOptions = Backing['minio'];
  * with a direct MinIO client to check what the store holds.
  */
 export async function createMediaHarness(
-  options: { minio?: MinioOptions; env?: Record<string, string>; createBucket?: boolean; now?: () => Date } = {},
+  options: { minio?: MinioOptions; env?: Record<string, string>; createBucket?: boolean; now?: () => Date; fetchLink?: SafeFetch } = {},
 ) {
   const backing = inject('backing');
   const minio = options.minio ?? backing.minio;
@@ -39,7 +41,14 @@ export async function createMediaHarness(
   const tokens = issuer.verifier();
   const storage = createObjectStore({ minio: config.MINIO_URL, bucket, log: runtime.log });
   if (options.createBucket !== false) await storage.ensureBucket();
-  const deps: MediaDeps = { ...runtime, config, tokens, storage, now: options.now ?? (() => new Date()) };
+  const deps: MediaDeps = {
+    ...runtime,
+    config,
+    tokens,
+    storage,
+    now: options.now ?? (() => new Date()),
+    fetchLink: options.fetchLink ?? linkFetcher(config),
+  };
   const app = await buildApp(deps);
   serveMediaRpc(deps);
   const s3 = new Client(minio);
