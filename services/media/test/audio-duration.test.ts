@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import { MEDIA_RPC, MediaFileReply } from '@chat/contracts';
+import { requestRpc } from '@chat/kit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMediaHarness, type MediaHarness, oneFile } from './harness.ts';
+
+/** A PCM WAV file of `seconds` of silence: 8 kHz, mono, 16 bit. */
+export function silentWav(seconds: number): Buffer {
+  const rate = 8000;
+  const data = Buffer.alloc(rate * 2 * seconds);
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + data.length, 4);
+  header.write('WAVE', 8);
+  header.write('fmt ', 12);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(data.length, 40);
+  return Buffer.concat([header, data]);
+}
+
+let h: MediaHarness;
+const owner = randomUUID();
+beforeAll(async () => {
+  h = await createMediaHarness();
+});
+afterAll(() => h.close());
+
+async function upload(data: Buffer, filename: string) {
+  const body = oneFile(data, filename);
+  const res = await h.app.inject({ method: 'POST', url: '/v1/media', headers: { ...(await h.auth(owner)), ...body.headers }, payload: body.payload });
+  expect(res.statusCode).toBe(201);
+  return res.json() as { id: string; contentType: string };
+}
+
+describe('audio length read at upload', () => {
+  it('reads the length of an uploaded audio file and keeps it in the record and the RPC answer', async () => {
+    const file = await upload(silentWav(3), 'three.wav');
+    expect(file.contentType).toMatch(/^audio\//);
+    const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
+    expect(record.json().durationSeconds).toBeCloseTo(3, 2);
+    const reply = MediaFileReply.parse(await requestRpc(h.runtime.bus, MEDIA_RPC.fileGet, { id: file.id }));
+    expect(reply.durationSeconds).toBeCloseTo(3, 2);
+    const { rows } = await h.runtime.pool.query('SELECT duration_seconds FROM media_files WHERE id = $1', [file.id]);
+    expect(rows[0].duration_seconds).toBeCloseTo(3, 2);
+  });
+
+  it('keeps no length for a file that is not audio', async () => {
+    const file = await upload(Buffer.from('just some text'), 'notes.txt');
+    const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
+    expect(record.json().durationSeconds).toBeNull();
+  });
+});
