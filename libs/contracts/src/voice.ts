@@ -81,6 +81,8 @@ export const VoiceAccessReply = z.object({
   inChannel: z.boolean(),
   /** MANAGE_CHANNELS in this channel (owners and administrators included). */
   canManageChannel: z.boolean(),
+  /** Holds one of the server's DJ roles (djRoleIds): controls music in musicLocked channels. */
+  isDj: z.boolean(),
 });
 export type VoiceAccessReply = z.infer<typeof VoiceAccessReply>;
 

@@ -34,7 +34,12 @@ afterAll(() => h.close());
 
 async function upload(data: Buffer, filename: string) {
   const body = oneFile(data, filename);
-  const res = await h.app.inject({ method: 'POST', url: '/v1/media', headers: { ...(await h.auth(owner)), ...body.headers }, payload: body.payload });
+  const res = await h.app.inject({
+    method: 'POST',
+    url: '/v1/media',
+    headers: { ...(await h.auth(owner)), ...body.headers },
+    payload: body.payload,
+  });
   expect(res.statusCode).toBe(201);
   return res.json() as { id: string; contentType: string };
 }

@@ -87,7 +87,9 @@ export async function readPlayerState(db: Queryable, channelId: string): Promise
   if (!row) return undefined;
   const tracks = (await listTracks(db, channelId)).map(toTrack);
   // An idle player may hold queued tracks (POST /v1/music/queue): then all of them are upcoming.
-  const [current, ...queue] = row.started_at !== null ? tracks : [undefined, ...tracks];
+  const playing = row.started_at !== null;
+  const current = row.started_at !== null ? tracks[0] : undefined;
+  const queue = playing ? tracks.slice(1) : tracks;
   return {
     channelId: row.channel_id,
     serverId: row.server_id,
