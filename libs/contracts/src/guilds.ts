@@ -131,6 +131,12 @@ export const UpdateServerBody = z.object({
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),
+  /** At most 10 roles of this server; their members control music in musicLocked channels. */
+  djRoleIds: z
+    .array(Id)
+    .max(10)
+    .transform((ids) => [...new Set(ids)])
+    .optional(),
 });
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
 
