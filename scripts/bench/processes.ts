@@ -40,7 +40,8 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
         // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
         gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
         auth: { EMAIL_VERIFICATION: 'false' },
-        media: { MEDIA_BUCKET: bucket },
+        // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
+        media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
       },
     });
     return {
