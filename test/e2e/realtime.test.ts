@@ -423,10 +423,16 @@ describe('presence', () => {
     );
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'dnd');
     expect(updates()).toEqual(['online:', 'dnd:busy']);
+    const listed = async () =>
+      ((await call('GET', '/v1/friends', { user: watcher })).body as { user: { id: string; status: string } }[]).find(
+        (f) => f.user.id === friend.id,
+      )?.user.status;
+    expect(await listed()).toBe('dnd');
 
     second.close();
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
     expect(updates()).toEqual(['online:', 'dnd:busy', 'offline:']);
+    expect(await listed()).toBe('offline');
   });
 
   it('shows an invisible user offline while connected', async () => {

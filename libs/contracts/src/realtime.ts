@@ -157,7 +157,12 @@ export const UserConversationsReply = z.object({ conversationIds: z.array(Id) })
 /** `rpc.social.user.friends`: the user's friends. */
 export const UserFriendsRequest = z.object({ userId: Id });
 
+/** `rpc.gateway.presence.seen`: what others see of these users now (offline when not connected or invisible). */
+export const PresenceSeenRequest = z.object({ userIds: z.array(Id).max(1000) });
+export const PresenceSeenReply = z.object({ statuses: z.record(z.string(), SeenStatus) });
+
 export const REALTIME_RPC = {
+  presenceSeen: 'rpc.gateway.presence.seen',
   userGet: 'rpc.auth.user.get',
   userServers: 'rpc.guilds.user.servers',
   userComembers: 'rpc.guilds.user.comembers',

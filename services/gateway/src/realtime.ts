@@ -1,4 +1,5 @@
-import { type Bus, type ConsumerHandle, requestRpc, type TokenVerifier } from '@chat/kit';
+import { PresenceSeenRequest, REALTIME_RPC } from '@chat/contracts';
+import { type Bus, type ConsumerHandle, requestRpc, serveRpc, type TokenVerifier } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { consumeForDispatch, listenForRevocations } from './bus/events.ts';
@@ -70,6 +71,8 @@ export async function startRealtime(deps: {
     publisher: redis,
   });
   await sockets.ready;
+  // Social shows the seen status in its friend lists.
+  serveRpc(bus, log, REALTIME_RPC.presenceSeen, PresenceSeenRequest, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
   listenForRevocations(bus, log, (sessionId) => sockets.revoke(sessionId));
   const consumers: ConsumerHandle[] = await consumeForDispatch(bus, log, createDispatcher({ store, audience, presence, log }));
   return {

@@ -81,6 +81,12 @@ export function createPresence(options: PresenceOptions) {
       await redis.hset(`${prefix}ps:${userId}`, 'chosen', status, 'custom', customStatus);
       if (announce) await recompute(userId);
     },
+    /** What others see of each user now (the status last shown; offline when never connected). */
+    async seen(userIds: string[]): Promise<Record<string, SeenStatus>> {
+      if (userIds.length === 0) return {};
+      const shown = await redis.pipeline(userIds.map((id) => ['hget', `${prefix}ps:${id}`, 'seen'])).exec();
+      return Object.fromEntries(userIds.map((id, i) => [id, ((shown?.[i]?.[1] as SeenStatus | null) ?? 'offline') as SeenStatus]));
+    },
     /** Users whose sessions all aged out (their replica died): recomputed, so they show offline. */
     async sweep(): Promise<void> {
       const t = now();

@@ -1,5 +1,16 @@
 import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
-import { badRequest, conflict, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  type Bus,
+  badRequest,
+  conflict,
+  enqueueEvent,
+  forbidden,
+  notFound,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
 import {
   deleteBlock,
   deleteFriendship,
@@ -16,6 +27,7 @@ import {
   relationBetween,
 } from '../db/relationships.ts';
 import { findUserById, findUserByUsername, type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { withSeenStatus } from './presence.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
 
@@ -124,6 +136,10 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-export const friendsOf = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listFriends(deps.pool, ctx.userId);
-export const blockedBy = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listBlocked(deps.pool, ctx.userId);
-export const pendingRequestsOf = (deps: Deps, ctx: RequestContext): Promise<PendingRequest[]> => listRequests(deps.pool, ctx.userId);
+type ListDeps = Deps & { bus: Bus };
+export const friendsOf = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
+  withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId));
+export const blockedBy = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
+  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId));
+export const pendingRequestsOf = async (deps: ListDeps, ctx: RequestContext): Promise<PendingRequest[]> =>
+  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId));
