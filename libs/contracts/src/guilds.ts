@@ -309,8 +309,17 @@ export type ChannelPermissionsReply = z.infer<typeof ChannelPermissionsReply>;
 export const ChannelGetRequest = z.object({ channelId: Id });
 export const ChannelGetReply = Channel;
 
+/**
+ * `rpc.guilds.members.shared`: which of `otherUserIds` share at least one server with `userId`?
+ * One question per request (social's key-bundle visibility), never one per row.
+ */
+export const SharedServersRequest = z.object({ userId: Id, otherUserIds: z.array(Id).min(1).max(100) });
+export const SharedServersReply = z.object({ sharing: z.array(Id) });
+export type SharedServersReply = z.infer<typeof SharedServersReply>;
+
 export const GUILDS_RPC = {
   memberCheck: 'rpc.guilds.member.check',
+  sharedServers: 'rpc.guilds.members.shared',
   channelPermissions: 'rpc.guilds.channel.permissions',
   channelGet: 'rpc.guilds.channel.get',
 } as const;

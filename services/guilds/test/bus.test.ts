@@ -41,6 +41,20 @@ describe('rpc.guilds.member.check', () => {
   });
 });
 
+describe('rpc.guilds.members.shared', () => {
+  it('answers which of the users share a server with the asker, never the asker', async () => {
+    expect(await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })).toEqual({
+      sharing: expect.arrayContaining([owner, hidden]),
+    });
+    expect(
+      ((await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })) as { sharing: string[] })
+        .sharing,
+    ).toHaveLength(2);
+    expect(await ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [owner] })).toEqual({ sharing: [] });
+    expect(await statusOf(ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [] }))).toBe(400);
+  });
+});
+
 describe('rpc.guilds.channel.permissions and rpc.guilds.channel.get', () => {
   it('answers the channel-level mask from the same algorithm as HTTP', async () => {
     const http = (await g.call(member, 'GET', `/v1/channels/${text.id}/permissions/@me`)).body.permissions;

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from './deps.ts';
 import { dmRoutes } from './routes/dm.ts';
 import { friendsRoutes } from './routes/friends.ts';
+import { keysRoutes } from './routes/keys.ts';
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
@@ -10,5 +11,6 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   registerHealth(app, deps.checks);
   friendsRoutes(app, deps);
   dmRoutes(app, deps);
+  keysRoutes(app, deps);
   return app;
 }

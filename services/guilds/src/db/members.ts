@@ -39,6 +39,17 @@ export async function isMemberOf(db: Queryable, serverId: string, userId: string
   return Boolean(await maybeOne(db, 'SELECT 1 FROM members WHERE server_id = $1 AND user_id = $2', [serverId, userId]));
 }
 
+/** Which of `others` share at least one server with `userId` (one query, both sides indexed). */
+export async function usersSharingAServer(db: Queryable, userId: string, others: string[]): Promise<string[]> {
+  const rows = await many<{ user_id: string }>(
+    db,
+    `SELECT DISTINCT o.user_id FROM members m JOIN members o ON o.server_id = m.server_id
+     WHERE m.user_id = $1 AND o.user_id = ANY($2::uuid[]) AND o.user_id <> $1`,
+    [userId, others],
+  );
+  return rows.map((r) => r.user_id);
+}
+
 export async function deleteMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
   return (await exec(db, 'DELETE FROM members WHERE server_id = $1 AND user_id = $2', [serverId, userId])) === 1;
 }
