@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from './deps.ts';
 import { dmRoutes } from './routes/dm.ts';
 import { friendsRoutes } from './routes/friends.ts';
+import { gamesRoutes } from './routes/games.ts';
 import { keysRoutes } from './routes/keys.ts';
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
@@ -12,5 +13,6 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   friendsRoutes(app, deps);
   dmRoutes(app, deps);
   keysRoutes(app, deps);
+  gamesRoutes(app, deps);
   return app;
 }
