@@ -13,7 +13,7 @@ declare module 'vitest' {
  */
 export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = {
   gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
-  auth: { EMAIL_VERIFICATION: 'false' },
+  auth: { EMAIL_VERIFICATION: 'false', SERVER_OWNER_BADGE_MEMBERS: '2' },
 };
 
 /** The platform of the whole end-to-end run (see startIsolatedPlatform). */

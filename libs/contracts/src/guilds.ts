@@ -37,8 +37,8 @@ export const Member = z
     /** Role ids besides @everyone, which every member has. */
     roleIds: z.array(Id),
     joinedAt: Timestamp,
-    /** null until auth's event about this user has arrived. */
-    user: MemberUser.nullable(),
+    /** null until auth's event about this user has arrived; `badges` as auth announced them. */
+    user: MemberUser.extend({ badges: z.array(z.string()) }).nullable(),
   })
   .meta({ id: 'Member' });
 export type Member = z.infer<typeof Member>;

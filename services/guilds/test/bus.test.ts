@@ -105,4 +105,23 @@ describe('read-model of users', () => {
     await until(async () => (await g.db.query("SELECT count(*) n FROM processed_events WHERE consumer = 'guilds-users'")).rows[0].n >= 3);
     expect(await row()).toEqual({ username: 'renamed', display_name: 'Renamed', avatar_url: 'http://x/a.png' });
   });
+
+  it("shows the badges of auth's latest event with each member", async () => {
+    const id = newId();
+    await g.publishUser({ id, username: 'badged', displayName: 'Badged', avatarUrl: null, badges: [] }, 'auth.user.registered');
+    await g.publishUser(
+      { id, username: 'badged', displayName: 'Badged', avatarUrl: null, badges: ['staff', 'server_owner'] },
+      'auth.user.updated',
+    );
+    await until(async () => (await g.db.query('SELECT badges FROM users WHERE id = $1', [id])).rows[0]?.badges.length === 2);
+    expect((await g.call(id, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+    const members = (await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=100`)).body;
+    expect(members.find((m: { userId: string }) => m.userId === id).user).toEqual({
+      id,
+      username: 'badged',
+      displayName: 'Badged',
+      avatarUrl: null,
+      badges: ['staff', 'server_owner'],
+    });
+  });
 });

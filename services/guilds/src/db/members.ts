@@ -10,6 +10,7 @@ type MemberRow = {
   username: string | null;
   display_name: string | null;
   avatar_url: string | null;
+  badges: string[] | null;
 };
 
 const toMember = (r: MemberRow): Member => ({
@@ -21,13 +22,19 @@ const toMember = (r: MemberRow): Member => ({
   user:
     r.username === null
       ? null
-      : { id: r.user_id, username: r.username, displayName: r.display_name ?? r.username, avatarUrl: r.avatar_url },
+      : {
+          id: r.user_id,
+          username: r.username,
+          displayName: r.display_name ?? r.username,
+          avatarUrl: r.avatar_url,
+          badges: r.badges ?? [],
+        },
 });
 
 const SELECT_MEMBER = `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,
     COALESCE((SELECT array_agg(mr.role_id::text ORDER BY mr.role_id) FROM member_roles mr
               WHERE mr.server_id = m.server_id AND mr.user_id = m.user_id), '{}') AS role_ids,
-    u.username, u.display_name, u.avatar_url
+    u.username, u.display_name, u.avatar_url, u.badges
   FROM members m LEFT JOIN users u ON u.id = m.user_id`;
 
 /** Adds the member; false when they already are one (the primary key decides races). */
