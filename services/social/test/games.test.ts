@@ -77,6 +77,18 @@ describe('GET /v1/games', () => {
   });
 });
 
+describe('the search plan', () => {
+  it('probes the trigram index rather than scoring every name', async () => {
+    const plan = (
+      await rows("EXPLAIN SELECT game_id FROM game_names n WHERE n.name % 'minecarft' OR n.name LIKE 'minecarft%' OR n.name %> 'minecarft'")
+    )
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    expect(plan).toContain('game_names_trgm');
+    expect(plan).not.toContain('Seq Scan');
+  });
+});
+
 describe('GET /v1/games/{id}', () => {
   it('answers the game, 404 for an unknown id and 400 for a malformed one', async () => {
     const user = await h.addUser();

@@ -44,6 +44,10 @@ export async function catalogueChecksum(db: Queryable): Promise<string | undefin
   return (await maybeOne<{ checksum: string }>(db, 'SELECT checksum FROM game_catalogue'))?.checksum;
 }
 
+export async function analyseCatalogue(db: Queryable): Promise<void> {
+  await exec(db, 'ANALYZE games, game_names');
+}
+
 /** Ids of the games already known, by slug, so that a reload keeps them. */
 export async function gameIdsBySlug(tx: Queryable): Promise<Map<string, string>> {
   const rows = await many<{ id: string; slug: string }>(tx, 'SELECT id, slug FROM games');
@@ -94,7 +98,8 @@ export async function replaceCatalogue(tx: Queryable, games: CatalogueGame[], ch
 /**
  * Games whose name or an alias matches `normalised`: an exact name first, then names that start
  * with it, then the rest by trigram similarity (or word similarity, so that a word of a long title
- * finds it); ties go to the shorter name. `%`, `<%` and the prefix LIKE all use the trigram index.
+ * finds it); ties go to the shorter name. `%`, `%>` (word similarity, indexed column on the left)
+ * and the prefix LIKE all use the trigram index.
  */
 export async function searchGames(db: Queryable, normalised: string, limit: number): Promise<Game[]> {
   const prefix = `${normalised.replace(/[\\%_]/g, '\\$&')}%`;
@@ -105,7 +110,7 @@ export async function searchGames(db: Queryable, normalised: string, limit: numb
          min(CASE WHEN n.name = $1 THEN 0 WHEN n.name LIKE $2 THEN 1 ELSE 2 END) AS rank,
          max(greatest(similarity(n.name, $1), word_similarity($1, n.name))) AS score
        FROM game_names n
-       WHERE n.name % $1 OR n.name LIKE $2 OR $1 <% n.name
+       WHERE n.name % $1 OR n.name LIKE $2 OR n.name %> $1
        GROUP BY n.game_id
      )
      SELECT ${GAME_COLUMNS} FROM hits h JOIN games g ON g.id = h.game_id

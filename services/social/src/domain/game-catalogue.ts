@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { type Pool, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { z } from 'zod';
-import { type CatalogueGame, catalogueChecksum, gameIdsBySlug, lockCatalogue, replaceCatalogue } from '../db/games.ts';
+import { analyseCatalogue, type CatalogueGame, catalogueChecksum, gameIdsBySlug, lockCatalogue, replaceCatalogue } from '../db/games.ts';
 
 /** The game catalogue file the project ships (facts only: names, aliases, years, executables). */
 export const DEFAULT_CATALOGUE_FILE = new URL('../../data/games.json', import.meta.url).pathname;
@@ -66,7 +66,7 @@ export async function loadCatalogue(pool: Pool, file = DEFAULT_CATALOGUE_FILE, o
   const text = await readFile(file, 'utf8');
   const checksum = createHash('sha256').update(text).digest('hex');
   const entries = parseCatalogue(text);
-  return withTx(pool, async (tx) => {
+  const outcome = await withTx(pool, async (tx): Promise<LoadOutcome> => {
     await lockCatalogue(tx);
     if (!options.force && (await catalogueChecksum(tx)) === checksum) return { loaded: false, games: entries.length, removed: 0, checksum };
     const ids = await gameIdsBySlug(tx);
@@ -78,4 +78,7 @@ export async function loadCatalogue(pool: Pool, file = DEFAULT_CATALOGUE_FILE, o
     const removed = await replaceCatalogue(tx, games, checksum);
     return { loaded: true, games: games.length, removed, checksum };
   });
+  // Fresh statistics at once (autovacuum would take a while), so searches plan on the index.
+  if (outcome.loaded) await analyseCatalogue(pool);
+  return outcome;
 }
