@@ -25,6 +25,17 @@ describe('the game index and activities through the gateway', () => {
     const friends = await api('GET', '/v1/friends', { user: friend });
     expect(friends.body).toEqual([expect.objectContaining({ activity: set.body })]);
 
+    // Guilds keeps activities from social's events for its member list.
+    const server = await api('POST', '/v1/servers', { user: player, body: { name: 'Players', isPublic: true } });
+    expect(server.status).toBe(201);
+    const deadlineMembers = Date.now() + 10_000;
+    let members = (await api('GET', `/v1/servers/${server.body.id}/members`, { user: player })).body;
+    while (!members[0]?.activity && Date.now() < deadlineMembers) {
+      await new Promise((r) => setTimeout(r, 100));
+      members = (await api('GET', `/v1/servers/${server.body.id}/members`, { user: player })).body;
+    }
+    expect(members[0]).toMatchObject({ userId: player.id, activity: set.body });
+
     expect((await api('PUT', '/v1/users/@me/activity', { user: player, body: { name: null } })).status).toBe(204);
     expect((await api('GET', '/v1/friends', { user: friend })).body[0]).not.toHaveProperty('activity');
     expect((await api('PUT', '/v1/users/@me/activity', { body: { name: 'x' } })).status).toBe(401);

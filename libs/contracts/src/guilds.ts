@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Activity } from './games.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
 /**
@@ -39,6 +40,8 @@ export const Member = z
     joinedAt: Timestamp,
     /** null until auth's event about this user has arrived; `badges` as auth announced them. */
     user: MemberUser.extend({ badges: z.array(z.string()) }).nullable(),
+    /** What the member is playing, present while they play (social's activity events). */
+    activity: Activity.optional(),
   })
   .meta({ id: 'Member' });
 export type Member = z.infer<typeof Member>;

@@ -1,5 +1,5 @@
-import { GUILDS_RPC, Permission, toMask, VOICE_RPC } from '@chat/contracts';
-import { type AppError, requestRpc } from '@chat/kit';
+import { GUILDS_RPC, Permission, STREAMS, toMask, VOICE_RPC } from '@chat/contracts';
+import { type AppError, ensureStream, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
 
@@ -123,5 +123,31 @@ describe('read-model of users', () => {
       avatarUrl: null,
       badges: ['staff', 'server_owner'],
     });
+  });
+});
+
+describe('read-model of activities', () => {
+  async function publishActivity(userId: string, activity: unknown, occurredAt = new Date().toISOString()) {
+    await ensureStream(g.runtime.bus, STREAMS.social);
+    const envelope = { id: newId(), subject: 'social.activity.updated', occurredAt, data: { userId, activity } };
+    await g.runtime.bus.js.publish(g.runtime.bus.subject(envelope.subject), JSON.stringify(envelope), { msgID: envelope.id });
+  }
+  const memberOf = async (userId: string) =>
+    (await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=100`)).body.find((m: { userId: string }) => m.userId === userId);
+  const applied = (n: number) => async () =>
+    (await g.db.query("SELECT count(*)::int n FROM processed_events WHERE consumer = 'guilds-activities'")).rows[0].n >= n;
+
+  it("shows what a member plays from social's events, clears it, and ignores an older event arriving late", async () => {
+    const playing = { gameId: null, name: 'Chess', startedAt: '2030-01-01T10:00:00.000Z' };
+    const t0 = new Date(Date.now() - 10_000).toISOString();
+    await publishActivity(member, playing);
+    await until(applied(1));
+    expect(await memberOf(member)).toMatchObject({ activity: playing });
+    expect(await memberOf(owner)).not.toHaveProperty('activity');
+
+    await publishActivity(member, null);
+    await publishActivity(member, { ...playing, name: 'Stale' }, t0);
+    await until(applied(3));
+    expect(await memberOf(member)).not.toHaveProperty('activity');
   });
 });

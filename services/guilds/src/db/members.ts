@@ -11,9 +11,15 @@ type MemberRow = {
   display_name: string | null;
   avatar_url: string | null;
   badges: string[] | null;
+  activity_game_id: string | null;
+  activity_name: string | null;
+  activity_started_at: string | null;
 };
 
 const toMember = (r: MemberRow): Member => ({
+  ...(r.activity_name !== null && r.activity_started_at !== null
+    ? { activity: { gameId: r.activity_game_id, name: r.activity_name, startedAt: new Date(r.activity_started_at).toISOString() } }
+    : {}),
   serverId: r.server_id,
   userId: r.user_id,
   nickname: r.nickname,
@@ -34,8 +40,9 @@ const toMember = (r: MemberRow): Member => ({
 const SELECT_MEMBER = `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,
     COALESCE((SELECT array_agg(mr.role_id::text ORDER BY mr.role_id) FROM member_roles mr
               WHERE mr.server_id = m.server_id AND mr.user_id = m.user_id), '{}') AS role_ids,
-    u.username, u.display_name, u.avatar_url, u.badges
-  FROM members m LEFT JOIN users u ON u.id = m.user_id`;
+    u.username, u.display_name, u.avatar_url, u.badges,
+    a.game_id AS activity_game_id, a.name AS activity_name, a.started_at AS activity_started_at
+  FROM members m LEFT JOIN users u ON u.id = m.user_id LEFT JOIN activities a ON a.user_id = m.user_id`;
 
 /** Adds the member; false when they already are one (the primary key decides races). */
 export async function insertMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
