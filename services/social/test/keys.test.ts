@@ -250,7 +250,7 @@ describe('bundles', () => {
     expect(await keyEvents(bob.id, 'social.keys.low')).toEqual([{ userId: bob.id, devices: [{ deviceId: 'b', remaining: 2 }] }]);
   });
 
-  it('answers a bundle without a one-time key when none is left', async () => {
+  it('answers a bundle without a one-time key when none is left, announcing nothing new', async () => {
     const [alice, bob] = [await h.addUser(), await h.addUser()];
     await befriend(alice, bob);
     const device = deviceKeys();
@@ -259,6 +259,9 @@ describe('bundles', () => {
       status: 200,
       body: [{ deviceId: 'phone', ...device.body, oneTimeKey: null }],
     });
+    expect(await keyEvents(bob.id, 'social.keys.low')).toEqual([]);
+    await h.call(bob, 'POST', '/v1/keys/devices/phone/one-time-keys', { keys: oneTimeKeys(1, 1) });
+    expect((await h.call(alice, 'GET', `/v1/keys/users/${bob.id}`)).body[0].oneTimeKey.keyId).toBe(1);
     expect(await keyEvents(bob.id, 'social.keys.low')).toEqual([{ userId: bob.id, devices: [{ deviceId: 'phone', remaining: 0 }] }]);
   });
 });

@@ -168,22 +168,33 @@ export async function claimBundles(db: Queryable, userId: string): Promise<Claim
 
 /**
  * Counts one bundle fetch of `callerId` in a fixed window of `windowMs` that starts at its first
- * fetch; answers the fetches in the window (this one included) and when the window started.
+ * fetch, and in the same round trip says how the caller stands with `targetId`: blocked either
+ * way, or close (friends, or in a conversation together). Answers the fetches in the window (this
+ * one included) and when the window started.
  */
-export async function countBundleFetch(
+export async function countFetchAndReach(
   db: Queryable,
   callerId: string,
+  targetId: string,
   now: Date,
   windowMs: number,
-): Promise<{ fetches: number; windowStartedAt: Date }> {
-  const row = await one<{ fetches: number; window_started_at: string }>(
+): Promise<{ fetches: number; windowStartedAt: Date; blocked: boolean; close: boolean }> {
+  const row = await one<{ fetches: number; window_started_at: string; blocked: boolean; close: boolean }>(
     db,
-    `INSERT INTO key_fetch_windows AS w (caller_id, window_started_at, fetches) VALUES ($1, $2, 1)
-     ON CONFLICT (caller_id) DO UPDATE SET
-       fetches = CASE WHEN w.window_started_at <= $2 - make_interval(secs => $3 / 1000.0) THEN 1 ELSE w.fetches + 1 END,
-       window_started_at = CASE WHEN w.window_started_at <= $2 - make_interval(secs => $3 / 1000.0) THEN $2 ELSE w.window_started_at END
-     RETURNING fetches, window_started_at`,
-    [callerId, now, windowMs],
+    `WITH counted AS (
+       INSERT INTO key_fetch_windows AS w (caller_id, window_started_at, fetches) VALUES ($1, $3, 1)
+       ON CONFLICT (caller_id) DO UPDATE SET
+         fetches = CASE WHEN w.window_started_at <= $3 - make_interval(secs => $4 / 1000.0) THEN 1 ELSE w.fetches + 1 END,
+         window_started_at = CASE WHEN w.window_started_at <= $3 - make_interval(secs => $4 / 1000.0) THEN $3 ELSE w.window_started_at END
+       RETURNING fetches, window_started_at
+     )
+     SELECT counted.fetches, counted.window_started_at,
+       EXISTS (SELECT 1 FROM blocks WHERE (blocker_id = $1 AND blocked_id = $2) OR (blocker_id = $2 AND blocked_id = $1)) AS blocked,
+       EXISTS (SELECT 1 FROM friendships WHERE user_id = $1 AND friend_id = $2)
+         OR EXISTS (SELECT 1 FROM conversation_participants a JOIN conversation_participants b ON b.conversation_id = a.conversation_id
+                    WHERE a.user_id = $1 AND b.user_id = $2) AS close
+     FROM counted`,
+    [callerId, targetId, now, windowMs],
   );
-  return { fetches: row.fetches, windowStartedAt: new Date(row.window_started_at) };
+  return { fetches: row.fetches, windowStartedAt: new Date(row.window_started_at), blocked: row.blocked, close: row.close };
 }

@@ -138,20 +138,3 @@ export async function listRequests(db: Queryable, me: string): Promise<PendingRe
   );
   return rows.map((row) => ({ ...toListed(row), direction: row.direction }));
 }
-
-/**
- * How `me` stands with `other` for reaching them: blocked either way, or close (friends, or in a
- * conversation together). Sharing a server is guilds' to answer.
- */
-export async function reachBetween(db: Queryable, me: string, other: string): Promise<{ blocked: boolean; close: boolean }> {
-  const row = await one<{ blocked: boolean; close: boolean }>(
-    db,
-    `SELECT
-       EXISTS (SELECT 1 FROM blocks WHERE (blocker_id = $1 AND blocked_id = $2) OR (blocker_id = $2 AND blocked_id = $1)) AS blocked,
-       EXISTS (SELECT 1 FROM friendships WHERE user_id = $1 AND friend_id = $2)
-         OR EXISTS (SELECT 1 FROM conversation_participants a JOIN conversation_participants b ON b.conversation_id = a.conversation_id
-                    WHERE a.user_id = $1 AND b.user_id = $2) AS close`,
-    [me, other],
-  );
-  return row;
-}

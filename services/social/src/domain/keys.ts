@@ -24,7 +24,7 @@ import {
 } from '@chat/kit';
 import {
   claimBundles,
-  countBundleFetch,
+  countFetchAndReach,
   countOneTimeKeys,
   deleteDevice,
   deleteOneTimeKeys,
@@ -35,7 +35,6 @@ import {
   oneTimeKeyCounts,
   upsertDevice,
 } from '../db/keys.ts';
-import { reachBetween } from '../db/relationships.ts';
 import { verifiesSignedPreKey } from './key-signatures.ts';
 
 /** E2EE key distribution: the server stores and hands out public keys, and checks what it can. */
@@ -111,15 +110,21 @@ export async function removeDevice(deps: KeysDeps, ctx: RequestContext, deviceId
 /**
  * A bundle per device of `userId`, each claiming one one-time key. Counted against the caller's
  * window first (a refused or unreachable fetch counts too, so probing costs the same). Someone
- * the caller may not reach is answered like an unknown user. Devices left with few one-time keys
- * are announced (`social.keys.low`) so that the owner's clients top up.
+ * the caller may not reach is answered like an unknown user. A claim that leaves a device with few
+ * one-time keys is announced (`social.keys.low`) so that the owner's clients top up: at most
+ * ONE_TIME_KEYS_LOW announcements per stock, since a claim that finds none left says nothing new.
  */
 export async function fetchBundles(deps: KeysDeps, ctx: RequestContext, userId: string): Promise<KeyBundle[]> {
-  await countFetch(deps, ctx);
-  if (!(await mayReach(deps, ctx, userId))) throw notFound('User');
+  const now = deps.clock();
+  const check = await countFetchAndReach(deps.pool, ctx.userId, userId, now, deps.limits.bundleWindowMs);
+  if (check.fetches > deps.limits.bundleFetches) {
+    const retryAfterMs = check.windowStartedAt.getTime() + deps.limits.bundleWindowMs - now.getTime();
+    throw tooManyRequests(retryAfterMs / 1000, 'Too many key bundle fetches, try again later');
+  }
+  if (!(await mayReach(deps, ctx, userId, check))) throw notFound('User');
   return withTx(deps.pool, async (tx) => {
     const claimed = await claimBundles(tx, userId);
-    const low = claimed.filter((b) => b.remaining < deps.limits.lowOneTimeKeys);
+    const low = claimed.filter((b) => b.oneTimeKey !== null && b.remaining < deps.limits.lowOneTimeKeys);
     if (low.length) {
       const devices = low.map((b) => ({ deviceId: b.deviceId, remaining: b.remaining }));
       await enqueueEvent(tx, KEYS_SUBJECTS.keysLow, { userId, devices }, ctx.requestId);
@@ -128,23 +133,18 @@ export async function fetchBundles(deps: KeysDeps, ctx: RequestContext, userId: 
   });
 }
 
-async function countFetch(deps: KeysDeps, ctx: RequestContext): Promise<void> {
-  const now = deps.clock();
-  const window = await countBundleFetch(deps.pool, ctx.userId, now, deps.limits.bundleWindowMs);
-  if (window.fetches > deps.limits.bundleFetches) {
-    const retryAfterMs = window.windowStartedAt.getTime() + deps.limits.bundleWindowMs - now.getTime();
-    throw tooManyRequests(retryAfterMs / 1000, 'Too many key bundle fetches, try again later');
-  }
-}
-
 /**
  * Oneself, friends, people in a conversation with the caller, and people who share a server with
  * the caller (one question to guilds, only when the first two do not settle it); never across a
  * block.
  */
-async function mayReach(deps: KeysDeps, ctx: RequestContext, userId: string): Promise<boolean> {
+async function mayReach(
+  deps: KeysDeps,
+  ctx: RequestContext,
+  userId: string,
+  reach: { blocked: boolean; close: boolean },
+): Promise<boolean> {
   if (userId === ctx.userId) return true;
-  const reach = await reachBetween(deps.pool, ctx.userId, userId);
   if (reach.blocked) return false;
   if (reach.close) return true;
   const reply = SharedServersReply.parse(
