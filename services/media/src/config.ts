@@ -39,6 +39,18 @@ export const MediaConfig = baseConfig
       .url()
       .default('http://127.0.0.1:8080')
       .transform((v) => v.replace(/\/+$/, '')),
+    /** Per uploader, over the last 24 hours; past it, 429. At least one file of the size limit. */
+    MEDIA_QUOTA_BYTES_PER_DAY: env.int(1024 * MIB).pipe(z.number().int().min(1)),
+    /** Per uploader, over the last hour; past it, 429. */
+    MEDIA_QUOTA_FILES_PER_HOUR: env.int(100).pipe(z.number().int().min(1)),
+    /** How often the sweeper looks for objects without a record and records without an object. */
+    MEDIA_SWEEP_INTERVAL_SECONDS: env.int(600).pipe(z.number().int().min(1)),
+    /** How old an orphan must be before the sweeper removes it (an upload in flight is younger). */
+    MEDIA_ORPHAN_AGE_SECONDS: env.int(3600).pipe(z.number().int().min(60)),
+  })
+  .refine((c) => c.MEDIA_QUOTA_BYTES_PER_DAY >= c.MEDIA_MAX_UPLOAD_BYTES, {
+    path: ['MEDIA_QUOTA_BYTES_PER_DAY'],
+    error: 'must be at least MEDIA_MAX_UPLOAD_BYTES (one file of the size limit must fit in a day)',
   });
 
 export type MediaConfig = z.output<typeof MediaConfig>;

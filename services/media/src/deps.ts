@@ -7,4 +7,6 @@ export interface MediaDeps extends Runtime {
   config: MediaConfig;
   tokens: TokenVerifier;
   storage: ObjectStore;
+  /** The clock of quotas, upload times and the sweeper (tests move it instead of waiting). */
+  now: () => Date;
 }

@@ -3,6 +3,7 @@ import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
+import { startMediaSweeper } from './domain/sweeper.ts';
 import { createObjectStore } from './storage.ts';
 
 const config = configOrExit(MediaConfig, 'media');
@@ -16,7 +17,11 @@ const tokens = tokenVerifierFor(config);
 const storage = createObjectStore({ minio: config.MINIO_URL, bucket: config.MEDIA_BUCKET, log: runtime.log });
 // MinIO down at boot is not fatal: readiness reports it, and its check creates the bucket later.
 await storage.ensureBucket().catch((err) => runtime.log.error({ err }, 'could not create the media bucket; readiness will retry'));
-const deps = { ...runtime, config, tokens, storage };
+const deps = { ...runtime, config, tokens, storage, now: () => new Date() };
 const app = await buildApp(deps);
 serveMediaRpc(deps);
-await serve({ app, config, log: runtime.log, runtime });
+const sweeper = startMediaSweeper(deps, runtime.log, {
+  intervalSeconds: config.MEDIA_SWEEP_INTERVAL_SECONDS,
+  orphanAgeSeconds: config.MEDIA_ORPHAN_AGE_SECONDS,
+});
+await serve({ app, config, log: runtime.log, runtime, onClose: () => sweeper.stop() });

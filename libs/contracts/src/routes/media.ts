@@ -19,6 +19,7 @@ export const mediaRoutes = {
     errors: {
       413: 'The file is larger than the configured limit (default 25 MiB)',
       415: 'The body is not multipart/form-data',
+      429: "Over the uploader's quota (files per hour or bytes per day; the message names it), with Retry-After",
       503: 'File storage is unavailable',
     },
   }),
