@@ -1,5 +1,5 @@
 import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
-import { AppError, bearerToken, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
+import { AppError, badRequest, bearerToken, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
@@ -44,6 +44,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? req.clientIp);
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
+    if (route.dotSegments) throw badRequest('The path may not contain "." or ".." segments');
     checkBodySize(req, route, deps.config.BODY_LIMIT_BYTES);
     if (route.auth) await checkToken(req, deps.tokens);
   });
