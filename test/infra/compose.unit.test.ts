@@ -25,7 +25,7 @@ interface ComposeFile {
 }
 
 const compose = parse(readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as ComposeFile;
-const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit'];
+const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit', 'edge'];
 
 /** Variables that name the system as clients reach it from outside, not a part inside the network. */
 const PUBLIC_URLS = ['MEDIA_PUBLIC_URL'];
@@ -104,6 +104,16 @@ describe('docker-compose.yml', () => {
       for (const key of PUBLIC_URLS.filter((k) => k in envOf(name))) expect(new URL(envOf(name)[key]!).port, key).toBe(published);
     }
     expect(envOf('media').MEDIA_PUBLIC_URL).toBeDefined();
+  });
+});
+
+describe('the edge in front of the gateway', () => {
+  it('is the one proxy the gateway trusts, in its network namespace, with the file that overwrites X-Forwarded-For', () => {
+    expect(envOf('gateway').TRUSTED_PROXIES).toBe('127.0.0.1');
+    const edge = compose.services.edge as ComposeService & { network_mode?: string; volumes?: string[] };
+    expect(edge.network_mode).toBe('service:gateway');
+    expect(edge.volumes).toEqual(['./deploy/k8s/edge/nginx.conf:/etc/nginx/nginx.conf:ro']);
+    expect(service('gateway').ports).toEqual(['8080:8000']);
   });
 });
 

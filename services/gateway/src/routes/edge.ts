@@ -3,7 +3,7 @@ import { AppError, badRequest, bearerToken, type TokenVerifier, tooManyRequests,
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { createClientIpResolver } from '../domain/client-ip.ts';
+import { createClientIpResolver, rateSubject } from '../domain/client-ip.ts';
 import type { WindowVerdict } from '../domain/memory-window.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
 import { createRouteTable, type RouteClass } from '../domain/route-table.ts';
@@ -33,7 +33,7 @@ const PROBES = new Set(['/health/live', '/health/ready']);
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
   const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
-  const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES);
+  const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
   app.decorateRequest('clientIp', '');
 
   app.addHook('onRequest', async (req, reply) => {
@@ -41,7 +41,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
-    const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? req.clientIp);
+    const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? rateSubject(req.clientIp));
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
     if (route.dotSegments) throw badRequest('The path may not contain "." or ".." segments');
