@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
@@ -14,7 +14,12 @@ const runtime = await startRuntime({
 });
 const keys = await loadSigningKeys(config, runtime.log);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
-const tokens = tokenVerifierFor(config, keys.getKey);
+const { tokens, revocations } = await startTokenVerifier({
+  config: { ...config, ACCESS_TOKEN_MAX_TTL_SECONDS: Math.max(config.ACCESS_TOKEN_MAX_TTL_SECONDS, config.ACCESS_TOKEN_TTL_SECONDS) },
+  bus: runtime.bus,
+  log: runtime.log,
+  keys: keys.getKey,
+});
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
 await serve({
@@ -22,5 +27,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
+  consumers: [revocations],
   onClose: async () => mailer.close(),
 });

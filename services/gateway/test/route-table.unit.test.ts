@@ -28,6 +28,10 @@ describe('route classification', () => {
     expect(classify('HEAD', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'auth' });
   });
 
+  it('gives no window of its own to a webhook id that is not a UUID: General, per client', () => {
+    expect(classify('POST', '/v1/webhooks/not-a-uuid/secret-token')).toEqual({ auth: false, tier: 'general', multipart: false });
+  });
+
   it('counts webhook execution per webhook id, in lower case', () => {
     expect(classify('POST', `/v1/webhooks/${hook.toUpperCase()}/secret-token`)).toEqual({
       auth: false,

@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { MusicConfig } from './config.ts';
 
@@ -10,6 +10,6 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.music,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const app = await buildApp({ ...runtime, config, tokens });
-await serve({ app, config, log: runtime.log, runtime });
+await serve({ app, config, log: runtime.log, runtime, consumers: [revocations] });

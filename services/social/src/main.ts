@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
@@ -11,7 +11,7 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const users = await startUserReadModel(runtime);
 const app = await buildApp({ ...runtime, config, tokens });
 await serve({
@@ -19,5 +19,5 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users],
+  consumers: [users, revocations],
 });

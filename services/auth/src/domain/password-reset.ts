@@ -6,6 +6,7 @@ import type { AuthDomainDeps } from '../deps.ts';
 import { invalidCode } from './accounts.ts';
 import { codeMail } from './mailer.ts';
 import { CODE_RESEND_INTERVAL_MS, CODE_TTL_MS, hashEmailCode, hashPassword, judgeCode, newEmailCode } from './secrets.ts';
+import { announceRevoked } from './sessions.ts';
 
 /**
  * A known email gets a reset code (at most one a minute); an unknown one gets nothing. Both
@@ -41,7 +42,7 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
     if (verdict !== 'ok') return false;
     await users.updatePassword(tx, user.id, passwordHash);
     await codes.deletePasswordReset(tx, user.id);
-    await sessions.revokeUserSessions(tx, user.id, 'password reset');
+    await announceRevoked(tx, await sessions.revokeUserSessions(tx, user.id, 'password reset'));
     return true;
   });
   if (!done) throw invalidCode();

@@ -19,6 +19,7 @@ export interface RouteClass {
 type Method = RouteContract['method'] | 'HEAD';
 const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A segment that is "." or "..", spelled raw or with %2e in either case. */
 const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$)/i;
 /** Prefixes whose unknown paths count in the Auth tier: an endpoint added there is a password guess until proven otherwise. */
@@ -45,8 +46,13 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
-      const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
-      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true };
+      const multipart = contract.multipart === true;
+      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart };
+      // The service answers 400 for an id that is not a UUID: no window of its own (no Redis key
+      // per made-up id), only the client's General one.
+      const webhookId = match?.params.id?.toLowerCase();
+      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart };
+      return { auth: contract.auth, tier: 'webhook', webhookId, multipart };
     }
     return unknownPath(method, path);
   };
