@@ -80,3 +80,22 @@ export async function countResetFailure(tx: Queryable, userId: string): Promise<
 export async function deletePasswordReset(tx: Queryable, userId: string): Promise<void> {
   await exec(tx, 'DELETE FROM password_resets WHERE user_id = $1', [userId]);
 }
+
+/** One wrong reset code, counted for the account over a rolling day. */
+export async function recordResetFailure(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'INSERT INTO password_reset_failures (user_id) VALUES ($1)', [userId]);
+}
+
+/** Wrong reset codes of the account within the last `windowMs`. */
+export async function countResetFailures(db: Queryable, userId: string, windowMs: number): Promise<number> {
+  const row = await maybeOne<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1 AND failed_at > now() - make_interval(secs => $2 / 1000.0)`,
+    [userId, windowMs],
+  );
+  return row?.n ?? 0;
+}
+
+export async function clearResetFailures(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM password_reset_failures WHERE user_id = $1', [userId]);
+}
