@@ -61,7 +61,9 @@ describe('password-reset attempts per account over a rolling day', () => {
       [user.id],
     );
     const code = await newResetCode(user.email, user.id);
-    expect((await post('/v1/auth/reset-password', { email: user.email, code: wrongCode(code), password: 'a new password' })).statusCode).toBe(400);
+    expect(
+      (await post('/v1/auth/reset-password', { email: user.email, code: wrongCode(code), password: 'a new password' })).statusCode,
+    ).toBe(400);
     const done = await post('/v1/auth/reset-password', { email: user.email, code, password: 'a new password' });
     expect(done.statusCode).toBe(200);
     const count = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);

@@ -4,6 +4,7 @@ import * as sessions from '../db/sessions.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { invalidCode } from './accounts.ts';
+import { sendCapped } from './mail-limit.ts';
 import { codeMail } from './mailer.ts';
 import { CODE_RESEND_INTERVAL_MS, CODE_TTL_MS, hashEmailCode, hashPassword, judgeCode, newEmailCode } from './secrets.ts';
 import { announceRevoked } from './sessions.ts';
@@ -25,7 +26,7 @@ export async function forgotPassword(deps: AuthDomainDeps, email: string): Promi
     return true;
   });
   if (!issued) return;
-  deps.mailer.send(codeMail(user.email, 'reset-password', code)).catch((err) => {
+  sendCapped(deps, codeMail(user.email, 'reset-password', code)).catch((err) => {
     deps.log.error({ err, userId: user.id }, 'password reset email not sent');
   });
 }
