@@ -32,6 +32,12 @@ export const SESSION_REVOKED = 'Session revoked';
 const CLOCK_TOLERANCE_S = 30;
 
 /**
+ * The `typ` header of access tokens (RFC 9068, as RFC 8725 section 3.11 asks: explicit types), so
+ * that no other JWT signed by a trusted key (a media grant, a future ID token) passes as one.
+ */
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
+
+/**
  * Verifies access tokens against auth's public keys. Only the configured algorithm is accepted,
  * so `alg: none` and HS256-signed-with-the-public-key tokens fail. A client reuses a token for
  * many requests, so each verified token is cached (bounded) until its `exp`.
@@ -72,6 +78,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         audience: options.audience,
         algorithms: [options.algorithm],
         clockTolerance: CLOCK_TOLERANCE_S,
+        typ: ACCESS_TOKEN_TYPE,
         requiredClaims: ['sub', 'sid', 'exp', 'iat'],
       });
       if (typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.exp !== 'number') throw unauthorized();
