@@ -26,6 +26,8 @@ export const AuthConfig = baseConfig
     RESET_FAILURES_PER_DAY: env.int(20),
     /** Mails one address may get per rolling hour (codes, notices); more are not sent. */
     MAILS_PER_ADDRESS_PER_HOUR: env.int(5),
+    /** How often expired registrations, refresh tokens, sessions, codes and counters are purged. */
+    PURGE_INTERVAL_SECONDS: env.int(3600),
     /** How many of the first accounts get the founder badge. */
     FOUNDER_LIMIT: env.int(1000),
   });

@@ -4,6 +4,7 @@ import { buildApp } from './app.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
 import { createSmtpMailer } from './domain/mailer.ts';
+import { startPurger } from './domain/purge.ts';
 
 const config = configOrExit(AuthConfig, 'auth');
 const runtime = await startRuntime({
@@ -22,11 +23,15 @@ const { tokens, revocations } = await startTokenVerifier({
 });
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
+const purger = startPurger({ ...runtime, config });
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
   consumers: [revocations],
-  onClose: async () => mailer.close(),
+  onClose: async () => {
+    await purger.stop();
+    mailer.close();
+  },
 });
