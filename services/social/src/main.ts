@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
@@ -12,7 +12,7 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
@@ -22,5 +22,5 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users],
+  consumers: [users, revocations],
 });
