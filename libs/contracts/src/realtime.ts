@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AUTH_SUBJECTS, UserEventData } from './auth.ts';
+import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
 import { Id, PermissionMask, Timestamp } from './common.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
@@ -109,9 +109,8 @@ export const TypingStartData = z
 
 // ---- Bus events the socket needs ----
 
-/** `auth.session.revoked`: logout, password reset or refresh-token reuse ended this session. */
-export const SessionRevokedEvent = z.object({ sessionId: Id, userId: Id });
-export type SessionRevokedEvent = z.infer<typeof SessionRevokedEvent>;
+/** `auth.session.revoked` (auth's contract): logout, password reset or refresh-token reuse ended this session. */
+export const SessionRevokedEvent = SessionRevokedData;
 /** `auth.presence.updated`: the status the user chose and their custom status. */
 export const PresenceChosenEvent = z.object({ userId: Id, status: ChosenStatus, customStatus: z.string() });
 export type PresenceChosenEvent = z.infer<typeof PresenceChosenEvent>;
@@ -121,7 +120,7 @@ export const ChannelTypingEvent = z.object({ channelId: Id, serverId: Id, userId
 export const ConversationTypingEvent = z.object({ conversationId: Id, userId: Id, participantIds: z.array(Id), timestamp: Timestamp });
 
 export const REALTIME_SUBJECTS = {
-  sessionRevoked: 'auth.session.revoked',
+  sessionRevoked: AUTH_SUBJECTS.sessionRevoked,
   presenceUpdated: 'auth.presence.updated',
   channelTyping: 'guilds.typing.started',
   conversationTyping: 'social.typing.started',

@@ -7,8 +7,8 @@ import { bearer, newAccount, outboxEvents, startAuth } from './helpers.ts';
 
 /** What auth tells the real-time socket: revoked sessions, the chosen presence, and the account at IDENTIFY. */
 
-const { app, runtime } = await startAuth();
-serveAuthRpc(runtime.bus, runtime.log, runtime.pool);
+const { app, runtime, config } = await startAuth();
+serveAuthRpc(runtime.bus, runtime.log, runtime.pool, config);
 afterAll(async () => {
   await app.close();
   await runtime.close();

@@ -63,7 +63,7 @@ export async function startRealtime(deps: {
     log,
     tokens: deps.tokens,
     limiter: deps.limiter,
-    clientIp: createClientIpResolver(config.TRUSTED_PROXIES),
+    clientIp: createClientIpResolver(config.TRUSTED_PROXIES, config.FORWARDED_FOR_MODE),
     store,
     presence,
     ask,

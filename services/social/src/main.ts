@@ -1,9 +1,10 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
+import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
 const runtime = await startRuntime({
@@ -12,7 +13,9 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
+const catalogue = await loadCatalogue(runtime.pool);
+runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const app = await buildApp({ ...runtime, config, tokens });
@@ -21,5 +24,5 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users],
+  consumers: [users, revocations],
 });

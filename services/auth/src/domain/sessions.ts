@@ -1,4 +1,4 @@
-import { REALTIME_SUBJECTS, type RefreshedTokens } from '@chat/contracts';
+import { AUTH_SUBJECTS, type RefreshedTokens } from '@chat/contracts';
 import { enqueueEvent, type Queryable, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -43,8 +43,7 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
     const state = await sessions.lockRefreshToken(tx, hash);
     if (!state || state.expired || state.revoked) return undefined;
     if (state.used) {
-      await sessions.revokeSession(tx, state.session_id, 'refresh token reuse');
-      await announceRevoked(tx, [state.session_id], state.user_id);
+      await announceRevoked(tx, await sessions.revokeSession(tx, state.session_id, 'refresh token reuse'));
       deps.log.warn({ sessionId: state.session_id, userId: state.user_id }, 'refresh token reused: session revoked');
       return undefined;
     }
@@ -56,14 +55,16 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
 }
 
 /** Ends the caller's session of this refresh token; someone else's token, or an unknown one, changes nothing. */
-export async function logout(deps: AuthDomainDeps, userId: string, refreshToken: string, requestId?: string): Promise<void> {
-  await withTx(deps.pool, async (tx) => {
-    const revoked = await sessions.revokeSessionOfToken(tx, hashRefreshToken(refreshToken), userId, 'logout');
-    await announceRevoked(tx, revoked, userId, requestId);
-  });
+export async function logout(deps: AuthDomainDeps, userId: string, refreshToken: string): Promise<void> {
+  await withTx(deps.pool, async (tx) =>
+    announceRevoked(tx, await sessions.revokeSessionOfToken(tx, hashRefreshToken(refreshToken), userId, 'logout')),
+  );
 }
 
-/** Tells the gateway (and anyone else) that these sessions ended: their live sockets close at once. */
-export async function announceRevoked(tx: Queryable, sessionIds: string[], userId: string, requestId?: string): Promise<void> {
-  for (const sessionId of sessionIds) await enqueueEvent(tx, REALTIME_SUBJECTS.sessionRevoked, { sessionId, userId }, requestId);
+/**
+ * One `auth.session.revoked` per session just revoked, in the revoking transaction: every process
+ * that verifies access tokens refuses that session's tokens from then on, not only at their `exp`.
+ */
+export async function announceRevoked(tx: Queryable, revoked: sessions.RevokedSession[]): Promise<void> {
+  for (const session of revoked) await enqueueEvent(tx, AUTH_SUBJECTS.sessionRevoked, session);
 }

@@ -26,7 +26,7 @@ export function authHttpRoutes(app: FastifyInstance, deps: AuthDomainDeps): void
   route(app, authRoutes.refresh, async (req) => sessions.refresh(deps, req.body.refreshToken));
 
   route(app, authRoutes.logout, async (req) => {
-    await sessions.logout(deps, contextOf(req).userId, req.body.refreshToken, req.id);
+    await sessions.logout(deps, contextOf(req).userId, req.body.refreshToken);
     return undefined;
   });
 

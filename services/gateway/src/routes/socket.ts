@@ -18,6 +18,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { GatewayConfig } from '../config.ts';
 import type { Ask } from '../domain/audience.ts';
+import { rateSubject } from '../domain/client-ip.ts';
 import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '../domain/frames.ts';
 import type { Presence } from '../domain/presence.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
@@ -339,7 +340,10 @@ export function createSocketServer(deps: SocketDeps) {
       socket.on('error', () => {});
       const path = (req.url ?? '/').split('?')[0]?.toLowerCase();
       if (path !== SOCKET_PATH) return void rejectUpgrade(socket, 404, { error: 'Not found' });
-      const verdict = await deps.limiter.hit('general', deps.clientIp(req.socket.remoteAddress, req.headers));
+      const verdict = await deps.limiter.hit({
+        tier: 'general',
+        subject: rateSubject(deps.clientIp(req.socket.remoteAddress, req.headers)),
+      });
       if (!verdict.allowed) {
         const retry = Math.max(1, Math.ceil((verdict.resetAtMs - verdict.nowMs) / 1000));
         return void rejectUpgrade(socket, 429, { error: 'Too many requests, slow down and retry later' }, { 'retry-after': String(retry) });

@@ -9,6 +9,8 @@ import {
   Permission,
   REALTIME_RPC,
   ServerMembersRequest,
+  type SharedServersReply,
+  SharedServersRequest,
   toMask,
   UserComembersRequest,
   UserServersRequest,
@@ -19,6 +21,7 @@ import {
 import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
 import { listComemberIds, listServerIdsOfUser } from '../db/audience.ts';
 import { findChannel } from '../db/channels.ts';
+import { usersSharingAServer } from '../db/members.ts';
 import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
 import { channelViewers, serverMembers } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
@@ -32,6 +35,10 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
     const access = await loadServerAccess(d.pool, serverId, userId);
     if (!access) throw notFound('Server');
     return { isMember: access.isMember, isOwner: access.isOwner };
+  });
+
+  serveRpc(bus, log, GUILDS_RPC.sharedServers, SharedServersRequest, async ({ userId, otherUserIds }): Promise<SharedServersReply> => {
+    return { sharing: await usersSharingAServer(d.pool, userId, otherUserIds) };
   });
 
   serveRpc(

@@ -1,4 +1,4 @@
-import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
+import { type Activity, type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
 import {
   type Bus,
   badRequest,
@@ -11,6 +11,7 @@ import {
   type RequestContext,
   withTx,
 } from '@chat/kit';
+import { activitiesOf } from '../db/games.ts';
 import {
   deleteBlock,
   deleteFriendship,
@@ -137,8 +138,19 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
 }
 
 type ListDeps = Deps & { bus: Bus };
-export const friendsOf = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
-  withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId));
+
+/** The caller's friends, each with what others see of them now and what they are playing (one query for all). */
+export async function friendsOf(deps: ListDeps, ctx: RequestContext): Promise<(ListedUser & { activity?: Activity })[]> {
+  const friends = await withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId));
+  const activities = await activitiesOf(
+    deps.pool,
+    friends.map((f) => f.user.id),
+  );
+  return friends.map((f) => {
+    const activity = activities.get(f.user.id);
+    return activity ? { ...f, activity } : f;
+  });
+}
 export const blockedBy = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
   withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId));
 export const pendingRequestsOf = async (deps: ListDeps, ctx: RequestContext): Promise<PendingRequest[]> =>
