@@ -29,7 +29,12 @@ describe('route classification', () => {
   });
 
   it('gives no window of its own to a webhook id that is not a UUID: General, per client', () => {
-    expect(classify('POST', '/v1/webhooks/not-a-uuid/secret-token')).toEqual({ auth: false, tier: 'general', multipart: false });
+    expect(classify('POST', '/v1/webhooks/not-a-uuid/secret-token')).toEqual({
+      auth: false,
+      tier: 'general',
+      multipart: false,
+      service: 'guilds',
+    });
   });
 
   it('counts webhook execution per webhook id, in lower case', () => {

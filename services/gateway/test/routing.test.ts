@@ -16,12 +16,12 @@ const ack = defineRoute({
   status: 204,
   response: null,
 });
-const games = defineRoute({ method: 'GET', path: '/v1/games', service: 'social', summary: 'test', status: 200, response: null });
+const area = defineRoute({ method: 'GET', path: '/v1/new-area', service: 'social', summary: 'test', status: 200, response: null });
 const gateway = await startGateway({
   upstreamUrl: guilds.url,
   keys: issuer.keys,
   env: { AUTH_URL: auth.url, SOCIAL_URL: social.url },
-  routes: [...ALL_ROUTES, ack, games],
+  routes: [...ALL_ROUTES, ack, area],
 });
 const token = await issuer.sign(crypto.randomUUID());
 afterAll(async () => {
@@ -54,7 +54,7 @@ describe('routing by contract', () => {
   });
 
   it('reaches a new area that only a contract names, with no entry in the prefix map', async () => {
-    const res = await call('GET', '/v1/games?q=zelda');
-    expect(res.json()).toMatchObject({ name: 'social', url: '/v1/games?q=zelda' });
+    const res = await call('GET', '/v1/new-area?q=zelda');
+    expect(res.json()).toMatchObject({ name: 'social', url: '/v1/new-area?q=zelda' });
   });
 });
