@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createLogger, createTokenVerifier, loadConfig } from '@chat/kit';
+import { createLogger, createTokenVerifier, loadConfig, optionalCheck } from '@chat/kit';
 import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { JWTVerifyGetKey } from 'jose';
@@ -54,7 +54,7 @@ export async function startGateway(options: {
   if (!ready && !options.redisUrl) throw new Error('the shared Redis did not connect within 15 s');
   const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
   const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log });
-  const app = await buildApp({ config, log, tokens, limiter, checks: { redis: () => redis.ping() } });
+  const app = await buildApp({ config, log, tokens, limiter, checks: { redis: optionalCheck(() => redis.ping()) } });
   await app.ready();
   return {
     app,
