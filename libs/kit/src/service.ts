@@ -7,6 +7,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createPool, type Pool } from './db.ts';
 import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
 import { type HealthCheck, optionalCheck } from './health.ts';
+import { purgeIdempotencyKeys } from './idempotency.ts';
 import { createLogger } from './logger.ts';
 import { migrate } from './migrate.ts';
 
@@ -56,6 +57,12 @@ export async function startRuntime(options: {
   await migrate(pool, options.migrationsDir, log);
   const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
   const relay = startOutboxRelay({ pool, bus, log, stream: options.stream });
+  // Keys older than 24 h no longer answer; this keeps the table from growing for ever.
+  const purge = setInterval(
+    () => void purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed')),
+    10 * 60_000,
+  );
+  purge.unref();
   return { log, pool, bus, relay, checks: runtimeChecks(pool, bus) };
 }
 

@@ -1,5 +1,5 @@
 import { mediaRoutes } from '@chat/contracts';
-import { AppError, badRequest, contextOf, route } from '@chat/kit';
+import { AppError, badRequest, contextOf, IDEMPOTENT, route } from '@chat/kit';
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { MediaDeps } from '../deps.ts';
@@ -20,12 +20,17 @@ export async function uploadRoutes(app: FastifyInstance, deps: MediaDeps): Promi
     });
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
-    route(scope, mediaRoutes.upload, async (req) => {
-      if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
-      const stored = await receiveOneFile(deps, req.parts(), limit);
-      const { id, url, filename, contentType, size } = await recordFile(deps, contextOf(req), stored);
-      return { id, url, filename, contentType, size };
-    });
+    route(
+      scope,
+      mediaRoutes.upload,
+      async (req) => {
+        if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
+        const stored = await receiveOneFile(deps, req.parts(), limit);
+        const { id, url, filename, contentType, size } = await recordFile(deps, contextOf(req), stored);
+        return { id, url, filename, contentType, size };
+      },
+      IDEMPOTENT,
+    );
   });
 }
 
