@@ -56,7 +56,7 @@ async function run(db: Queryable, sql: string, params: unknown[]) {
   }
 }
 
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ETIMEDOUT', 'ENOTFOUND']);
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND']);
 
 /** Maps driver errors to statuses: unique violations are conflicts, a lost database is a 503. */
 export function translatePgError(err: unknown): unknown {
@@ -65,7 +65,7 @@ export function translatePgError(err: unknown): unknown {
   if (code === '23505') return new AppError(409, uniqueMessage((err as { constraint?: string }).constraint), { cause: err });
   if (code === '22P02') return new AppError(400, 'Malformed identifier', { cause: err });
   if (code && PG_UNAVAILABLE.has(code)) return new AppError(503, 'Database unavailable', { cause: err });
-  if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated/.test(err.message)) {
+  if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated|not queryable/.test(err.message)) {
     return new AppError(503, 'Database unavailable', { cause: err });
   }
   return err;
@@ -151,6 +151,13 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
   } catch (err) {
     throw translatePgError(err);
   }
+  // A connection that breaks while no query runs on it (the transaction waits on other work) emits
+  // 'error' on the client: unheard, that would end the process. The next query fails instead.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -162,7 +169,9 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
     await client.query('ROLLBACK').catch(() => {});
     throw translatePgError(err);
   } finally {
-    client.release();
+    client.off('error', onError);
+    // A broken connection is closed, not handed to the next caller.
+    client.release(broken);
   }
 }
 
