@@ -23,6 +23,8 @@ export interface IsolatedPlatform {
   platform: Platform;
   namespace: string;
   logDir: string;
+  /** Each service's database URL. */
+  databases: PlatformOptions['databases'];
   /** Stops every process, drops the databases and removes the namespace's JetStream streams. */
   stop(): Promise<void>;
 }
@@ -46,11 +48,12 @@ export async function startIsolatedPlatform(options: {
   const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
   const namespace = testNamespace(options.label);
   const logDir = options.logDir ?? join(tmpdir(), `chat-${options.label}-${namespace}`);
+  const databaseUrls = Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'];
   try {
     const platform = await startPlatform({
       backing: options.backing,
       ports,
-      databases: Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'],
+      databases: databaseUrls,
       namespace,
       logDir,
       baseEnv: options.baseEnv,
@@ -60,6 +63,7 @@ export async function startIsolatedPlatform(options: {
       platform,
       namespace,
       logDir,
+      databases: databaseUrls,
       stop: async () => {
         await platform.stop();
         await Promise.all([dropAll(), removeStreams(options.backing.natsUrl, namespace)]);
