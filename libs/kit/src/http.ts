@@ -81,6 +81,14 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     trustProxy: options.trustProxy ?? false,
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
+    // The router's own answers (a path parameter over the limit, a URL that does not decode) in the
+    // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
+    frameworkErrors: (error, req, reply) => {
+      const path = req.url.split('?')[0] ?? '/';
+      const plain = reply as unknown as FastifyReply;
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return plain.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
+      return plain.code(400).send({ error: 'Malformed URL' });
+    },
   });
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   const running = new Set<Promise<unknown>>();
