@@ -9,5 +9,6 @@ export * from './idempotency.ts';
 export * from './logger.ts';
 export * from './media-grants.ts';
 export * from './migrate.ts';
+export * from './revocations.ts';
 export * from './service.ts';
 export * from './tokens.ts';
