@@ -13,3 +13,4 @@ export * from './routes/index.ts';
 export * from './social.ts';
 export * from './templates.ts';
 export * from './voice.ts';
+export * from './calls.ts';

@@ -39,6 +39,7 @@ export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
   '/v1/webhooks': 'guilds',
   '/v1/friends': 'social',
   '/v1/dm': 'social',
+  '/v1/calls': 'social',
   '/v1/media': 'media',
   '/v1/link-preview': 'media',
   '/v1/music': 'music',
