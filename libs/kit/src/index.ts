@@ -8,5 +8,6 @@ export * from './http.ts';
 export * from './logger.ts';
 export * from './media-grants.ts';
 export * from './migrate.ts';
+export * from './revocations.ts';
 export * from './service.ts';
 export * from './tokens.ts';
