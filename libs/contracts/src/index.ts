@@ -1,5 +1,6 @@
 export * from './auth.ts';
 export * from './bus.ts';
+export * from './calls.ts';
 export * from './common.ts';
 export * from './games.ts';
 export * from './guilds.ts';
@@ -15,4 +16,3 @@ export * from './routes/index.ts';
 export * from './social.ts';
 export * from './templates.ts';
 export * from './voice.ts';
-export * from './calls.ts';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
+import { Call, CallParams, JoinedCall } from '../calls.ts';
 import { IdParams } from '../common.ts';
 import { Activity, Game, GameSearchQuery, PutActivityBody } from '../games.ts';
 import { Device, DeviceParams, KeyBundle, OneTimeKeyCount, PutDeviceBody, UploadOneTimeKeysBody } from '../keys.ts';
 import { DirectMessage, PendingFriendRequest } from '../records.ts';
-import { Call, CallParams, JoinedCall } from '../calls.ts';
 import { defineRoute } from '../route.ts';
 import {
   BlockedUser,
@@ -331,12 +331,15 @@ const callRoutes = {
     method: 'POST',
     path: '/v1/dm/conversations/:id/call',
     service: 'social',
-    summary:
-      'Ring the other participants: 201 with the call and the caller\'s media grant. Unanswered ringing ends after 30 s as missed',
+    summary: "Ring the other participants: 201 with the call and the caller's media grant. Unanswered ringing ends after 30 s as missed",
     params: CallParams,
     status: 201,
     response: JoinedCall,
-    errors: { 403: 'Blocked: the other person cannot be rung', 404: 'Unknown conversation', 409: 'A call is already live in this conversation' },
+    errors: {
+      403: 'Blocked: the other person cannot be rung',
+      404: 'Unknown conversation',
+      409: 'A call is already live in this conversation',
+    },
   }),
   getCall: defineRoute({
     method: 'GET',
