@@ -20,7 +20,9 @@ const act = (user: User, callId: string, action: 'accept' | 'decline' | 'leave')
 const participant = (call: { participants: { userId: string; state: string }[] }, user: User) =>
   call.participants.find((p) => p.userId === user.id)?.state;
 const eventsOf = async (callId: string) =>
-  (await h.events()).filter((e) => e.subject.startsWith('social.call.') && (e.data.call as { id: string }).id === callId).map((e) => e.subject);
+  (await h.events())
+    .filter((e) => e.subject.startsWith('social.call.') && (e.data.call as { id: string }).id === callId)
+    .map((e) => e.subject);
 
 describe('a 1:1 call', () => {
   it('rings, is answered, and ends when the last participant leaves, with a grant for its room', async () => {
@@ -42,7 +44,12 @@ describe('a 1:1 call', () => {
     expect((await act(alice, started.body.id, 'leave')).body).toMatchObject({ state: 'active' });
     const ended = await act(bob, started.body.id, 'leave');
     expect(ended.body).toMatchObject({ state: 'ended', endReason: 'completed', endedAt: expect.any(String) });
-    expect(await eventsOf(started.body.id)).toEqual(['social.call.created', 'social.call.updated', 'social.call.updated', 'social.call.ended']);
+    expect(await eventsOf(started.body.id)).toEqual([
+      'social.call.created',
+      'social.call.updated',
+      'social.call.updated',
+      'social.call.ended',
+    ]);
     expect((await act(bob, started.body.id, 'accept')).status).toBe(409);
   });
 
