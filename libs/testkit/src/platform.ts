@@ -38,6 +38,8 @@ export interface Platform {
   /** The process id of a running process (the bench reads its memory and CPU time). */
   pid(name: ServiceProcess): number | undefined;
   stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and thaw a process). */
+  signalService(name: ServiceProcess, signal: NodeJS.Signals): void;
   startService(name: ServiceProcess): Promise<void>;
   /**
    * One more gateway process on `port`, with the same settings as the first (a second replica):
@@ -146,7 +148,14 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     return code;
   }
 
+  function signalService(name: ServiceProcess, signal: NodeJS.Signals) {
+    const child = children.get(name);
+    if (child && child.exitCode === null) child.kill(signal);
+  }
+
   const stop = async () => {
+    // A frozen process would not hear SIGTERM.
+    for (const name of children.keys()) signalService(name, 'SIGCONT');
     await Promise.all([...replicas].map((c) => stopChild(c, 'SIGTERM')));
     await Promise.all([...children.keys()].map((n) => stopService(n)));
   };
@@ -158,7 +167,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, logFile, pid: (name) => children.get(name)?.pid, stopService, startService, startGatewayReplica, stop };
+  return { urls, logFile, pid: (name) => children.get(name)?.pid, stopService, startService, signalService, startGatewayReplica, stop };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

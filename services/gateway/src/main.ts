@@ -1,4 +1,4 @@
-import { configOrExit, connectBus, createLogger, natsCheck, serve, startTokenVerifier } from '@chat/kit';
+import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
@@ -8,7 +8,8 @@ import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
-const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
+// HTTP needs neither the bus nor Redis: both connect in the background and only degrade the gateway.
+const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
@@ -18,14 +19,21 @@ copyRevocationsToRedis(revocations, limiter, log);
 const socketRedis = createRedis(config.REDIS_URL, 5_000, true);
 const subscriber = createRedis(config.REDIS_URL, 5_000, true);
 const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter });
-const app = await buildApp({ config, log, tokens, limiter, realtime, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
+const app = await buildApp({
+  config,
+  log,
+  tokens,
+  limiter,
+  realtime,
+  checks: { nats: optionalCheck(() => natsCheck(bus)), redis: optionalCheck(() => redis.ping()) },
+});
 await serve({
   app,
   config,
   log,
   consumers: [revocations],
   onClose: async () => {
-    await bus.nc.drain();
+    await bus.close();
     redis.disconnect();
     socketRedis.disconnect();
     subscriber.disconnect();

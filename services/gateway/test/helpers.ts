@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { RouteContract } from '@chat/contracts';
-import { type Bus, createLogger, createTokenVerifier, loadConfig, revocationRetentionMs, watchRevocations } from '@chat/kit';
+import { type Bus, createLogger, createTokenVerifier, loadConfig, optionalCheck, revocationRetentionMs, watchRevocations } from '@chat/kit';
 import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -72,7 +72,14 @@ export async function startGateway(options: {
     : undefined;
   if (revocations) copyRevocationsToRedis(revocations, limiter, log);
   const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA', revocations });
-  const app = await buildApp({ config, log, tokens, limiter, routes: options.routes, checks: { redis: () => redis.ping() } });
+  const app = await buildApp({
+    config,
+    log,
+    tokens,
+    limiter,
+    routes: options.routes,
+    checks: { redis: optionalCheck(() => redis.ping()) },
+  });
   await app.ready();
   return {
     app,

@@ -1,5 +1,5 @@
 import { REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, type EventEnvelope, ensureStream, redeliveryDelayMs } from '@chat/kit';
+import { type Bus, type ConsumerHandle, type EventEnvelope, ensureStream, redeliveryDelayMs, whenConnected } from '@chat/kit';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { Dispatcher } from '../domain/dispatch.ts';
@@ -15,7 +15,10 @@ const DURABLE = 'gateway-fanout';
  * a redelivery after a crash is dropped by the event id. A new consumer starts at new events.
  */
 export async function consumeForDispatch(bus: Bus, log: Logger, dispatch: Dispatcher): Promise<ConsumerHandle[]> {
-  return Promise.all(SOURCES.map((spec) => consumeStream(bus, log, spec, dispatch)));
+  // Started once the bus is up (the gateway serves HTTP without it), retried until it works.
+  return Promise.all(
+    SOURCES.map((spec) => whenConnected(bus, log, `dispatch from ${spec.name}`, () => consumeStream(bus, log, spec, dispatch))),
+  );
 }
 
 async function consumeStream(bus: Bus, log: Logger, spec: { name: string; subjects: readonly string[] }, dispatch: Dispatcher) {
@@ -75,13 +78,16 @@ function envelopeOf(data: Uint8Array, subject: string): EventEnvelope | undefine
  * durable consumer): the sockets it holds for that session close with 4004 at once.
  */
 export function listenForRevocations(bus: Bus, log: Logger, revoke: (sessionId: string, userId: string) => Promise<void>): void {
-  bus.nc.subscribe(bus.subject(REALTIME_SUBJECTS.sessionRevoked), {
-    callback: (err, msg) => {
-      if (err) return void log.error({ err }, 'revocation subscription failed');
-      const event = envelopeOf(msg.data, REALTIME_SUBJECTS.sessionRevoked);
-      const parsed = SessionRevokedEvent.safeParse(event?.data);
-      if (!parsed.success) return void log.warn('malformed auth.session.revoked ignored');
-      revoke(parsed.data.sessionId, parsed.data.userId).catch((e) => log.error({ err: e }, 'revocation failed'));
-    },
+  void whenConnected(bus, log, 'socket revocations', async () => {
+    const sub = bus.nc.subscribe(bus.subject(REALTIME_SUBJECTS.sessionRevoked), {
+      callback: (err, msg) => {
+        if (err) return void log.error({ err }, 'revocation subscription failed');
+        const event = envelopeOf(msg.data, REALTIME_SUBJECTS.sessionRevoked);
+        const parsed = SessionRevokedEvent.safeParse(event?.data);
+        if (!parsed.success) return void log.warn('malformed auth.session.revoked ignored');
+        revoke(parsed.data.sessionId, parsed.data.userId).catch((e) => log.error({ err: e }, 'revocation failed'));
+      },
+    });
+    return { stop: async () => sub.unsubscribe() };
   });
 }
