@@ -1,4 +1,4 @@
-import type { RateTier, RouteContract } from '@chat/contracts';
+import type { RateTier, RouteContract, ServiceName } from '@chat/contracts';
 import FindMyWay from 'find-my-way';
 
 /** What the edge needs to know of a request: must it carry a token, and which window counts it. */
@@ -9,6 +9,8 @@ export interface RouteClass {
   webhookId?: string;
   /** multipart routes (uploads) have the service's own size limit, not the edge's JSON one. */
   multipart: boolean;
+  /** The service the route's contract names: the request goes there, whatever its prefix. */
+  service?: ServiceName;
   /**
    * The path has a "." or ".." segment (raw or percent-encoded): the services resolve those, so
    * the path classified here would not be the one served. Such a request is refused.
@@ -47,12 +49,13 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const multipart = contract.multipart === true;
-      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart };
+      const service = contract.service;
+      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, service };
       // The service answers 400 for an id that is not a UUID: no window of its own (no Redis key
       // per made-up id), only the client's General one.
       const webhookId = match?.params.id?.toLowerCase();
-      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart };
-      return { auth: contract.auth, tier: 'webhook', webhookId, multipart };
+      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, service };
+      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, service };
     }
     return unknownPath(method, path);
   };
