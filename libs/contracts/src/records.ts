@@ -58,7 +58,10 @@ export const Channel = z
     ownerId: Id.nullable(),
     isTemporary: z.boolean(),
     isLocked: z.boolean(),
-    isHidden: z.boolean(),
+    isHidden: z.boolean().meta({
+      description:
+        'Visible only to members with MANAGE_CHANNELS, its owner, members connected to it and those an override allows VIEW_CHANNEL; 404 to anyone else',
+    }),
     userLimit: z.number().int(),
     musicLocked: z.boolean(),
     createdAt: Timestamp,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type ApplicableOverrides,
   bitsBeyondActor,
+  type ChannelVisibility,
   canManageRoleAt,
   channelPermissions,
   type MemberPermissionInput,
@@ -18,6 +19,7 @@ import {
 const BIT_COUNT = 32;
 const ADMIN_BIT = 3;
 const VIEW_BIT = 10;
+const MANAGE_CHANNELS_BIT = 4;
 const bitOf = (mask: bigint, i: number) => ((mask >> BigInt(i)) & 1n) === 1n;
 const fromBits = (bits: boolean[]) => bits.reduce((mask, on, i) => (on ? mask | (1n << BigInt(i)) : mask), 0n);
 
@@ -27,7 +29,7 @@ function referenceServer(input: MemberPermissionInput): boolean[] {
   return Array.from({ length: BIT_COUNT }, (_, i) => input.isOwner || admin || all.some((m) => bitOf(m, i)));
 }
 
-function referenceChannel(server: boolean[], o: ApplicableOverrides): boolean[] {
+function referenceChannel(server: boolean[], o: ApplicableOverrides, v?: ChannelVisibility): boolean[] {
   if (server[ADMIN_BIT]) return server.map(() => true);
   const result = server.map((allowed, i) => {
     let on = allowed;
@@ -39,7 +41,9 @@ function referenceChannel(server: boolean[], o: ApplicableOverrides): boolean[] 
     if (o.member && bitOf(o.member.allow, i)) on = true;
     return on;
   });
-  return result[VIEW_BIT] ? result : result.map(() => false);
+  const explicitView = [o.everyone, ...o.roles, o.member].some((x) => x !== undefined && bitOf(x.allow, VIEW_BIT));
+  const hiddenFromMe = v?.isHidden && !(result[MANAGE_CHANNELS_BIT] || v.isChannelOwner || v.isConnected || explicitView);
+  return result[VIEW_BIT] && !hiddenFromMe ? result : result.map(() => false);
 }
 
 const mask = fc.bigInt({ min: 0n, max: ALL_PERMISSIONS }).map((m) => m & ALL_PERMISSIONS);
@@ -53,6 +57,7 @@ const overrides = fc.record({
   roles: fc.array(override, { maxLength: 5 }),
   member: fc.option(override, { nil: undefined }),
 });
+const visibility = fc.record({ isHidden: fc.boolean(), isChannelOwner: fc.boolean(), isConnected: fc.boolean() });
 const singleBit = fc.integer({ min: 0, max: BIT_COUNT - 1 }).map((i) => 1n << BigInt(i));
 const nonViewBit = singleBit.filter((b) => b !== Permission.VIEW_CHANNEL && b !== Permission.ADMINISTRATOR);
 
@@ -86,6 +91,30 @@ describe('channelPermissions', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('agrees with the reference for hidden channels, whoever the member is', () => {
+    fc.assert(
+      fc.property(fc.oneof(member, plainMember), overrides, visibility, (m, o, v) => {
+        const server = serverPermissions(m);
+        return channelPermissions(server, o, v) === fromBits(referenceChannel(referenceServer(m), o, v));
+      }),
+      { numRuns: 4_000 },
+    );
+  });
+
+  it('hides a hidden channel from a member who only has VIEW_CHANNEL from their roles', () => {
+    const v = { isHidden: true, isChannelOwner: false, isConnected: false };
+    const everyone = Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES;
+    expect(channelPermissions(everyone, { roles: [] }, v)).toBe(0n);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isHidden: false })).toBe(everyone);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isConnected: true })).toBe(everyone);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isChannelOwner: true })).toBe(everyone);
+    expect(channelPermissions(everyone | Permission.MANAGE_CHANNELS, { roles: [] }, v)).toBe(everyone | Permission.MANAGE_CHANNELS);
+    const viaRole = { roles: [{ allow: Permission.VIEW_CHANNEL, deny: 0n }] };
+    expect(channelPermissions(everyone, viaRole, v)).toBe(everyone);
+    // An explicit allow that the member override then denies does not show it.
+    expect(channelPermissions(everyone, { ...viaRole, member: { allow: 0n, deny: Permission.VIEW_CHANNEL } }, v)).toBe(0n);
   });
 
   it('gives the owner and any ADMINISTRATOR every bit whatever the overrides deny', () => {

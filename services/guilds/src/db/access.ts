@@ -9,6 +9,8 @@ export type MembershipRow = ServerRow & {
   /** int8[] arrives as strings. */
   role_permissions: string[];
   highest_position: number;
+  /** The channel of the user's live voice state in this server, if any. */
+  voice_channel_id: string | null;
 };
 
 export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
@@ -16,7 +18,8 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
     db,
     `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
        COALESCE(r.role_ids, '{}') AS role_ids, COALESCE(r.role_permissions, '{}') AS role_permissions,
-       COALESCE(r.highest_position, 0) AS highest_position
+       COALESCE(r.highest_position, 0) AS highest_position,
+       (SELECT v.channel_id FROM voice_states v WHERE v.user_id = $2 AND v.server_id = s.id AND v.expires_at > now()) AS voice_channel_id
      FROM servers s
      JOIN roles e ON e.id = s.id
      LEFT JOIN members m ON m.server_id = s.id AND m.user_id = $2

@@ -23,6 +23,8 @@ export interface ServerAccess {
   rank: Rank;
   /** Server-level mask; 0 for a non-member. */
   permissions: bigint;
+  /** The voice channel the member is connected to in this server, if any. */
+  voiceChannelId: string | null;
 }
 
 export interface ChannelAccess extends ServerAccess {
@@ -37,7 +39,16 @@ function toAccess(row: MembershipRow, userId: string): ServerAccess {
   const permissions = isMember
     ? serverPermissions({ isOwner, everyone: BigInt(row.everyone_permissions), roles: toBigInts(row.role_permissions) })
     : 0n;
-  return { server: row, userId, isMember, isOwner, roleIds: row.role_ids, rank: { isOwner, highest: row.highest_position }, permissions };
+  return {
+    server: row,
+    userId,
+    isMember,
+    isOwner,
+    roleIds: row.role_ids,
+    rank: { isOwner, highest: row.highest_position },
+    permissions,
+    voiceChannelId: isMember ? row.voice_channel_id : null,
+  };
 }
 
 /** The access of a user to a server, or undefined for an unknown server. Never throws on visibility. */
@@ -80,8 +91,14 @@ export function applicableOverrides(access: ServerAccess, overrides: readonly Pe
   };
 }
 
-function maskIn(access: ServerAccess, overrides: readonly PermissionOverride[]): bigint {
-  return access.isMember ? channelPermissions(access.permissions, applicableOverrides(access, overrides)) : 0n;
+/** The member's mask in the channel: the permission function decides, hidden channels included. */
+function maskIn(access: ServerAccess, channel: Channel, overrides: readonly PermissionOverride[]): bigint {
+  if (!access.isMember) return 0n;
+  return channelPermissions(access.permissions, applicableOverrides(access, overrides), {
+    isHidden: channel.isHidden,
+    isChannelOwner: channel.ownerId === access.userId,
+    isConnected: access.voiceChannelId === channel.id,
+  });
 }
 
 /** The access of a user to a channel, or undefined for an unknown channel. Never throws on visibility. */
@@ -91,7 +108,7 @@ export async function loadChannelAccess(db: Queryable, channelId: string, userId
   const access = await loadServerAccess(db, channel.serverId, userId);
   if (!access) return undefined;
   const overrides = access.isMember ? await overridesConcerning(db, [channel.id], [access.server.id, ...access.roleIds], userId) : [];
-  return { ...access, channel, channelPermissions: maskIn(access, overrides) };
+  return { ...access, channel, channelPermissions: maskIn(access, channel, overrides) };
 }
 
 /** Access to a channel the user may view (VIEW_CHANNEL there); otherwise 404, as if it did not exist. */
@@ -115,6 +132,7 @@ export async function visibleChannels(db: Queryable, access: ServerAccess): Prom
       channel,
       permissions: maskIn(
         access,
+        channel,
         overrides.filter((o) => o.channelId === channel.id),
       ),
     }))

@@ -36,18 +36,43 @@ export function serverPermissions(input: MemberPermissionInput): bigint {
   return has(base, Permission.ADMINISTRATOR) ? ALL_PERMISSIONS : base;
 }
 
+/** What a hidden channel's visibility depends on besides the mask. */
+export interface ChannelVisibility {
+  isHidden: boolean;
+  /** The member owns the channel (a temporary voice channel's creator). */
+  isChannelOwner: boolean;
+  /** The member's live voice state is in this channel. */
+  isConnected: boolean;
+}
+
 /**
  * Channel level: from the server-level mask apply the @everyone override, then all role overrides
  * together (deny, then allow, so a role's allow beats another role's deny), then the member's
- * override. Without VIEW_CHANNEL nothing else in the channel is allowed.
+ * override. Without VIEW_CHANNEL nothing else in the channel is allowed. A hidden channel is
+ * viewable only with MANAGE_CHANNELS there, by its owner, by those connected to it, and by those
+ * whom an override explicitly allows VIEW_CHANNEL; to anyone else it is as if it did not exist.
  */
-export function channelPermissions(serverMask: bigint, overrides: ApplicableOverrides): bigint {
+export function channelPermissions(serverMask: bigint, overrides: ApplicableOverrides, visibility?: ChannelVisibility): bigint {
   if (has(serverMask, Permission.ADMINISTRATOR)) return ALL_PERMISSIONS;
   let mask = apply(serverMask, overrides.everyone);
   const roles = overrides.roles.reduce((sum, o) => ({ allow: sum.allow | o.allow, deny: sum.deny | o.deny }), { allow: 0n, deny: 0n });
   mask = apply(mask, roles);
   mask = apply(mask, overrides.member);
-  return has(mask, Permission.VIEW_CHANNEL) ? mask : 0n;
+  if (!has(mask, Permission.VIEW_CHANNEL)) return 0n;
+  if (visibility?.isHidden && !maySeeHidden(mask, overrides, visibility)) return 0n;
+  return mask;
+}
+
+function maySeeHidden(mask: bigint, overrides: ApplicableOverrides, visibility: ChannelVisibility): boolean {
+  const allowsView = (o: OverrideBits | undefined) => o !== undefined && has(o.allow, Permission.VIEW_CHANNEL);
+  return (
+    has(mask, Permission.MANAGE_CHANNELS) ||
+    visibility.isChannelOwner ||
+    visibility.isConnected ||
+    allowsView(overrides.everyone) ||
+    overrides.roles.some(allowsView) ||
+    allowsView(overrides.member)
+  );
 }
 
 function apply(mask: bigint, override: OverrideBits | undefined): bigint {
