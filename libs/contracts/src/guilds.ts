@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Permission, type PermissionName } from './permissions.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
 /**
@@ -93,6 +94,42 @@ export const DiscoveryServer = Server.extend({ memberCount: z.number().int() }).
 export type DiscoveryServer = z.infer<typeof DiscoveryServer>;
 
 export const PermissionsReply = z.object({ permissions: PermissionMask }).meta({ id: 'Permissions' });
+
+/** What last decided a permission bit, in the order of DESIGN.md's algorithm. */
+export const PermissionSource = z.enum([
+  'owner',
+  'administrator',
+  'everyone',
+  'role',
+  'none',
+  'everyoneOverride',
+  'roleOverride',
+  'memberOverride',
+  'noViewChannel',
+  'hidden',
+]);
+export type PermissionSource = z.infer<typeof PermissionSource>;
+
+export const PermissionDecision = z
+  .object({
+    permission: z.enum(Object.keys(Permission) as [PermissionName, ...PermissionName[]]),
+    granted: z.boolean(),
+    source: PermissionSource,
+    /** The role that decided (for administrator, role and roleOverride; the @everyone role's id is the server's). */
+    roleId: Id.nullable(),
+  })
+  .meta({ id: 'PermissionDecision' });
+
+/** The mask, plus with `explain=true` one decision per permission bit, from the function that enforces. */
+export const ExplainedPermissionsReply = z
+  .object({ permissions: PermissionMask, explanation: z.array(PermissionDecision).optional() })
+  .meta({ id: 'ExplainedPermissions' });
+export type ExplainedPermissionsReply = z.infer<typeof ExplainedPermissionsReply>;
+
+export const ExplainQuery = z.object({
+  /** `true` adds, for every permission bit, whether it is granted and what decided it. */
+  explain: z.enum(['true', 'false']).default('false'),
+});
 
 // ---- Field rules shared by bodies ----
 
@@ -222,6 +259,7 @@ export const RoleParams = z.object({ serverId: Id, roleId: Id });
 export const MemberRoleParams = z.object({ serverId: Id, userId: Id, roleId: Id });
 export const JoinRequestParams = z.object({ serverId: Id, requestId: Id });
 export const OverrideParams = z.object({ channelId: Id, overrideId: Id });
+export const ChannelMemberParams = z.object({ channelId: Id, userId: Id });
 export const InviteParams = z.object({ code: z.string().regex(/^[A-Za-z0-9]{8,32}$/, 'not an invite code') });
 
 // ---- Events (subject -> payload) ----

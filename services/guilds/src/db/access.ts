@@ -5,6 +5,7 @@ import { SERVER_COLUMNS, type ServerRow } from './servers.ts';
 export type MembershipRow = ServerRow & {
   everyone_permissions: number;
   is_member: boolean;
+  /** Highest role first. */
   role_ids: string[];
   /** int8[] arrives as strings. */
   role_permissions: string[];
@@ -24,7 +25,7 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
      JOIN roles e ON e.id = s.id
      LEFT JOIN members m ON m.server_id = s.id AND m.user_id = $2
      LEFT JOIN LATERAL (
-       SELECT array_agg(ro.id::text) AS role_ids, array_agg(ro.permissions) AS role_permissions, max(ro.position) AS highest_position
+       SELECT array_agg(ro.id::text ORDER BY ro.position DESC) AS role_ids, array_agg(ro.permissions ORDER BY ro.position DESC) AS role_permissions, max(ro.position) AS highest_position
        FROM member_roles mr JOIN roles ro ON ro.id = mr.role_id
        WHERE mr.server_id = s.id AND mr.user_id = $2
      ) r ON m.user_id IS NOT NULL

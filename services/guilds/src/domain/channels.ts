@@ -44,10 +44,6 @@ export async function getChannel(d: Domain, ctx: Ctx, channelId: string): Promis
   return (await channelAccess(d.pool, channelId, ctx.userId)).channel;
 }
 
-export async function myChannelPermissions(d: Domain, ctx: Ctx, channelId: string): Promise<bigint> {
-  return (await channelAccess(d.pool, channelId, ctx.userId)).channelPermissions;
-}
-
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {
   return withTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
