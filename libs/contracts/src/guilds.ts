@@ -182,6 +182,7 @@ export const DiscoveryQuery = z.object({
 
 export const CategoryBody = z.object({ name: CategoryName });
 export const CategoryPositionsBody = z.object({ categoryIds: z.array(Id).max(500) });
+export const ChannelPositionsBody = z.object({ channelIds: z.array(Id).max(500), categoryId: Id.nullish() });
 
 export const CreateChannelBody = z.object({
   name: ChannelName,
@@ -194,7 +195,9 @@ export type CreateChannelBody = z.infer<typeof CreateChannelBody>;
 export const UpdateChannelBody = z.object({
   name: ChannelName.optional(),
   topic: Topic.nullable().optional(),
+  /** Index among the channels of its (new) category; past the end means last. Siblings are renumbered 0..n-1. */
   position: z.number().int().min(0).max(10_000).optional(),
+  /** Moves it to the end of that category (or to `position` in it); null: uncategorised. */
   categoryId: Id.nullable().optional(),
   isNsfw: z.boolean().optional(),
   slowmodeSeconds: z.number().int().min(0).max(21_600).optional(),

@@ -6,6 +6,7 @@ import {
   CategoryPositionsBody,
   ChannelMemberParams,
   ChannelParams,
+  ChannelPositionsBody,
   CreateChannelBody,
   CreateInviteBody,
   CreateJoinRequestBody,
@@ -149,6 +150,18 @@ const categories = {
     body: CategoryPositionsBody,
     status: 200,
     response: z.array(Category),
+    errors: MANAGE,
+  }),
+  reorderChannels: defineRoute({
+    method: 'PATCH',
+    path: '/v1/servers/:serverId/channels/positions',
+    service: g,
+    summary:
+      'Reorder the channels of one category (categoryId absent or null: the uncategorised ones): exactly its channel ids in the new order (MANAGE_CHANNELS); answers them',
+    params: ServerParams,
+    body: ChannelPositionsBody,
+    status: 200,
+    response: z.array(Channel),
     errors: MANAGE,
   }),
   updateCategory: defineRoute({

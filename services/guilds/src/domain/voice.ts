@@ -32,6 +32,7 @@ import {
 import type { Channel } from '../records.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
+import { closeChannelGap, lockLayout } from './layout.ts';
 import { has } from './permissions.ts';
 import { temporaryChannelName } from './temporary-channels.ts';
 
@@ -117,6 +118,7 @@ function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceStat
 /** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
 async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAccess): Promise<Channel> {
   const name = temporaryChannelName(await memberName(tx, jtc.server.id, ctx.userId));
+  await lockLayout(tx, jtc.server.id);
   const inserted = await insertChannel(tx, {
     id: uuidv7(),
     serverId: jtc.server.id,
@@ -137,8 +139,10 @@ async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAcces
 async function deleteIfEmptyTemporary(tx: Queryable, requestId: string | undefined, channelId: string): Promise<void> {
   const channel = (await lockChannels(tx, [channelId])).get(channelId);
   if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return;
+  await lockLayout(tx, channel.serverId);
   await deleteChannel(tx, channelId);
   await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId });
+  await closeChannelGap(tx, requestId, channel.serverId, channel.categoryId);
 }
 
 /** Leaves voice; nothing happens when the caller is not connected. */
