@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Id, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
@@ -245,7 +245,7 @@ export const CreateInviteBody = z.object({
 });
 
 export const CreateJoinRequestBody = z.object({ message: z.string().trim().max(500).nullish() });
-export const JoinRequestsQuery = z.object({ status: JoinRequestStatus.default('pending') });
+export const JoinRequestsQuery = ListPageQuery.extend({ status: JoinRequestStatus.default('pending') });
 
 export const PutOverrideBody = z
   .object({ roleId: Id.optional(), userId: Id.optional(), allowBits: PermissionMask, denyBits: PermissionMask })

@@ -7,5 +7,6 @@ export * from './health.ts';
 export * from './http.ts';
 export * from './logger.ts';
 export * from './migrate.ts';
+export * from './paging.ts';
 export * from './service.ts';
 export * from './tokens.ts';

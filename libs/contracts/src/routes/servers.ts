@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ListPageQuery } from '../common.ts';
 import {
   BanBody,
   CategoryBody,
@@ -63,8 +64,10 @@ const servers = {
     method: 'GET',
     path: '/v1/servers',
     service: g,
-    summary: 'The servers the caller is a member of',
+    summary: 'The servers the caller is a member of, by server id (the cursor); paged with limit, after, before',
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(Server),
   }),
   getServer: defineRoute({
@@ -431,11 +434,12 @@ const bans = {
     method: 'GET',
     path: '/v1/servers/:serverId/bans',
     service: g,
-    summary: "The server's bans (BAN_MEMBERS)",
+    summary: "The server's bans (BAN_MEMBERS), by banned user id (the cursor); paged with limit, after, before",
     params: ServerParams,
+    query: ListPageQuery,
     status: 200,
     response: z.array(Ban),
-    errors: MANAGE,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)', ...MANAGE },
   }),
   banMember: defineRoute({
     method: 'PUT',
@@ -476,11 +480,12 @@ const invites = {
     method: 'GET',
     path: '/v1/servers/:serverId/invites',
     service: g,
-    summary: "The server's invites (MANAGE_SERVER)",
+    summary: "The server's invites (MANAGE_SERVER), by code (the cursor); paged with limit, after, before",
     params: ServerParams,
+    query: ListPageQuery,
     status: 200,
     response: z.array(Invite),
-    errors: MANAGE,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)', ...MANAGE },
   }),
   revokeInvite: defineRoute({
     method: 'DELETE',
@@ -531,12 +536,12 @@ const joinRequests = {
     method: 'GET',
     path: '/v1/servers/:serverId/join-requests',
     service: g,
-    summary: "The server's join requests by status (MANAGE_SERVER)",
+    summary: "The server's join requests by status (MANAGE_SERVER), by request id (the cursor); paged with limit, after, before",
     params: ServerParams,
     query: JoinRequestsQuery,
     status: 200,
     response: z.array(JoinRequest),
-    errors: MANAGE,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)', ...MANAGE },
   }),
   approveJoinRequest: defineRoute({
     method: 'POST',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IdParams } from '../common.ts';
+import { IdParams, ListPageQuery } from '../common.ts';
 import { DirectMessage, PendingFriendRequest } from '../records.ts';
 import { defineRoute } from '../route.ts';
 import {
@@ -36,8 +36,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends/requests',
     service: 'social',
-    summary: 'Pending friend requests, incoming and outgoing, newest first',
+    summary: 'Pending friend requests, incoming and outgoing, by the other user’s id (the cursor); paged with limit, after, before',
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(PendingFriendRequest),
   }),
   accept: defineRoute({
@@ -74,8 +76,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends',
     service: 'social',
-    summary: "The caller's friends, most recent first",
+    summary: "The caller's friends, by friend's user id (the cursor); paged with limit, after, before",
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(Friend),
   }),
   remove: defineRoute({
@@ -112,8 +116,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends/blocked',
     service: 'social',
-    summary: 'Users the caller blocked, most recent first',
+    summary: 'Users the caller blocked, by user id (the cursor); paged with limit, after, before',
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(BlockedUser),
   }),
 };
@@ -136,8 +142,10 @@ export const dmRoutes = {
     method: 'GET',
     path: '/v1/dm/conversations',
     service: 'social',
-    summary: "The caller's conversations, most recent activity first, each with its last message",
+    summary: "The caller's conversations, each with its last message, by conversation id (the cursor); paged with limit, after, before",
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(Conversation),
   }),
   getConversation: defineRoute({

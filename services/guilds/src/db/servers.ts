@@ -1,4 +1,4 @@
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import type { Server } from '../records.ts';
 import { containsPattern, setClause } from './sql.ts';
 
@@ -69,11 +69,15 @@ export function lockServer(db: Queryable, id: string): Promise<ServerRow | undef
   return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1 FOR UPDATE`, [id]);
 }
 
-export function listServersOfUser(db: Queryable, userId: string): Promise<ServerRow[]> {
-  return many<ServerRow>(
-    db,
-    `SELECT ${SERVER_COLUMNS} FROM servers s JOIN members m ON m.server_id = s.id WHERE m.user_id = $1 ORDER BY m.joined_at, s.id`,
-    [userId],
+/** One page of the user's servers, by server id. */
+export async function listServersOfUser(db: Queryable, userId: string, page: KeyPage): Promise<ServerRow[]> {
+  const k = keysetPage('s.id', page, 2);
+  return k.finish(
+    await many<ServerRow>(
+      db,
+      `SELECT ${SERVER_COLUMNS} FROM servers s JOIN members m ON m.server_id = s.id WHERE m.user_id = $1 AND ${k.where} ${k.orderLimit}`,
+      [userId, ...k.params],
+    ),
   );
 }
 

@@ -1,5 +1,5 @@
 import { Permission } from '@chat/contracts';
-import { badRequest, forbidden, notFound, withTx } from '@chat/kit';
+import { badRequest, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { deleteBan, listBans as listBanRows, upsertBan } from '../db/bans.ts';
 import { rejectPendingOf } from '../db/join-requests.ts';
 import { lockServer } from '../db/servers.ts';
@@ -10,10 +10,10 @@ import { type Ctx, type Domain, emit } from './context.ts';
 import { removeMember } from './membership.ts';
 import { outranks } from './permissions.ts';
 
-export async function listBans(d: Domain, ctx: Ctx, serverId: string): Promise<Ban[]> {
+export async function listBans(d: Domain, ctx: Ctx, serverId: string, page: KeyPage): Promise<Ban[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   requirePermission(access.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
-  return listBanRows(d.pool, serverId);
+  return listBanRows(d.pool, serverId, page);
 }
 
 /**

@@ -1,5 +1,15 @@
 import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
-import { badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  type KeyPage,
+  notFound,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import {
   type ConversationAccess,
@@ -82,15 +92,15 @@ async function openGroup(tx: Queryable, others: string[], ctx: RequestContext) {
 }
 
 export async function conversationOf(deps: Deps, ctx: RequestContext, id: string): Promise<Conversation> {
-  const [view] = await conversationsOf(deps.pool, ctx.userId, id);
+  const [view] = await conversationsOf(deps.pool, ctx.userId, { onlyId: id });
   if (!view) throw notFound('Conversation');
   const [conversation] = await present(deps, ctx, [view]);
   return conversation!;
 }
 
-/** The caller's conversations, most recent activity first, each with its last message. */
-export async function listConversations(deps: Deps, ctx: RequestContext): Promise<Conversation[]> {
-  return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId));
+/** One page of the caller's conversations by id, each with its last message. */
+export async function listConversations(deps: Deps, ctx: RequestContext, page: KeyPage): Promise<Conversation[]> {
+  return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId, page));
 }
 
 async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {

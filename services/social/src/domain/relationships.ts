@@ -1,5 +1,16 @@
 import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
-import { badRequest, conflict, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  badRequest,
+  conflict,
+  enqueueEvent,
+  forbidden,
+  type KeyPage,
+  notFound,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
 import {
   deleteBlock,
   deleteFriendship,
@@ -124,6 +135,9 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-export const friendsOf = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listFriends(deps.pool, ctx.userId);
-export const blockedBy = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listBlocked(deps.pool, ctx.userId);
-export const pendingRequestsOf = (deps: Deps, ctx: RequestContext): Promise<PendingRequest[]> => listRequests(deps.pool, ctx.userId);
+export const friendsOf = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
+  listFriends(deps.pool, ctx.userId, page);
+export const blockedBy = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
+  listBlocked(deps.pool, ctx.userId, page);
+export const pendingRequestsOf = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<PendingRequest[]> =>
+  listRequests(deps.pool, ctx.userId, page);

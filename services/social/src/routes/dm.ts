@@ -14,7 +14,7 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
     if (created) reply.code(201);
     return conversation;
   });
-  route(app, r.listConversations, (req) => listConversations(deps, contextOf(req)));
+  route(app, r.listConversations, (req) => listConversations(deps, contextOf(req), req.query));
   route(app, r.getConversation, (req) => conversationOf(deps, contextOf(req), req.params.id));
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));
   route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body));
