@@ -10,3 +10,4 @@ export * from './migrate.ts';
 export * from './paging.ts';
 export * from './service.ts';
 export * from './tokens.ts';
+export * from './users.ts';

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { serveAuthRpc } from './bus/rpc.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
 import { createSmtpMailer } from './domain/mailer.ts';
@@ -17,6 +18,7 @@ const keys = await loadSigningKeys(config, runtime.log);
 const tokens = tokenVerifierFor(config, keys.getKey);
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
+serveAuthRpc(runtime.bus, runtime.log, runtime.pool);
 await serve({
   app,
   config,

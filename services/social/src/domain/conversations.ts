@@ -1,5 +1,6 @@
 import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
 import {
+  type Bus,
   badRequest,
   enqueueEvent,
   forbidden,
@@ -21,12 +22,12 @@ import {
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
 import { blockedEitherWay } from '../db/relationships.ts';
-import { knownUserIds } from '../db/users.ts';
 import { withReactions } from './messages.ts';
+import { knownOrLearntUserIds } from './users.ts';
 
 /** Conversations: who may open them, who may see them, who may write in them. */
 
-type Deps = { pool: Pool };
+type Deps = { pool: Pool; bus: Bus };
 
 /**
  * The conversation `id` of a participant, or 404 (naming `what` was asked for) for everyone else:
@@ -61,7 +62,7 @@ export async function openConversation(
 ): Promise<{ conversation: Conversation; created: boolean }> {
   const others = [...new Set(userIds)].filter((id) => id !== ctx.userId);
   if (others.length === 0) throw badRequest('body.userIds: name at least one user other than yourself');
-  const known = await knownUserIds(deps.pool, others);
+  const known = await knownOrLearntUserIds(deps, ctx, others);
   if (others.some((id) => !known.has(id))) throw notFound('User');
   for (const other of others) {
     if (await blockedEitherWay(deps.pool, ctx.userId, other)) throw forbidden(BLOCKED_MESSAGE);

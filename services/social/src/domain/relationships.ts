@@ -1,5 +1,6 @@
 import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
 import {
+  type Bus,
   badRequest,
   conflict,
   enqueueEvent,
@@ -26,11 +27,12 @@ import {
   type PendingRequest,
   relationBetween,
 } from '../db/relationships.ts';
-import { findUserById, findUserByUsername, type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { findOrLearnUser } from './users.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
 
-type Deps = { pool: Pool };
+type Deps = { pool: Pool; bus: Bus };
 
 /** Runs a change between the caller and `other` in one transaction that holds the pair's lock. */
 function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -43,7 +45,7 @@ function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Qu
 /** A user the caller names: known to the read-model and not the caller. */
 async function otherUser(deps: Deps, ctx: RequestContext, ref: { userId?: string; username?: string | undefined }): Promise<KnownUser> {
   if (ref.userId === ctx.userId) throw badRequest('That is you');
-  const user = ref.userId ? await findUserById(deps.pool, ref.userId) : await findUserByUsername(deps.pool, ref.username ?? '');
+  const user = await findOrLearnUser(deps, ctx, ref);
   if (!user) throw notFound('User');
   if (user.id === ctx.userId) throw badRequest('That is you');
   return user;
