@@ -166,6 +166,8 @@ export const UpdateServerBody = z.object({
   entranceChannelId: Id.nullable().optional(),
   afkChannelId: Id.nullable().optional(),
   jtcChannelId: Id.nullable().optional(),
+  /** Discord's choices: 1, 5, 15, 30 or 60 minutes. */
+  afkTimeoutSeconds: z.union([z.literal(60), z.literal(300), z.literal(900), z.literal(1800), z.literal(3600)]).optional(),
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),

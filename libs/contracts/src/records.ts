@@ -37,6 +37,8 @@ export const Server = z
     entranceChannelId: Id.nullable(),
     afkChannelId: Id.nullable(),
     jtcChannelId: Id.nullable(),
+    /** Seconds without activity after which a connected member is moved to the AFK channel. */
+    afkTimeoutSeconds: z.number().int(),
     tags: z.array(z.string()),
     createdAt: Timestamp,
   })

@@ -14,13 +14,14 @@ export type ServerRow = {
   entrance_channel_id: string | null;
   afk_channel_id: string | null;
   jtc_channel_id: string | null;
+  afk_timeout_seconds: number;
   tags: string[];
   member_count: number;
   created_at: string;
 };
 
 export const SERVER_COLUMNS = `s.id, s.name, s.icon_url, s.banner_url, s.description, s.owner_id, s.is_public, s.require_approval,
-  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.member_count, s.created_at`;
+  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.afk_timeout_seconds, s.tags, s.member_count, s.created_at`;
 
 export function toServer(row: ServerRow): Server {
   return {
@@ -35,6 +36,7 @@ export function toServer(row: ServerRow): Server {
     entranceChannelId: row.entrance_channel_id,
     afkChannelId: row.afk_channel_id,
     jtcChannelId: row.jtc_channel_id,
+    afkTimeoutSeconds: row.afk_timeout_seconds,
     tags: row.tags,
     createdAt: row.created_at,
   };
@@ -89,6 +91,7 @@ export interface ServerPatch {
   entranceChannelId?: string | null;
   afkChannelId?: string | null;
   jtcChannelId?: string | null;
+  afkTimeoutSeconds?: number;
   isPublic?: boolean;
   requireApproval?: boolean;
   tags?: string[];
@@ -102,6 +105,7 @@ const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
   entranceChannelId: 'entrance_channel_id',
   afkChannelId: 'afk_channel_id',
   jtcChannelId: 'jtc_channel_id',
+  afkTimeoutSeconds: 'afk_timeout_seconds',
   isPublic: 'is_public',
   requireApproval: 'require_approval',
   tags: 'tags',
