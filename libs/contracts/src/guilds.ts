@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
+import { Id, ImageUrl, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
@@ -135,7 +135,6 @@ export const ExplainQuery = z.object({
 
 const ServerName = z.string().trim().min(2).max(100);
 const Description = z.string().max(1000);
-const ImageUrl = z.url().max(2048);
 const Tags = z
   .array(z.string().trim().min(1).max(24))
   .max(10)
@@ -171,6 +170,12 @@ export const UpdateServerBody = z.object({
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),
+  /** At most 10 roles of this server; their members control music in musicLocked channels. */
+  djRoleIds: z
+    .array(Id)
+    .max(10)
+    .transform((ids) => [...new Set(ids)])
+    .optional(),
 });
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
 

@@ -40,6 +40,8 @@ export const Server = z
     /** Seconds without activity after which a connected member is moved to the AFK channel. */
     afkTimeoutSeconds: z.number().int(),
     tags: z.array(z.string()),
+    /** Roles whose members control music in musicLocked voice channels. */
+    djRoleIds: z.array(Id),
     createdAt: Timestamp,
   })
   .meta({ id: 'Server' });

@@ -54,6 +54,7 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
       isMember: access.isMember,
       inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
       canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
+      isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
     };
   });
 }
