@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PageQuery, Timestamp } from './common.ts';
+import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
 import { Attachments, Reactions } from './records.ts';
 
 /**
@@ -16,6 +16,10 @@ export const MAX_PINS_PER_CHANNEL = 50;
 /** Who a message mentions. `everyone` is true only when @everyone/@here may notify (MENTION_EVERYONE). */
 export const MessageMentions = z.object({ users: z.array(Id), roles: z.array(Id), everyone: z.boolean() }).meta({ id: 'MessageMentions' });
 export type MessageMentions = z.infer<typeof MessageMentions>;
+
+/** DESIGN.md's message types: a system message (member_join, pinned, call_*) has empty content. */
+export const MessageType = z.enum(['default', 'reply', 'member_join', 'pinned', 'call_started', 'call_missed', 'call_ended']);
+export type MessageType = z.infer<typeof MessageType>;
 
 export const ChannelMessage = z
   .object({
@@ -36,6 +40,8 @@ export const ChannelMessage = z
     /** `{emoji: {count, me}}`, `me` as the caller sees it. */
     reactions: Reactions,
     webhookId: Id.nullable(),
+    /** `member_join`: the author joined the server (posted in its entrance channel); `pinned`: the author pinned `replyToId`. */
+    type: MessageType,
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;
@@ -56,7 +62,6 @@ const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MA
   error: `at most ${MAX_MESSAGE_ATTACHMENTS} attachments`,
 });
 const WebhookName = z.string().trim().min(1).max(80);
-const AvatarUrl = z.url().max(2048);
 
 /**
  * One RGI emoji (sequences and modifiers included), as Unicode defines them. The `v` flag (Node 20
@@ -100,7 +105,7 @@ export const ReactionUsersQuery = z.object({
 export const MessageParams = z.object({ channelId: Id, messageId: Id });
 export const MessageReactionParams = MessageParams.extend({ emoji: Emoji });
 
-export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: AvatarUrl.nullish() });
+export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: ImageUrl.nullish() });
 export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
 
 export const WebhookParams = z.object({ id: Id });
@@ -109,7 +114,7 @@ export const ExecuteWebhookParams = z.object({ id: Id, token: z.string().min(1).
 export const ExecuteWebhookBody = z.object({
   content: Content.refine((c) => c.trim() !== '', { error: 'must not be empty' }),
   username: WebhookName.optional(),
-  avatarUrl: AvatarUrl.optional(),
+  avatarUrl: ImageUrl.optional(),
 });
 export type ExecuteWebhookBody = z.infer<typeof ExecuteWebhookBody>;
 export const ExecuteWebhookQuery = z.object({
