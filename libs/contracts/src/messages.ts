@@ -40,8 +40,11 @@ export const ChannelMessage = z
     /** `{emoji: {count, me}}`, `me` as the caller sees it. */
     reactions: Reactions,
     webhookId: Id.nullable(),
-    /** `member_join`: the author joined the server (posted in its entrance channel); `pinned`: the author pinned `replyToId`. */
-    type: MessageType,
+    /**
+     * `member_join`: the author joined the server (posted in its entrance channel); `pinned`: the
+     * author pinned `replyToId`. Absent in events of producers older than the field: `default`.
+     */
+    type: MessageType.default('default'),
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;
