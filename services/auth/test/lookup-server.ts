@@ -17,13 +17,21 @@ export async function serveAuthLookup(bus: Bus, log: Logger) {
     stream: STREAMS.auth,
     backing: inject('backing'),
   });
-  serveAuthRpc(bus, log, auth.pool);
+  serveAuthRpc(bus, log, auth.pool, { earlySupporterBefore: undefined });
   return {
     /** Registers a user in auth only (no event is published): the read-models have not heard of them. */
     async register(displayName = 'Fresh'): Promise<{ id: string; username: string }> {
       const id = randomUUID();
       const username = `Fresh_${id.slice(0, 8)}`;
-      await insertUser(auth.pool, { id, username, email: `${id}@example.test`, passwordHash: 'x', displayName, isFounder: false });
+      await insertUser(auth.pool, {
+        id,
+        username,
+        email: `${id}@example.test`,
+        passwordHash: 'x',
+        displayName,
+        isFounder: false,
+        emailVerified: true,
+      });
       return { id, username };
     },
     close: () => auth.close(),

@@ -1,5 +1,5 @@
 import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { memberChannelPermissions, myChannelPermissions } from '../domain/channel-permissions.ts';
 import { createChannel, deleteChannel, getChannel, listVisibleChannels, reorderChannels, updateChannel } from '../domain/channels.ts';
@@ -8,7 +8,7 @@ import { deleteOverride, listOverrides, putOverride } from '../domain/overrides.
 import { noContent } from './no-content.ts';
 
 export function channelRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body));
+  route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body), IDEMPOTENT);
   route(app, r.listChannels, async (req) => listVisibleChannels(d, contextOf(req), req.params.serverId));
   route(app, r.reorderChannels, async (req) => reorderChannels(d, contextOf(req), req.params.serverId, req.body));
   route(app, r.getChannel, async (req) => getChannel(d, contextOf(req), req.params.channelId));

@@ -1,5 +1,5 @@
 import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { createServer, deleteServer, discover, getServer, joinServer, listMyServers, updateServer } from '../domain/servers.ts';
@@ -7,7 +7,7 @@ import { exportTemplate, importTemplate } from '../domain/templates.ts';
 import { noContent } from './no-content.ts';
 
 export function serverRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createServer, async (req) => createServer(d, contextOf(req), req.body));
+  route(app, r.createServer, async (req) => createServer(d, contextOf(req), req.body), IDEMPOTENT);
   route(app, r.listMyServers, async (req) => listMyServers(d, contextOf(req), req.query));
   route(app, r.getServer, async (req) => getServer(d, contextOf(req), req.params.serverId));
   route(app, r.updateServer, async (req) => updateServer(d, contextOf(req), req.params.serverId, req.body));

@@ -1,4 +1,4 @@
-import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
+import { type Activity, type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
 import {
   type Bus,
   badRequest,
@@ -12,6 +12,7 @@ import {
   type RequestContext,
   withTx,
 } from '@chat/kit';
+import { activitiesOf } from '../db/games.ts';
 import {
   deleteBlock,
   deleteFriendship,
@@ -137,8 +138,18 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-export const friendsOf = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
-  listFriends(deps.pool, ctx.userId, page);
+/** The caller's friends, each with what they are playing (one query for all of them). */
+export async function friendsOf(deps: Deps, ctx: RequestContext, page: KeyPage): Promise<(ListedUser & { activity?: Activity })[]> {
+  const friends = await listFriends(deps.pool, ctx.userId, page);
+  const activities = await activitiesOf(
+    deps.pool,
+    friends.map((f) => f.user.id),
+  );
+  return friends.map((f) => {
+    const activity = activities.get(f.user.id);
+    return activity ? { ...f, activity } : f;
+  });
+}
 export const blockedBy = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
   listBlocked(deps.pool, ctx.userId, page);
 export const pendingRequestsOf = (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<PendingRequest[]> =>
