@@ -14,6 +14,6 @@ export function serverRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.deleteServer, async (req) => noContent(deleteServer(d, contextOf(req), req.params.serverId)));
   route(app, r.joinServer, async (req) => joinServer(d, contextOf(req), req.params.serverId));
   route(app, r.discoverServers, async (req) => discover(d, req.query));
-  route(app, r.importTemplate, async (req) => importTemplate(d, contextOf(req), req.body.template));
+  route(app, r.importTemplate, async (req) => importTemplate(d, contextOf(req), req.body.template), IDEMPOTENT);
   route(app, r.exportTemplate, async (req) => exportTemplate(d, contextOf(req), req.params.serverId));
 }
