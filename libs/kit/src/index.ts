@@ -9,6 +9,8 @@ export * from './idempotency.ts';
 export * from './logger.ts';
 export * from './media-grants.ts';
 export * from './migrate.ts';
+export * from './paging.ts';
 export * from './revocations.ts';
 export * from './service.ts';
 export * from './tokens.ts';
+export * from './users.ts';
