@@ -179,7 +179,7 @@ describe('sending messages', () => {
     for (const url of [`/v1/media/${crypto.randomUUID()}/a.png`, bobsFile.url, 'https://elsewhere.example/a.png']) {
       const res = await send(alice, id, { attachments: attachment(url) });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatch(/^attachments\.f: /);
+      expect(res.body.error).toMatch(/^body\.attachments\.f: /);
     }
     expect(await messageCount(id)).toBe(0);
   });

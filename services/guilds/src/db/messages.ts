@@ -1,10 +1,9 @@
-import type { ChannelMessage, MessageMentions, UploadedFile } from '@chat/contracts';
+import type { ChannelMessage, MessageMentions } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { z } from 'zod';
+import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
 /** Channel messages, with the author's name and avatar from the users read-model (one join, no calls). */
 
-export type StoredFile = z.infer<typeof UploadedFile>;
 /** A message as stored; reactions depend on who looks, so they are added per viewer. */
 export type StoredMessage = Omit<ChannelMessage, 'reactions'>;
 
@@ -51,6 +50,12 @@ function toMessage(r: MessageRow): StoredMessage {
     webhookId: r.webhook_id,
   };
 }
+
+const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  select: `SELECT ${COLUMNS} ${FROM}`,
+  scope: 'm.channel_id',
+  toMessage,
+};
 
 /**
  * Ids of a channel grow in commit order, so an `after` cursor never skips a message that commits
@@ -128,34 +133,9 @@ export async function messageExists(db: Queryable, channelId: string, id: string
   return Boolean(await maybeOne(db, 'SELECT 1 FROM messages WHERE id = $1 AND channel_id = $2', [id, channelId]));
 }
 
-export type Page = { limit: number; before?: string | undefined; after?: string | undefined; around?: string | undefined };
-
 /** A page of a channel, newest first: before/after a cursor, around a message (it included), or the newest. */
-export async function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
-  if (page.after) return (await older(db, channelId, page.after, page.limit, 'after')).reverse();
-  if (page.around) {
-    const newerHalf = Math.floor(page.limit / 2);
-    const newer = await older(db, channelId, page.around, newerHalf, 'after');
-    const rest = await older(db, channelId, page.around, page.limit - newer.length, 'through');
-    return [...newer.reverse(), ...rest];
-  }
-  return older(db, channelId, page.before ?? null, page.limit, 'before');
-}
-
-/**
- * One side of a cursor: `before` (newest first), `through` (the cursor and older, newest first) or
- * `after` (oldest first, the ones right after the cursor).
- */
-async function older(db: Queryable, channelId: string, cursor: string | null, limit: number, side: 'before' | 'through' | 'after') {
-  if (limit === 0) return [];
-  const where = { before: '($2::uuid IS NULL OR m.id < $2)', through: 'm.id <= $2', after: 'm.id > $2' }[side];
-  const order = side === 'after' ? 'ASC' : 'DESC';
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${COLUMNS} ${FROM} WHERE m.channel_id = $1 AND ${where} ORDER BY m.id ${order} LIMIT $3`,
-    [channelId, cursor, limit],
-  );
-  return rows.map(toMessage);
+export function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(db, CHANNEL_MESSAGES, channelId, page);
 }
 
 export async function updateContent(tx: Queryable, id: string, content: string, mentions: MessageMentions): Promise<StoredMessage> {

@@ -1,9 +1,9 @@
 import type { DirectMessageRecord as DirectMessage } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
+import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
 /** Direct messages, with their sender's name, avatar and badges from the users read-model. */
 
-export type StoredFile = { url: string; filename: string; contentType: string; size: number };
 /** A message as stored; reactions depend on who looks, so they are added per viewer. */
 export type StoredMessage = Omit<DirectMessage, 'reactions'>;
 
@@ -41,6 +41,12 @@ function toMessage(row: MessageRow): StoredMessage {
   };
 }
 
+const DIRECT_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  select: `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id`,
+  scope: 'm.conversation_id',
+  toMessage,
+};
+
 export type NewMessage = {
   id: string;
   conversationId: string;
@@ -63,21 +69,13 @@ export async function insertMessage(tx: Queryable, message: NewMessage): Promise
 }
 
 export async function messageById(db: Queryable, id: string): Promise<StoredMessage | undefined> {
-  const row = await maybeOne<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = $1`,
-    [id],
-  );
+  const row = await maybeOne<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = $1`, [id]);
   return row && toMessage(row);
 }
 
 export async function messagesByIds(db: Queryable, ids: string[]): Promise<StoredMessage[]> {
   if (ids.length === 0) return [];
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = ANY($1::uuid[])`,
-    [ids],
-  );
+  const rows = await many<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = ANY($1::uuid[])`, [ids]);
   return rows.map(toMessage);
 }
 
@@ -85,29 +83,9 @@ export async function isMessageOf(db: Queryable, messageId: string, conversation
   return Boolean(await maybeOne(db, 'SELECT 1 FROM direct_messages WHERE id = $1 AND conversation_id = $2', [messageId, conversationId]));
 }
 
-export type Page = { limit: number; before?: string | undefined; after?: string | undefined };
-
-/**
- * A page of a conversation, newest first. Ids are UUID v7 issued in commit order per conversation,
- * so `before`/`after` an id neither skip nor repeat a message while others arrive. `after` takes
- * the messages right after the cursor (oldest of them first), then answers them newest first.
- */
-export async function pageOfMessages(db: Queryable, conversationId: string, page: Page): Promise<StoredMessage[]> {
-  const from = `FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.conversation_id = $1`;
-  if (page.after) {
-    const rows = await many<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} ${from} AND m.id > $2 ORDER BY m.id ASC LIMIT $3`, [
-      conversationId,
-      page.after,
-      page.limit,
-    ]);
-    return rows.reverse().map(toMessage);
-  }
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} ${from} AND ($2::uuid IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3`,
-    [conversationId, page.before ?? null, page.limit],
-  );
-  return rows.map(toMessage);
+/** A page of a conversation, newest first (see pageOfMessages in @chat/messaging for the cursors). */
+export function pageOfMessages(db: Queryable, conversationId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(db, DIRECT_MESSAGES, conversationId, page);
 }
 
 export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {

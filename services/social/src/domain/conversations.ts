@@ -1,5 +1,6 @@
 import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { withReactions } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import {
   type ConversationAccess,
@@ -10,9 +11,9 @@ import {
   insertPairConversation,
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
+import { dmReactions } from '../db/reactions.ts';
 import { blockedEitherWay } from '../db/relationships.ts';
 import { knownUserIds } from '../db/users.ts';
-import { withReactions } from './messages.ts';
 
 /** Conversations: who may open them, who may see them, who may write in them. */
 
@@ -95,7 +96,7 @@ export async function listConversations(deps: Deps, ctx: RequestContext): Promis
 
 async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {
   const lastIds = views.flatMap((v) => (v.lastMessageId ? [v.lastMessageId] : []));
-  const messages = await withReactions(deps.pool, await messagesByIds(deps.pool, lastIds), ctx.userId);
+  const messages = await withReactions(deps.pool, dmReactions, await messagesByIds(deps.pool, lastIds), ctx.userId);
   const byId = new Map(messages.map((m) => [m.id, m]));
   return views.map(({ lastMessageId, ...view }) => ({ ...view, lastMessage: (lastMessageId && byId.get(lastMessageId)) || null }));
 }
