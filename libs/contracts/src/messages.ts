@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, PageQuery, Timestamp } from './common.ts';
-import { Attachments, Reactions } from './records.ts';
+import { Attachments, MessageNonce, MessageType, Reactions } from './records.ts';
 
 /**
  * Schemas of the messages area (channel messages, pins, reactions, webhooks; guilds service):
@@ -36,6 +36,8 @@ export const ChannelMessage = z
     /** `{emoji: {count, me}}`, `me` as the caller sees it. */
     reactions: Reactions,
     webhookId: Id.nullable(),
+    type: MessageType,
+    nonce: MessageNonce.optional(),
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;
@@ -79,6 +81,7 @@ export const SendMessageBody = z.object({
   content: Content.default(''),
   attachments: MessageAttachments.optional(),
   replyToId: Id.optional(),
+  nonce: MessageNonce.optional(),
 });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 

@@ -7,3 +7,13 @@ export function assertHasBody(content: string, attachments: Record<string, Store
     throw badRequest('body.content: must be 1-4000 characters unless attachments are given');
   }
 }
+
+/** The type of a message someone writes: a reply when it answers another message. */
+export function writtenMessageType(replyToId: string | null): 'default' | 'reply' {
+  return replyToId === null ? 'default' : 'reply';
+}
+
+/** The message with the client's nonce, when it sent one (Discord echoes it on the post and its event only). */
+export function withNonce<M extends object>(message: M, nonce: string | undefined): M & { nonce?: string } {
+  return nonce === undefined ? message : { ...message, nonce };
+}

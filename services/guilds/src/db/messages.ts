@@ -1,4 +1,4 @@
-import type { ChannelMessage, MessageMentions } from '@chat/contracts';
+import type { ChannelMessage, MessageMentions, MessageType } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
@@ -19,6 +19,7 @@ type MessageRow = {
   attachments: Record<string, StoredFile>;
   reply_to_id: string | null;
   mentions: MessageMentions;
+  type: MessageType;
   pinned_at: string | null;
   edited_at: string | null;
   created_at: string;
@@ -26,7 +27,7 @@ type MessageRow = {
 
 // A webhook message carries its own name and avatar; a user's come from the read-model.
 const COLUMNS = `m.id, m.channel_id, m.server_id, m.author_id, m.webhook_id, m.content, m.attachments, m.reply_to_id,
-  m.mentions, m.pinned_at, m.edited_at, m.created_at,
+  m.mentions, m.type, m.pinned_at, m.edited_at, m.created_at,
   CASE WHEN m.webhook_id IS NULL THEN u.display_name ELSE m.author_name END AS author_name,
   CASE WHEN m.webhook_id IS NULL THEN u.avatar_url ELSE m.author_avatar END AS author_avatar`;
 const FROM = 'FROM messages m LEFT JOIN users u ON u.id = m.author_id';
@@ -48,6 +49,7 @@ function toMessage(r: MessageRow): StoredMessage {
     editedAt: r.edited_at,
     createdAt: r.created_at,
     webhookId: r.webhook_id,
+    type: r.type,
   };
 }
 
@@ -89,6 +91,7 @@ export type NewMessage = {
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
   mentions: MessageMentions;
+  type: MessageType;
   /** For webhook messages: the webhook and the name and avatar it posts under. */
   webhook?: { id: string; name: string; avatarUrl: string | null };
 };
@@ -97,8 +100,8 @@ export async function insertMessage(tx: Queryable, m: NewMessage): Promise<Store
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, webhook_id, author_name, author_avatar)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *)
+       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, type, webhook_id, author_name, author_avatar)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *)
      SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
     [
       m.id,
@@ -109,6 +112,7 @@ export async function insertMessage(tx: Queryable, m: NewMessage): Promise<Store
       m.attachments,
       m.replyToId,
       m.mentions,
+      m.type,
       m.webhook?.id ?? null,
       m.webhook?.name ?? null,
       m.webhook?.avatarUrl ?? null,

@@ -7,7 +7,14 @@ import {
   type SendMessageBody,
 } from '@chat/contracts';
 import { badRequest, enqueueEvent, forbidden, notFound, type Queryable, tooManyRequests, withTx } from '@chat/kit';
-import { assertHasBody, nextMessageId, resolveAttachments, withReactions as withViewerReactions } from '@chat/messaging';
+import {
+  assertHasBody,
+  nextMessageId,
+  resolveAttachments,
+  withNonce,
+  withReactions as withViewerReactions,
+  writtenMessageType,
+} from '@chat/messaging';
 import type { z } from 'zod';
 import {
   claimSlowmodeSlot,
@@ -62,11 +69,19 @@ export function withReactions(db: Queryable, messages: StoredMessage[], viewerId
   return withViewerReactions(db, messageReactions, messages, viewerId);
 }
 
-/** Inserts a message under the channel's write lock and records its event: the one way a message is created. */
-export async function postMessage(tx: Queryable, ctx: Pick<Ctx, 'requestId'>, message: Omit<NewMessage, 'id'>): Promise<StoredMessage> {
+/**
+ * Inserts a message under the channel's write lock and records its event (with the client's nonce,
+ * when given): the one way a message is created.
+ */
+export async function postMessage(
+  tx: Queryable,
+  ctx: Pick<Ctx, 'requestId'>,
+  message: Omit<NewMessage, 'id' | 'type'>,
+  nonce?: string,
+): Promise<StoredMessage> {
   await lockChannelForWrite(tx, message.channelId);
   const id = nextMessageId(await latestMessageId(tx, message.channelId));
-  const stored = await insertMessage(tx, { ...message, id });
+  const stored = withNonce(await insertMessage(tx, { ...message, id, type: writtenMessageType(message.replyToId) }), nonce);
   await emitMessageEvent(tx, ctx, 'guilds.message.created', stored);
   return stored;
 }
@@ -90,15 +105,20 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
       parseMentions(body.content),
       has(mask, Permission.MENTION_EVERYONE),
     );
-    return postMessage(tx, ctx, {
-      channelId,
-      serverId: access.channel.serverId,
-      authorId: ctx.userId,
-      content: body.content,
-      attachments,
-      replyToId: body.replyToId ?? null,
-      mentions,
-    });
+    return postMessage(
+      tx,
+      ctx,
+      {
+        channelId,
+        serverId: access.channel.serverId,
+        authorId: ctx.userId,
+        content: body.content,
+        attachments,
+        replyToId: body.replyToId ?? null,
+        mentions,
+      },
+      body.nonce,
+    );
   });
   return { ...stored, reactions: {} };
 }

@@ -1,4 +1,4 @@
-import type { DirectMessageRecord as DirectMessage } from '@chat/contracts';
+import type { DirectMessageRecord as DirectMessage, MessageType } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
@@ -14,6 +14,7 @@ type MessageRow = {
   content: string;
   attachments: Record<string, StoredFile>;
   reply_to_id: string | null;
+  type: MessageType;
   edited_at: string | null;
   created_at: string;
   sender_name: string | null;
@@ -21,7 +22,7 @@ type MessageRow = {
   sender_badges: string[] | null;
 };
 
-const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.edited_at, m.created_at,
+const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.edited_at, m.created_at,
   u.display_name AS sender_name, u.avatar_url AS sender_avatar, u.badges AS sender_badges`;
 
 function toMessage(row: MessageRow): StoredMessage {
@@ -38,6 +39,7 @@ function toMessage(row: MessageRow): StoredMessage {
     senderName: row.sender_name ?? 'Unknown user',
     senderAvatar: row.sender_avatar,
     senderBadges: row.sender_badges ?? [],
+    type: row.type,
   };
 }
 
@@ -54,16 +56,17 @@ export type NewMessage = {
   content: string;
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
+  type: MessageType;
 };
 
 export async function insertMessage(tx: Queryable, message: NewMessage): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *)
+       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
      SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
-    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId],
+    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId, message.type],
   );
   return toMessage(row);
 }

@@ -1,6 +1,6 @@
 import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
-import { assertHasBody, nextMessageId, type Page, resolveAttachments, withReactions } from '@chat/messaging';
+import { assertHasBody, nextMessageId, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
 import { markActivity } from '../db/conversations.ts';
 import {
   deleteMessageRow,
@@ -35,14 +35,17 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
     if (body.replyToId && !(await isMessageOf(tx, body.replyToId, access.id))) {
       throw badRequest('body.replyToId: no such message in this conversation');
     }
-    const stored = await insertMessage(tx, {
+    const replyToId = body.replyToId ?? null;
+    const inserted = await insertMessage(tx, {
       id: nextMessageId(access.lastMessageId),
       conversationId: access.id,
       senderId: ctx.userId,
       content: body.content,
       attachments,
-      replyToId: body.replyToId ?? null,
+      replyToId,
+      type: writtenMessageType(replyToId),
     });
+    const stored = withNonce(inserted, body.nonce);
     await markActivity(tx, access.id, stored.id, stored.createdAt);
     await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.participantIds }, ctx.requestId);
     return stored;
