@@ -3,7 +3,8 @@
 #   docker build --build-arg SERVICE=auth -t chat-auth .
 # Every image shares the same layers except the last, so building all six costs about one build.
 
-ARG NODE_IMAGE=node:20-bookworm
+# Node 24 LTS, the same version that scripts/node-env.sh brings to machines with an older Node.
+ARG NODE_IMAGE=node:24.21.0-bookworm
 
 # Every workspace's manifest first, so that the install layers are cached until a manifest changes.
 FROM ${NODE_IMAGE} AS manifests

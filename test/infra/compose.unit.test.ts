@@ -48,7 +48,7 @@ describe('docker-compose.yml', () => {
 
   describe.each(PROCESSES)('%s', (name) => {
     it('is built from the one Dockerfile with SERVICE naming it', () => {
-      expect(service(name).build).toEqual({ context: '.', args: { SERVICE: name } });
+      expect(service(name).build).toEqual({ context: '.', args: { SERVICE: name, NODE_IMAGE: expect.stringMatching(/^node:24\./) } });
     });
 
     it('gives every variable its config schema requires, only variables it knows, all valid', () => {

@@ -88,4 +88,6 @@ export async function serve(options: {
     }
   });
   await app.listen({ host: options.config.HOST, port: options.config.PORT });
+  // The runtime is the project's choice (Node 24, see scripts/node-env.sh): say which one runs.
+  log.info({ node: process.version, port: options.config.PORT }, 'started');
 }

@@ -46,7 +46,7 @@ async function buildBundle(name: ServiceProcess, dist: string): Promise<void> {
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node24',
     sourcemap: 'linked',
     write: false,
     logLevel: 'silent',
