@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, PermissionMask, Timestamp } from './common.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
+import { defineRpc } from './rpc.ts';
 
 /**
  * Schemas of the guilds area: records the spec leaves open (shaped as Discord's), request bodies,
@@ -314,3 +315,7 @@ export const GUILDS_RPC = {
   channelPermissions: 'rpc.guilds.channel.permissions',
   channelGet: 'rpc.guilds.channel.get',
 } as const;
+
+export const MemberCheckRpc = defineRpc(GUILDS_RPC.memberCheck, MemberCheckRequest, MemberCheckReply);
+export const ChannelPermissionsRpc = defineRpc(GUILDS_RPC.channelPermissions, ChannelPermissionsRequest, ChannelPermissionsReply);
+export const ChannelGetRpc = defineRpc(GUILDS_RPC.channelGet, ChannelGetRequest, ChannelGetReply);

@@ -10,5 +10,6 @@ export * from './permissions.ts';
 export * from './records.ts';
 export * from './route.ts';
 export * from './routes/index.ts';
+export * from './rpc.ts';
 export * from './social.ts';
 export * from './voice.ts';

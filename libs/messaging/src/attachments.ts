@@ -1,4 +1,4 @@
-import { type AttachmentsBody, MEDIA_RPC, MediaFileReply, mediaIdFromUrl, type UploadedFile } from '@chat/contracts';
+import { type AttachmentsBody, type MediaFileReply, MediaFileRpc, mediaIdFromUrl, type UploadedFile } from '@chat/contracts';
 import { AppError, type Bus, badRequest, type RequestContext, requestRpc } from '@chat/kit';
 import type { z } from 'zod';
 
@@ -28,7 +28,7 @@ async function storedFile(bus: Bus, caller: Caller, key: string, url: string): P
   if (!id) throw badRequest(`body.attachments.${key}: not a file of the media service`);
   let reply: MediaFileReply;
   try {
-    reply = MediaFileReply.parse(await requestRpc(bus, MEDIA_RPC.fileGet, { id }, { requestId: caller.requestId }));
+    reply = await requestRpc(bus, MediaFileRpc, { id }, { requestId: caller.requestId });
   } catch (err) {
     if (err instanceof AppError && err.status === 404) throw badRequest(`body.attachments.${key}: unknown file`);
     throw err;

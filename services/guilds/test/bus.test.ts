@@ -1,4 +1,12 @@
-import { GUILDS_RPC, Permission, toMask, VOICE_RPC } from '@chat/contracts';
+import {
+  ChannelGetRpc,
+  ChannelPermissionsRpc,
+  MemberCheckRpc,
+  Permission,
+  type RpcContract,
+  toMask,
+  VoiceAccessRpc,
+} from '@chat/contracts';
 import { type AppError, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
@@ -24,7 +32,8 @@ beforeAll(async () => {
   });
 });
 
-const ask = <T>(subject: string, data: unknown) => requestRpc<T>(g.runtime.bus, subject, data);
+// Loosely typed on purpose: the tests also send requests that break the contract.
+const ask = (contract: RpcContract, data: unknown) => requestRpc(g.runtime.bus, contract, data as never) as Promise<any>;
 const statusOf = (p: Promise<unknown>) =>
   p.then(
     () => 200,
@@ -33,45 +42,45 @@ const statusOf = (p: Promise<unknown>) =>
 
 describe('rpc.guilds.member.check', () => {
   it('answers membership and ownership, 404 for an unknown server, 400 for a malformed request', async () => {
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: owner })).toEqual({ isMember: true, isOwner: true });
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: member })).toEqual({ isMember: true, isOwner: false });
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: stranger })).toEqual({ isMember: false, isOwner: false });
-    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: newId(), userId: owner }))).toBe(404);
-    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: 'x' }))).toBe(400);
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: owner })).toEqual({ isMember: true, isOwner: true });
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: member })).toEqual({ isMember: true, isOwner: false });
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: stranger })).toEqual({ isMember: false, isOwner: false });
+    expect(await statusOf(ask(MemberCheckRpc, { serverId: newId(), userId: owner }))).toBe(404);
+    expect(await statusOf(ask(MemberCheckRpc, { serverId: 'x' }))).toBe(400);
   });
 });
 
 describe('rpc.guilds.channel.permissions and rpc.guilds.channel.get', () => {
   it('answers the channel-level mask from the same algorithm as HTTP', async () => {
     const http = (await g.call(member, 'GET', `/v1/channels/${text.id}/permissions/@me`)).body.permissions;
-    const rpc = await ask<{ permissions: number }>(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: member });
+    const rpc = await ask(ChannelPermissionsRpc, { channelId: text.id, userId: member });
     expect(rpc).toEqual({ channelId: text.id, serverId: server.id, isMember: true, permissions: http });
-    const none = await ask(GUILDS_RPC.channelPermissions, { channelId: voice.id, userId: hidden });
+    const none = await ask(ChannelPermissionsRpc, { channelId: voice.id, userId: hidden });
     expect(none).toMatchObject({ isMember: true, permissions: 0 });
-    expect(await ask(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: stranger })).toMatchObject({
+    expect(await ask(ChannelPermissionsRpc, { channelId: text.id, userId: stranger })).toMatchObject({
       isMember: false,
       permissions: 0,
     });
-    expect(await statusOf(ask(GUILDS_RPC.channelPermissions, { channelId: newId(), userId: owner }))).toBe(404);
+    expect(await statusOf(ask(ChannelPermissionsRpc, { channelId: newId(), userId: owner }))).toBe(404);
   });
 
   it('answers the Channel record, 404 for an unknown one', async () => {
-    expect(await ask(GUILDS_RPC.channelGet, { channelId: text.id })).toEqual((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body);
-    expect(await statusOf(ask(GUILDS_RPC.channelGet, { channelId: newId() }))).toBe(404);
+    expect(await ask(ChannelGetRpc, { channelId: text.id })).toEqual((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body);
+    expect(await statusOf(ask(ChannelGetRpc, { channelId: newId() }))).toBe(404);
   });
 });
 
 describe('rpc.guilds.voice.access', () => {
   it('answers membership and MANAGE_CHANNELS, and 404 to whoever cannot see the channel', async () => {
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: owner })).toEqual({
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: owner })).toEqual({
       channel: { id: voice.id, serverId: server.id, channelType: 'voice', ownerId: null, musicLocked: false },
       isMember: true,
       inChannel: false,
       canManageChannel: true,
     });
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
-    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: hidden }))).toBe(404);
-    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: stranger }))).toBe(404);
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
+    expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: hidden }))).toBe(404);
+    expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: stranger }))).toBe(404);
   });
 });
 

@@ -1,4 +1,4 @@
-import { Permission, toMask, VOICE_RPC, type VoiceAccessReply } from '@chat/contracts';
+import { Permission, toMask, VoiceAccessRpc } from '@chat/contracts';
 import { loadConfig, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuildsConfig } from '../src/config.ts';
@@ -40,7 +40,7 @@ const channelRow = async (id: string): Promise<Row | undefined> => (await g.db.q
 /** Events of a subject whose payload has these fields. */
 const eventsWhere = async (subject: string, fields: Row) =>
   (await g.outbox(subject)).map((e) => e.data).filter((data) => Object.entries(fields).every(([k, v]) => data[k] === v));
-const access = (userId: string, channelId: string) => requestRpc<VoiceAccessReply>(g.runtime.bus, VOICE_RPC.access, { channelId, userId });
+const access = (userId: string, channelId: string) => requestRpc(g.runtime.bus, VoiceAccessRpc, { channelId, userId });
 const expireNow = (userId: string) =>
   g.db.query("UPDATE voice_states SET expires_at = now() - interval '1 second' WHERE user_id = $1", [userId]);
 

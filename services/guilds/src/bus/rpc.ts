@@ -1,59 +1,12 @@
-import {
-  ChannelGetRequest,
-  type ChannelPermissionsReply,
-  ChannelPermissionsRequest,
-  GUILDS_RPC,
-  type MemberCheckReply,
-  MemberCheckRequest,
-  Permission,
-  toMask,
-  VOICE_RPC,
-  type VoiceAccessReply,
-  VoiceAccessRequest,
-} from '@chat/contracts';
-import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
-import { findChannel } from '../db/channels.ts';
-import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
+import { ChannelGetRpc, ChannelPermissionsRpc, MemberCheckRpc, VoiceAccessRpc } from '@chat/contracts';
+import { type Bus, type Logger, serveRpc } from '@chat/kit';
 import type { Domain } from '../domain/context.ts';
-import { has } from '../domain/permissions.ts';
-import { isConnectedTo } from '../domain/voice.ts';
-import type { Channel } from '../records.ts';
+import { channelPermissionsOf, channelRecord, memberCheck, voiceAccessOf } from '../domain/questions.ts';
 
-/** The questions other services ask guilds; every answer comes from the same access module as HTTP. */
+/** The questions other services ask guilds; each answer is parsed by its contract before it leaves. */
 export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
-  serveRpc(bus, log, GUILDS_RPC.memberCheck, MemberCheckRequest, async ({ serverId, userId }): Promise<MemberCheckReply> => {
-    const access = await loadServerAccess(d.pool, serverId, userId);
-    if (!access) throw notFound('Server');
-    return { isMember: access.isMember, isOwner: access.isOwner };
-  });
-
-  serveRpc(
-    bus,
-    log,
-    GUILDS_RPC.channelPermissions,
-    ChannelPermissionsRequest,
-    async ({ channelId, userId }): Promise<ChannelPermissionsReply> => {
-      const access = await loadChannelAccess(d.pool, channelId, userId);
-      if (!access) throw notFound('Channel');
-      return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
-    },
-  );
-
-  serveRpc(bus, log, GUILDS_RPC.channelGet, ChannelGetRequest, async ({ channelId }): Promise<Channel> => {
-    const channel = await findChannel(d.pool, channelId);
-    if (!channel) throw notFound('Channel');
-    return channel;
-  });
-
-  serveRpc(bus, log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }): Promise<VoiceAccessReply> => {
-    const access = await loadChannelAccess(d.pool, channelId, userId);
-    if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
-    const { id, serverId, channelType, ownerId, musicLocked } = access.channel;
-    return {
-      channel: { id, serverId, channelType, ownerId, musicLocked },
-      isMember: access.isMember,
-      inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
-      canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
-    };
-  });
+  serveRpc(bus, log, MemberCheckRpc, ({ serverId, userId }) => memberCheck(d, serverId, userId));
+  serveRpc(bus, log, ChannelPermissionsRpc, ({ channelId, userId }) => channelPermissionsOf(d, channelId, userId));
+  serveRpc(bus, log, ChannelGetRpc, ({ channelId }) => channelRecord(d, channelId));
+  serveRpc(bus, log, VoiceAccessRpc, ({ channelId, userId }) => voiceAccessOf(d, channelId, userId));
 }
