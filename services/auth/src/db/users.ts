@@ -2,11 +2,11 @@ import { FOUNDER_BADGE, type SelfUser, type UpdateProfileBody, type User, type U
 import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
+/** An account as this file hands it out: every column but the password hash, which stays here. */
 export interface UserRow extends Record<string, unknown> {
   id: string;
   username: string;
   email: string;
-  password_hash: string;
   display_name: string;
   avatar_url: string | null;
   bio: string;
@@ -15,6 +15,8 @@ export interface UserRow extends Record<string, unknown> {
   is_founder: boolean;
   created_at: string;
 }
+
+const COLUMNS = 'id, username, email, display_name, avatar_url, bio, status, custom_status, is_founder, created_at';
 
 const badgesOf = (row: UserRow) => (row.is_founder ? [FOUNDER_BADGE] : []);
 
@@ -58,7 +60,7 @@ export async function insertUser(
     return await one<UserRow>(
       tx,
       `INSERT INTO users (id, username, email, password_hash, display_name, is_founder)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
       [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder],
     );
   } catch (err) {
@@ -85,21 +87,31 @@ export async function assertUsernameAndEmailFree(db: Queryable, username: string
 }
 
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
-  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE id = $1', [id]);
+  return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
 }
 
-/** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */
-export function findUserByLogin(db: Queryable, login: string): Promise<UserRow | undefined> {
+/**
+ * The account a login names, with its password hash beside it (not inside the row) for the one
+ * comparison that needs it. `login` is an email when it has an '@' (usernames cannot), a username otherwise.
+ */
+export async function findLoginCandidate(db: Queryable, login: string): Promise<{ user: UserRow; passwordHash: string } | undefined> {
   const column = login.includes('@') ? 'email' : 'username';
-  return maybeOne<UserRow>(db, `SELECT * FROM users WHERE lower(${column}) = lower($1)`, [login]);
+  const row = await maybeOne<UserRow & { password_hash: string }>(
+    db,
+    `SELECT ${COLUMNS}, password_hash FROM users WHERE lower(${column}) = lower($1)`,
+    [login],
+  );
+  if (!row) return undefined;
+  const { password_hash: passwordHash, ...user } = row;
+  return { user, passwordHash };
 }
 
 export function findUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {
-  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE lower(email) = lower($1)', [email]);
+  return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1)`, [email]);
 }
 
 export function lockUser(tx: Queryable, id: string): Promise<UserRow> {
-  return one<UserRow>(tx, 'SELECT * FROM users WHERE id = $1 FOR UPDATE', [id], 'User');
+  return one<UserRow>(tx, `SELECT ${COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [id], 'User');
 }
 
 const PROFILE_COLUMNS: Record<keyof UpdateProfileBody, string> = {
@@ -116,7 +128,7 @@ export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBod
   const sets = fields.map((f, i) => `${PROFILE_COLUMNS[f]} = $${i + 2}`);
   return one<UserRow>(
     tx,
-    `UPDATE users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`,
+    `UPDATE users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, ...fields.map((f) => patch[f])],
     'User',
   );
