@@ -5,5 +5,6 @@ export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
 export * from './minio.ts';
 export * from './platform.ts';
+export * from './poll.ts';
 export * from './runtime.ts';
 export * from './tokens.ts';

@@ -33,7 +33,8 @@ beforeAll(async () => {
 });
 
 // Loosely typed on purpose: the tests also send requests that break the contract.
-const ask = (contract: RpcContract, data: unknown) => requestRpc(g.runtime.bus, contract, data as never) as Promise<any>;
+const ask = (contract: RpcContract, data: unknown) =>
+  requestRpc(g.runtime.bus, contract, data as never) as Promise<Record<string, unknown>>;
 const statusOf = (p: Promise<unknown>) =>
   p.then(
     () => 200,

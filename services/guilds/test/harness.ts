@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
 import { ensureStream, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, until } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
@@ -75,12 +75,6 @@ export async function startGuilds() {
 
 export type Guilds = Awaited<ReturnType<typeof startGuilds>>;
 
-export async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until };
 
 export const newId = () => randomUUID();

@@ -394,7 +394,7 @@ describe('the TTL', () => {
     expect(new Date(state.expiresAt).getTime() - Date.now()).toBeLessThanOrEqual(1_000);
     const sweeper = startVoiceSweeper(short, g.runtime.log, 1);
     try {
-      await until(async () => (await stateOf(dave)) === undefined, 5_000);
+      await until(async () => (await stateOf(dave)) === undefined, { timeoutMs: 5_000 });
     } finally {
       await sweeper.stop();
     }

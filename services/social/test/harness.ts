@@ -1,6 +1,6 @@
 import { STREAMS, type UserEventData } from '@chat/contracts';
 import { type ConsumerHandle, ensureStream, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, startMediaStandIn, type TestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, startMediaStandIn, type TestRuntime, until } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
@@ -73,7 +73,7 @@ export async function createHarness(options: { handleUserEvent?: (log: TestRunti
 
     /** Waits until the read-model holds the user at (at least) the version of `occurredAt`. */
     async waitForUser(id: string, occurredAt: string) {
-      await eventually(async () => {
+      await until(async () => {
         const { rows } = await runtime.pool.query('SELECT version FROM users WHERE id = $1', [id]);
         return rows[0] && new Date(rows[0].version) >= new Date(occurredAt);
       });
@@ -106,11 +106,4 @@ export async function createHarness(options: { handleUserEvent?: (log: TestRunti
 
 export type Harness = Awaited<ReturnType<typeof createHarness>>;
 
-/** Polls `check` until it is truthy (5 s at most). */
-export async function eventually(check: () => Promise<unknown>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until as eventually };
