@@ -1,6 +1,7 @@
 export * from './auth.ts';
 export * from './bus.ts';
 export * from './common.ts';
+export * from './events.ts';
 export * from './guilds.ts';
 export * from './media.ts';
 export * from './messages.ts';

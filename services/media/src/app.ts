@@ -15,7 +15,6 @@ export async function buildApp(deps: MediaDeps): Promise<FastifyInstance> {
   const app = createHttpApp({
     log: deps.log,
     tokens: deps.tokens,
-    validateResponses: deps.config.NODE_ENV !== 'production',
     maxParamLength: MAX_PARAM_LENGTH,
   });
   registerHealth(app, { ...deps.checks, minio: () => deps.storage.ensureBucket() });

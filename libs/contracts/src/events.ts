@@ -1,0 +1,43 @@
+import type { z } from 'zod';
+import { AUTH_SUBJECTS, UserEventData } from './auth.ts';
+import { GUILDS_EVENTS } from './guilds.ts';
+import { MEDIA_SUBJECTS, MediaFileUploaded } from './media.ts';
+import { MESSAGES_EVENTS } from './messages.ts';
+import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
+import {
+  BlockEvent,
+  ConversationCreatedEvent,
+  DmDeletedEvent,
+  DmMessageEvent,
+  DmReactionEvent,
+  FriendAcceptedEvent,
+  FriendRemovedEvent,
+  FriendRequestedEvent,
+  SOCIAL_SUBJECTS,
+} from './social.ts';
+import { VOICE_EVENTS } from './voice.ts';
+
+/** The payload schema of every domain event the platform's services publish, by subject. */
+export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
+  [AUTH_SUBJECTS.userRegistered]: UserEventData,
+  [AUTH_SUBJECTS.userUpdated]: UserEventData,
+  ...GUILDS_EVENTS,
+  ...MESSAGES_EVENTS,
+  ...VOICE_EVENTS,
+  [SOCIAL_SUBJECTS.friendRequested]: FriendRequestedEvent,
+  [SOCIAL_SUBJECTS.friendAccepted]: FriendAcceptedEvent,
+  [SOCIAL_SUBJECTS.friendRemoved]: FriendRemovedEvent,
+  [SOCIAL_SUBJECTS.blockCreated]: BlockEvent,
+  [SOCIAL_SUBJECTS.blockRemoved]: BlockEvent,
+  [SOCIAL_SUBJECTS.conversationCreated]: ConversationCreatedEvent,
+  [SOCIAL_SUBJECTS.dmCreated]: DmMessageEvent,
+  [SOCIAL_SUBJECTS.dmUpdated]: DmMessageEvent,
+  [SOCIAL_SUBJECTS.dmDeleted]: DmDeletedEvent,
+  [SOCIAL_SUBJECTS.dmReactionAdded]: DmReactionEvent,
+  [SOCIAL_SUBJECTS.dmReactionRemoved]: DmReactionEvent,
+  [MEDIA_SUBJECTS.fileUploaded]: MediaFileUploaded,
+  [MUSIC_SUBJECTS.playerUpdated]: PlayerUpdatedEvent,
+};
+
+/** The first segment of the subjects the platform's services publish under: each must be in EVENT_SCHEMAS. */
+export const SERVICE_EVENT_PREFIXES: readonly string[] = ['auth', 'guilds', 'social', 'media', 'music', 'gateway'];
