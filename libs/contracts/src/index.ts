@@ -1,3 +1,4 @@
+export * from './api-doc.ts';
 export * from './auth.ts';
 export * from './bus.ts';
 export * from './common.ts';
