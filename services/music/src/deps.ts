@@ -5,4 +5,6 @@ import type { MusicConfig } from './config.ts';
 export interface MusicDeps extends Runtime {
   config: MusicConfig;
   tokens: TokenVerifier;
+  /** The player's clock; main passes none (the database's clock), tests pass one they move. */
+  clock?: () => Date;
 }

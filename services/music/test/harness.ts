@@ -65,8 +65,26 @@ export interface MusicInstance {
   close(): Promise<void>;
 }
 
+/** The player's clock in tests: it stands still until the test moves it. */
+export interface TestClock {
+  now(): Date;
+  advance(ms: number): void;
+}
+
+export function createTestClock(start = Date.now()): TestClock {
+  let current = start;
+  return {
+    now: () => new Date(current),
+    advance(ms) {
+      current += ms;
+    },
+  };
+}
+
 export interface MusicTest {
   runtime: TestRuntime;
+  /** The clock of every instance this test builds. */
+  clock: TestClock;
   guilds: StandInGuilds;
   /** The instance built on the test runtime (closed by close()). */
   app: FastifyInstance;
@@ -91,14 +109,15 @@ export async function startMusicTest(): Promise<MusicTest> {
   const tokens = issuer.verifier();
   const guilds = new StandInGuilds();
   guilds.serve(runtime);
-  const app = await buildApp({ ...runtime, config, tokens });
+  const clock = createTestClock();
+  const app = await buildApp({ ...runtime, config, tokens, clock: clock.now });
 
   async function startInstance(): Promise<MusicInstance> {
     const pool = createPool(runtime.databaseUrl, 5);
     const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
     const relay = startOutboxRelay({ pool, bus, log: runtime.log, pollMs: 200 });
     const checks = { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) };
-    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
+    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens, clock: clock.now });
     return {
       app: instance,
       async close() {
@@ -138,6 +157,7 @@ export async function startMusicTest(): Promise<MusicTest> {
 
   return {
     runtime,
+    clock,
     guilds,
     app,
     startInstance,

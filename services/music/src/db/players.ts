@@ -29,19 +29,31 @@ interface TrackRow extends Record<string, unknown> {
   added_at: string;
 }
 
-// clock_timestamp(), not now(): a control may have waited for the row lock, and the track starts
-// (or pauses) when the statement runs, not when its transaction began.
-const POSITION_MS = `CASE
+/**
+ * The player's clock: the time a caller passes (tests drive it), or else the database's
+ * clock_timestamp(), one clock for every replica. clock_timestamp(), not now(): a control may have
+ * waited for the row lock, and the track starts (or pauses) when the statement runs, not when its
+ * transaction began. `param` is the placeholder of the caller's time (null for the database's).
+ */
+export type Clock = Date | null;
+const clockAt = (param: string) => `coalesce(${param}::timestamptz, clock_timestamp())`;
+const positionMs = (param: string) => `CASE
   WHEN paused_position_ms IS NOT NULL THEN paused_position_ms
-  WHEN started_at IS NOT NULL THEN greatest(0, floor(extract(epoch FROM clock_timestamp() - started_at) * 1000))::bigint
+  WHEN started_at IS NOT NULL THEN greatest(0, floor(extract(epoch FROM ${clockAt(param)} - started_at) * 1000))::bigint
 END`;
-const PLAYER_COLUMNS = `channel_id, server_id, started_at, paused_position_ms, volume, version, ${POSITION_MS} AS position_ms`;
+const playerColumns = (param: string) =>
+  `channel_id, server_id, started_at, paused_position_ms, volume, version, ${positionMs(param)} AS position_ms`;
 const TRACK_COLUMNS = 'id, url, title, requested_by, added_at';
 
 /** Creates the channel's player when missing, then locks its row until the transaction ends. */
 export async function lockPlayer(tx: Queryable, channelId: string, serverId: string): Promise<LockedPlayer> {
   await exec(tx, 'INSERT INTO players (channel_id, server_id) VALUES ($1, $2) ON CONFLICT (channel_id) DO NOTHING', [channelId, serverId]);
-  const row = await one<PlayerRow>(tx, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1 FOR UPDATE`, [channelId], 'Player');
+  const row = await one<PlayerRow>(
+    tx,
+    `SELECT ${playerColumns('$2')} FROM players WHERE channel_id = $1 FOR UPDATE`,
+    [channelId, null],
+    'Player',
+  );
   return {
     channelId: row.channel_id,
     serverId: row.server_id,
@@ -52,8 +64,8 @@ export async function lockPlayer(tx: Queryable, channelId: string, serverId: str
 }
 
 /** The whole state of a channel's player, or undefined when it never had one. */
-export async function readPlayerState(db: Queryable, channelId: string): Promise<PlayerState | undefined> {
-  const row = await maybeOne<PlayerRow>(db, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1`, [channelId]);
+export async function readPlayerState(db: Queryable, channelId: string, now: Clock): Promise<PlayerState | undefined> {
+  const row = await maybeOne<PlayerRow>(db, `SELECT ${playerColumns('$2')} FROM players WHERE channel_id = $1`, [channelId, now]);
   if (!row) return undefined;
   const [current, ...queue] = (await listTracks(db, channelId)).map(toTrack);
   return {
@@ -101,8 +113,8 @@ export async function deleteAllTracks(tx: Queryable, channelId: string): Promise
 }
 
 /** The (new) first track starts now, unpaused. */
-export async function startCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, 'UPDATE players SET started_at = clock_timestamp(), paused_position_ms = NULL WHERE channel_id = $1', [channelId]);
+export async function startCurrentTrack(tx: Queryable, channelId: string, now: Clock): Promise<void> {
+  await exec(tx, `UPDATE players SET started_at = ${clockAt('$2')}, paused_position_ms = NULL WHERE channel_id = $1`, [channelId, now]);
 }
 
 /** Nothing is current any more. */
@@ -111,17 +123,17 @@ export async function markIdle(tx: Queryable, channelId: string): Promise<void> 
 }
 
 /** Freezes the position where it is now. */
-export async function pauseCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, `UPDATE players SET paused_position_ms = ${POSITION_MS} WHERE channel_id = $1`, [channelId]);
+export async function pauseCurrentTrack(tx: Queryable, channelId: string, now: Clock): Promise<void> {
+  await exec(tx, `UPDATE players SET paused_position_ms = ${positionMs('$2')} WHERE channel_id = $1`, [channelId, now]);
 }
 
 /** Moves the start time forward by the pause, so that position = now - started_at holds again. */
-export async function resumeCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
+export async function resumeCurrentTrack(tx: Queryable, channelId: string, now: Clock): Promise<void> {
   await exec(
     tx,
-    `UPDATE players SET started_at = clock_timestamp() - paused_position_ms * interval '1 millisecond', paused_position_ms = NULL
+    `UPDATE players SET started_at = ${clockAt('$2')} - paused_position_ms * interval '1 millisecond', paused_position_ms = NULL
      WHERE channel_id = $1`,
-    [channelId],
+    [channelId, now],
   );
 }
 
