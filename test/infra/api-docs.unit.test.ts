@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ALL_ROUTES, apiMarkdown, buildOpenApi } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
-import { docsPage } from '../../services/gateway/src/docs-page.ts';
+import { docsPage } from '../../services/gateway/src/routes/docs-page.ts';
 
 /** The API reference shipped in the repository and the one the gateway serves both name every route of the contracts. */
 const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');

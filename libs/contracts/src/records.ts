@@ -145,3 +145,9 @@ export const PendingFriendRequest = z
     createdAt: Timestamp,
   })
   .meta({ id: 'PendingFriendRequest' });
+
+export type Server = z.infer<typeof Server>;
+export type Channel = z.infer<typeof Channel>;
+export type Category = z.infer<typeof Category>;
+export type PermissionOverride = z.infer<typeof PermissionOverride>;
+export type Ban = z.infer<typeof Ban>;

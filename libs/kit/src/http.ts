@@ -215,6 +215,12 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
   });
 }
 
+/** Awaits a command whose route answers 204 with no body: every service's handlers use this one. */
+export async function noContent(work: Promise<unknown>): Promise<undefined> {
+  await work;
+  return undefined;
+}
+
 /** `work`, counted in `running` until it settles. */
 async function tracked<T>(running: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
   running.add(work);

@@ -1,8 +1,8 @@
 import { configOrExit, connectBus, createLogger, natsCheck, serve, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
+import { createRedis, redisReady } from './db/redis.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
-import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });

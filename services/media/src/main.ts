@@ -3,7 +3,7 @@ import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
-import { createObjectStore } from './storage.ts';
+import { createObjectStore } from './db/storage.ts';
 
 const config = configOrExit(MediaConfig, 'media');
 const runtime = await startRuntime({

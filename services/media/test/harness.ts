@@ -7,8 +7,8 @@ import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
+import { createObjectStore } from '../src/db/storage.ts';
 import type { MediaDeps } from '../src/deps.ts';
-import { createObjectStore } from '../src/storage.ts';
 
 export type MinioOptions = Backing['minio'];
 

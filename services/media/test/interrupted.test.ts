@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { type IncomingMessage, request } from 'node:http';
 import { until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PART_SIZE } from '../src/storage.ts';
+import { PART_SIZE } from '../src/db/storage.ts';
 import { createMediaHarness, type MediaHarness } from './harness.ts';
 
 // Real sockets: inject() always delivers the whole body, so these need a listening app.

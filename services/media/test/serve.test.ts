@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { MediaFile, MediaFileReply, MediaFileRpc } from '@chat/contracts';
 import { AppError, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PART_SIZE } from '../src/storage.ts';
+import { PART_SIZE } from '../src/db/storage.ts';
 import { createMediaHarness, type MediaHarness, oneFile, PNG_1X1, sha256 } from './harness.ts';
 
 const owner = randomUUID();

@@ -2,8 +2,8 @@ import { ALL_ROUTES, buildOpenApi, gatewayRoutes } from '@chat/contracts';
 import { route, runChecks } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { docsPage } from '../docs-page.ts';
-import { upstreamUrls } from '../upstreams.ts';
+import { upstreamUrls } from '../domain/upstreams.ts';
+import { docsPage } from './docs-page.ts';
 
 const READY_TIMEOUT_MS = 800;
 

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { proxyTargets } from '../upstreams.ts';
+import { proxyTargets } from '../domain/upstreams.ts';
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
 const BUFFERED_ANSWER_BYTES = 64 * 1024;

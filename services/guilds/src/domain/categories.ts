@@ -1,3 +1,4 @@
+import type { Category } from '@chat/contracts';
 import { Permission } from '@chat/contracts';
 import { badRequest, notFound, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -8,7 +9,6 @@ import {
   renameCategory as renameCategoryRow,
   setCategoryOrder,
 } from '../db/categories.ts';
-import type { Category } from '../records.ts';
 import { memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 

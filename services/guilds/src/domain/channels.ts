@@ -1,10 +1,10 @@
+import type { Channel } from '@chat/contracts';
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
 import { badRequest, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findCategory } from '../db/categories.ts';
 import { deleteChannel as deleteChannelRow, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
 import { findServer, toServer } from '../db/servers.ts';
-import type { Channel } from '../records.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';

@@ -1,8 +1,7 @@
-import type { ChannelPermissionsReply, MemberCheckReply, VoiceAccessReply } from '@chat/contracts';
+import type { Channel, ChannelPermissionsReply, MemberCheckReply, VoiceAccessReply } from '@chat/contracts';
 import { Permission, toMask } from '@chat/contracts';
 import { notFound } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
-import type { Channel } from '../records.ts';
 import { loadChannelAccess, loadServerAccess } from './access.ts';
 import type { Domain } from './context.ts';
 import { has } from './permissions.ts';

@@ -1,10 +1,9 @@
 import { serversRoutes as r, toMask } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { createChannel, deleteChannel, getChannel, listVisibleChannels, myChannelPermissions, updateChannel } from '../domain/channels.ts';
 import type { Domain } from '../domain/context.ts';
 import { deleteOverride, listOverrides, putOverride } from '../domain/overrides.ts';
-import { noContent } from './no-content.ts';
 
 export function channelRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body));

@@ -1,9 +1,8 @@
 import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { createServer, deleteServer, discover, getServer, joinServer, listMyServers, updateServer } from '../domain/servers.ts';
-import { noContent } from './no-content.ts';
 
 export function serverRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createServer, async (req) => createServer(d, contextOf(req), req.body));

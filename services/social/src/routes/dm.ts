@@ -1,12 +1,11 @@
 import { socialRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import { conversationOf, listConversations, openConversation } from '../domain/conversations.ts';
 import { deleteMessage, editMessage, listMessages, react, sendMessage } from '../domain/messages.ts';
 
 /** Answers of 204 routes carry no body. */
-const noBody = () => undefined;
 
 export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.createConversation, async (req, reply) => {
@@ -19,7 +18,7 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));
   route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body));
   route(app, r.editMessage, (req) => editMessage(deps, contextOf(req), req.params.id, req.body.content));
-  route(app, r.deleteMessage, (req) => deleteMessage(deps, contextOf(req), req.params.id).then(noBody));
-  route(app, r.addReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, true).then(noBody));
-  route(app, r.removeReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, false).then(noBody));
+  route(app, r.deleteMessage, (req) => noContent(deleteMessage(deps, contextOf(req), req.params.id)));
+  route(app, r.addReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, true)));
+  route(app, r.removeReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, false)));
 }
