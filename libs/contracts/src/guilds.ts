@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Id, ImageUrl, PermissionMask, Timestamp } from './common.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 import { defineRpc } from './rpc.ts';
 
@@ -99,7 +99,6 @@ export const PermissionsReply = z.object({ permissions: PermissionMask }).meta({
 
 const ServerName = z.string().trim().min(2).max(100);
 const Description = z.string().max(1000);
-const ImageUrl = z.url().max(2048);
 const Tags = z
   .array(z.string().trim().min(1).max(24))
   .max(10)
@@ -133,6 +132,12 @@ export const UpdateServerBody = z.object({
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),
+  /** At most 10 roles of this server; their members control music in musicLocked channels. */
+  djRoleIds: z
+    .array(Id)
+    .max(10)
+    .transform((ids) => [...new Set(ids)])
+    .optional(),
 });
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
 

@@ -14,4 +14,5 @@ export * from './route.ts';
 export * from './routes/index.ts';
 export * from './rpc.ts';
 export * from './social.ts';
+export * from './templates.ts';
 export * from './voice.ts';

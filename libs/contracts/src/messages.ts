@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PageQuery, Timestamp } from './common.ts';
+import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
 import { Attachments, MessageNonce, MessageType, Reactions } from './records.ts';
 
 /**
@@ -58,7 +58,6 @@ const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MA
   error: `at most ${MAX_MESSAGE_ATTACHMENTS} attachments`,
 });
 const WebhookName = z.string().trim().min(1).max(80);
-const AvatarUrl = z.url().max(2048);
 
 /**
  * One RGI emoji (sequences and modifiers included), as Unicode defines them. The `v` flag (Node 20
@@ -103,7 +102,7 @@ export const ReactionUsersQuery = z.object({
 export const MessageParams = z.object({ channelId: Id, messageId: Id });
 export const MessageReactionParams = MessageParams.extend({ emoji: Emoji });
 
-export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: AvatarUrl.nullish() });
+export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: ImageUrl.nullish() });
 export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
 
 export const WebhookParams = z.object({ id: Id });
@@ -112,7 +111,7 @@ export const ExecuteWebhookParams = z.object({ id: Id, token: z.string().min(1).
 export const ExecuteWebhookBody = z.object({
   content: Content.refine((c) => c.trim() !== '', { error: 'must not be empty' }),
   username: WebhookName.optional(),
-  avatarUrl: AvatarUrl.optional(),
+  avatarUrl: ImageUrl.optional(),
 });
 export type ExecuteWebhookBody = z.infer<typeof ExecuteWebhookBody>;
 export const ExecuteWebhookQuery = z.object({

@@ -11,6 +11,9 @@ export interface MessageSource<Row extends Record<string, unknown>, Message> {
   toMessage(row: Row): Message;
 }
 
+/** A condition the service adds (who may see what), over placeholders from `$4` on, with their values. */
+export type PageFilter = { where: string; params: unknown[] };
+
 /** A cursor page: newest first, before or after a message, or around one (it included). */
 export type Page = { limit: number; before?: string | undefined; after?: string | undefined; around?: string | undefined };
 
@@ -24,15 +27,19 @@ export async function pageOfMessages<Row extends Record<string, unknown>, Messag
   source: MessageSource<Row, Message>,
   scopeId: string,
   page: Page,
+  filter?: PageFilter,
 ): Promise<Message[]> {
-  if (page.after) return (await side(db, source, scopeId, page.after, page.limit, 'after')).reverse();
+  const read = (cursor: string | null, limit: number, which: Side) => side(db, source, { scopeId, cursor, limit, which, filter });
+  if (page.after) return (await read(page.after, page.limit, 'after')).reverse();
   if (page.around) {
-    const newer = await side(db, source, scopeId, page.around, Math.floor(page.limit / 2), 'after');
-    const rest = await side(db, source, scopeId, page.around, page.limit - newer.length, 'through');
+    const newer = await read(page.around, Math.floor(page.limit / 2), 'after');
+    const rest = await read(page.around, page.limit - newer.length, 'through');
     return [...newer.reverse(), ...rest];
   }
-  return side(db, source, scopeId, page.before ?? null, page.limit, 'before');
+  return read(page.before ?? null, page.limit, 'before');
 }
+
+type Side = 'before' | 'through' | 'after';
 
 /**
  * One side of a cursor: `before` (newest first), `through` (the cursor and older, newest first) or
@@ -41,18 +48,17 @@ export async function pageOfMessages<Row extends Record<string, unknown>, Messag
 async function side<Row extends Record<string, unknown>, Message>(
   db: Queryable,
   source: MessageSource<Row, Message>,
-  scopeId: string,
-  cursor: string | null,
-  limit: number,
-  which: 'before' | 'through' | 'after',
+  q: { scopeId: string; cursor: string | null; limit: number; which: Side; filter: PageFilter | undefined },
 ): Promise<Message[]> {
-  if (limit === 0) return [];
-  const where = { before: '($2::uuid IS NULL OR m.id < $2)', through: 'm.id <= $2', after: 'm.id > $2' }[which];
-  const order = which === 'after' ? 'ASC' : 'DESC';
-  const rows = await many<Row>(db, `${source.select} WHERE ${source.scope} = $1 AND ${where} ORDER BY m.id ${order} LIMIT $3`, [
-    scopeId,
-    cursor,
-    limit,
+  if (q.limit === 0) return [];
+  const where = { before: '($2::uuid IS NULL OR m.id < $2)', through: 'm.id <= $2', after: 'm.id > $2' }[q.which];
+  const extra = q.filter ? ` AND ${q.filter.where}` : '';
+  const order = q.which === 'after' ? 'ASC' : 'DESC';
+  const rows = await many<Row>(db, `${source.select} WHERE ${source.scope} = $1 AND ${where}${extra} ORDER BY m.id ${order} LIMIT $3`, [
+    q.scopeId,
+    q.cursor,
+    q.limit,
+    ...(q.filter?.params ?? []),
   ]);
   return rows.map((r) => source.toMessage(r));
 }

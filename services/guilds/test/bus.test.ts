@@ -78,10 +78,36 @@ describe('rpc.guilds.voice.access', () => {
       isMember: true,
       inChannel: false,
       canManageChannel: true,
+      isDj: false,
     });
     expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
     expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: hidden }))).toBe(404);
     expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: stranger }))).toBe(404);
+  });
+});
+
+describe('DJ roles', () => {
+  it('are set by MANAGE_SERVER, must be roles of the server, and make their members DJs in voice access', async () => {
+    const dj = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { name: 'DJ' })).body;
+    const other = (await g.call(owner, 'POST', '/v1/servers', { name: 'Other server' })).body;
+    const foreign = (await g.call(owner, 'POST', `/v1/servers/${other.id}/roles`, { name: 'DJ elsewhere' })).body;
+    const set = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds: [dj.id, dj.id] });
+    expect(set.status).toBe(200);
+    expect(set.body.djRoleIds).toEqual([dj.id]);
+    for (const djRoleIds of [[foreign.id], [newId()], Array.from({ length: 11 }, newId)]) {
+      const bad = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/djRoleIds/);
+    }
+    expect((await g.call(member, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds: [] })).status).toBe(403);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([dj.id]);
+
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isDj: false });
+    expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${member}/roles/${dj.id}`)).status).toBeLessThan(300);
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isDj: true });
+
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/roles/${dj.id}`)).status).toBe(204);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([]);
   });
 });
 

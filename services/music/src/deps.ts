@@ -5,6 +5,4 @@ import type { MusicConfig } from './config.ts';
 export interface MusicDeps extends Runtime {
   config: MusicConfig;
   tokens: TokenVerifier;
-  /** The player's clock; main passes none (the database's clock), tests pass one they move. */
-  clock?: () => Date;
 }

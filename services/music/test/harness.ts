@@ -33,7 +33,7 @@ export class StandInGuilds {
     serveRpc(runtime.bus, runtime.log, VoiceAccessRpc, async ({ channelId, userId }) => {
       const known = this.channels.get(channelId);
       if (!known) throw notFound('Channel');
-      const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false };
+      const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false, isDj: false };
       return { channel: known.channel, ...access } satisfies VoiceAccessReply;
     });
   }
@@ -49,7 +49,7 @@ export class StandInGuilds {
   setUser(channelId: string, userId: string, access: Partial<UserAccess> = {}): void {
     const known = this.channels.get(channelId);
     if (!known) throw new Error(`stand-in guilds: unknown channel ${channelId}`);
-    known.users.set(userId, { isMember: true, inChannel: true, canManageChannel: false, ...access });
+    known.users.set(userId, { isMember: true, inChannel: true, canManageChannel: false, isDj: false, ...access });
   }
 
   /** A voice channel with `userIds` sitting in it. */
@@ -65,26 +65,8 @@ export interface MusicInstance {
   close(): Promise<void>;
 }
 
-/** The player's clock in tests: it stands still until the test moves it. */
-export interface TestClock {
-  now(): Date;
-  advance(ms: number): void;
-}
-
-export function createTestClock(start = Date.now()): TestClock {
-  let current = start;
-  return {
-    now: () => new Date(current),
-    advance(ms) {
-      current += ms;
-    },
-  };
-}
-
 export interface MusicTest {
   runtime: TestRuntime;
-  /** The clock of every instance this test builds. */
-  clock: TestClock;
   guilds: StandInGuilds;
   /** The instance built on the test runtime (closed by close()). */
   app: FastifyInstance;
@@ -109,15 +91,14 @@ export async function startMusicTest(): Promise<MusicTest> {
   const tokens = issuer.verifier();
   const guilds = new StandInGuilds();
   guilds.serve(runtime);
-  const clock = createTestClock();
-  const app = await buildApp({ ...runtime, config, tokens, clock: clock.now });
+  const app = await buildApp({ ...runtime, config, tokens });
 
   async function startInstance(): Promise<MusicInstance> {
     const pool = createPool(runtime.databaseUrl, 5);
     const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
     const relay = startOutboxRelay({ pool, bus, log: runtime.log, pollMs: 200 });
     const checks = { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) };
-    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens, clock: clock.now });
+    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
     return {
       app: instance,
       async close() {
@@ -157,7 +138,6 @@ export async function startMusicTest(): Promise<MusicTest> {
 
   return {
     runtime,
-    clock,
     guilds,
     app,
     startInstance,

@@ -15,12 +15,13 @@ export type ServerRow = {
   afk_channel_id: string | null;
   jtc_channel_id: string | null;
   tags: string[];
+  dj_role_ids: string[];
   member_count: number;
   created_at: string;
 };
 
 export const SERVER_COLUMNS = `s.id, s.name, s.icon_url, s.banner_url, s.description, s.owner_id, s.is_public, s.require_approval,
-  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.member_count, s.created_at`;
+  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.dj_role_ids, s.member_count, s.created_at`;
 
 export function toServer(row: ServerRow): Server {
   return {
@@ -36,6 +37,7 @@ export function toServer(row: ServerRow): Server {
     afkChannelId: row.afk_channel_id,
     jtcChannelId: row.jtc_channel_id,
     tags: row.tags,
+    djRoleIds: row.dj_role_ids,
     createdAt: row.created_at,
   };
 }
@@ -88,6 +90,7 @@ export interface ServerPatch {
   isPublic?: boolean;
   requireApproval?: boolean;
   tags?: string[];
+  djRoleIds?: string[];
 }
 
 const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
@@ -101,6 +104,7 @@ const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
   isPublic: 'is_public',
   requireApproval: 'require_approval',
   tags: 'tags',
+  djRoleIds: 'dj_role_ids',
 };
 
 export async function updateServer(db: Queryable, id: string, patch: ServerPatch): Promise<ServerRow> {
@@ -126,7 +130,9 @@ export interface DiscoveryFilter {
 
 /**
  * Public servers, most members first, then newest id. `before` is the last server of the previous
- * page; its current (member_count, id) is the cursor.
+ * page; its current (member_count, id) is the cursor. Only a public server serves as cursor: a
+ * private one's id gives the same empty page as an unknown id, so nobody can learn that it exists
+ * or bisect its member count (issue 16).
  */
 export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<ServerRow[]> {
   return many<ServerRow>(
@@ -135,7 +141,7 @@ export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<Serv
      WHERE s.is_public
        AND ($1::text IS NULL OR s.name ILIKE $1 OR s.description ILIKE $1)
        AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM unnest(s.tags) t WHERE lower(t) = lower($2)))
-       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3))
+       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3 AND c.is_public))
      ORDER BY s.member_count DESC, s.id DESC
      LIMIT $4`,
     [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit],

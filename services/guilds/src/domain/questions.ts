@@ -36,5 +36,6 @@ export async function voiceAccessOf(d: Domain, channelId: string, userId: string
     isMember: access.isMember,
     inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
     canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
+    isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
   };
 }

@@ -1,13 +1,16 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
 import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
+import { parseStream } from 'music-metadata';
 import { insertMediaFile } from '../db/media-files.ts';
+import { lockUploader } from '../db/quota.ts';
 import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
 import { sanitizeFilename } from './filename.ts';
 import { toMediaFile } from './files.ts';
+import { requireRoomFor } from './quota.ts';
 
-type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config'>;
+type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config' | 'now'>;
 
 /** A file as the client sent it: its declared name and its bytes (which end early on error). */
 export interface IncomingFile {
@@ -23,6 +26,7 @@ export interface StoredFile {
   contentType: string;
   size: number;
   sha256: string;
+  durationSeconds: number | null;
 }
 
 /**
@@ -42,14 +46,37 @@ export async function storeFile(deps: Deps, file: IncomingFile): Promise<StoredF
     }
   }
   const { contentType } = await deps.storage.put(id, measured(), sniffContentType);
-  return { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
+  const stored = { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
+  return { ...stored, durationSeconds: await audioDurationSeconds(deps, stored) };
 }
 
-/** Records a stored file and its event in one transaction; if that fails, the bytes go too. */
+/**
+ * The length of an audio file from its own metadata (music-metadata reads the stored object back;
+ * the upload itself streams and never holds the file). Null for other files, and for audio whose
+ * length cannot be read: the player then waits for a skip, as for a track of unknown length.
+ */
+async function audioDurationSeconds(deps: Deps, file: { storageKey: string; contentType: string; size: number }): Promise<number | null> {
+  if (!file.contentType.startsWith('audio/')) return null;
+  try {
+    const bytes = await deps.storage.read(file.storageKey);
+    const { format } = await parseStream(bytes, { mimeType: file.contentType, size: file.size }, { duration: true, skipCovers: true });
+    bytes.destroy();
+    return format.duration !== undefined && Number.isFinite(format.duration) ? format.duration : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Records a stored file and its event in one transaction, if it fits in the uploader's quotas
+ * (checked under their lock); if anything fails, the bytes go too.
+ */
 export async function recordFile(deps: Deps, ctx: RequestContext, stored: StoredFile): Promise<MediaFile> {
   try {
     return await withTx(deps.pool, async (tx) => {
-      const row = await insertMediaFile(tx, { ...stored, uploaderId: ctx.userId });
+      await lockUploader(tx, ctx.userId);
+      await requireRoomFor(tx, deps, ctx.userId, stored.size);
+      const row = await insertMediaFile(tx, { ...stored, uploaderId: ctx.userId, createdAt: deps.now() });
       const file = toMediaFile(row, deps.config.MEDIA_PUBLIC_URL);
       await enqueueEvent(tx, MEDIA_SUBJECTS.fileUploaded, file, ctx.requestId);
       return file;

@@ -1,6 +1,7 @@
 import type { DirectMessageRecord as DirectMessage, MessageType } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
+import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Direct messages, with their sender's name, avatar and badges from the users read-model. */
 
@@ -86,9 +87,9 @@ export async function isMessageOf(db: Queryable, messageId: string, conversation
   return Boolean(await maybeOne(db, 'SELECT 1 FROM direct_messages WHERE id = $1 AND conversation_id = $2', [messageId, conversationId]));
 }
 
-/** A page of a conversation, newest first (see pageOfMessages in @chat/messaging for the cursors). */
-export function pageOfMessages(db: Queryable, conversationId: string, page: Page): Promise<StoredMessage[]> {
-  return pageOf(db, DIRECT_MESSAGES, conversationId, page);
+/** A page of the conversation as `viewerId` sees it (without messages of people they blocked), newest first. */
+export function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(db, DIRECT_MESSAGES, conversationId, page, { where: NOT_FROM_BLOCKED('m', '$4'), params: [viewerId] });
 }
 
 export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {
