@@ -1,12 +1,15 @@
 import type { z } from 'zod';
 import { AUTH_SUBJECTS, UserEventData } from './auth.ts';
+import { ACTIVITY_SUBJECTS, ActivityUpdatedEvent } from './games.ts';
 import { GUILDS_EVENTS } from './guilds.ts';
-import { MEDIA_SUBJECTS, MediaFileUploaded } from './media.ts';
+import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
+import { EmbedsResolved, MEDIA_SUBJECTS, MediaFileUploaded } from './media.ts';
 import { MESSAGES_EVENTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import {
   BlockEvent,
   ConversationCreatedEvent,
+  ConversationLeftEvent,
   DmDeletedEvent,
   DmMessageEvent,
   DmReactionEvent,
@@ -30,12 +33,17 @@ export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   [SOCIAL_SUBJECTS.blockCreated]: BlockEvent,
   [SOCIAL_SUBJECTS.blockRemoved]: BlockEvent,
   [SOCIAL_SUBJECTS.conversationCreated]: ConversationCreatedEvent,
+  [SOCIAL_SUBJECTS.conversationLeft]: ConversationLeftEvent,
   [SOCIAL_SUBJECTS.dmCreated]: DmMessageEvent,
   [SOCIAL_SUBJECTS.dmUpdated]: DmMessageEvent,
   [SOCIAL_SUBJECTS.dmDeleted]: DmDeletedEvent,
   [SOCIAL_SUBJECTS.dmReactionAdded]: DmReactionEvent,
   [SOCIAL_SUBJECTS.dmReactionRemoved]: DmReactionEvent,
+  [ACTIVITY_SUBJECTS.activityUpdated]: ActivityUpdatedEvent,
+  [KEYS_SUBJECTS.keysChanged]: KeysChangedEvent,
+  [KEYS_SUBJECTS.keysLow]: KeysLowEvent,
   [MEDIA_SUBJECTS.fileUploaded]: MediaFileUploaded,
+  [MEDIA_SUBJECTS.embedsResolved]: EmbedsResolved,
   [MUSIC_SUBJECTS.playerUpdated]: PlayerUpdatedEvent,
 };
 

@@ -3,6 +3,7 @@ import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
 import {
   type Bus,
   type DurableConsumerSpec,
@@ -175,6 +176,11 @@ export async function consumeEvents(options: {
   log: Logger;
   spec: DurableConsumerSpec;
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
+  /**
+   * What this consumer reads of each subject (a tolerant reader names only the fields it uses);
+   * EVENT_SCHEMAS, the whole contract, when not given. A subject in neither arrives unparsed.
+   */
+  schemas?: Readonly<Record<string, z.ZodType>>;
 }): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
   await ensureConsumer(bus, spec);
@@ -197,7 +203,7 @@ export async function consumeEvents(options: {
         await deadLetter(msg, subject, 'not an event envelope', {});
         continue;
       }
-      const schema = EVENT_SCHEMAS[subject];
+      const schema = (options.schemas ?? EVENT_SCHEMAS)[subject];
       const parsed = schema ? schema.safeParse(envelope.data) : { success: true as const, data: envelope.data };
       if (!parsed.success) {
         await deadLetter(msg, subject, 'payload breaks its contract', { eventId: envelope.id, issue: parsed.error.issues[0] });

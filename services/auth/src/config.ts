@@ -24,6 +24,13 @@ export const AuthConfig = baseConfig
     MAIL_FROM: z.string().default('Chat <no-reply@chat.localhost>'),
     /** How many of the first accounts get the founder badge. */
     FOUNDER_LIMIT: env.int(1000),
+    /** Accounts registered before this instant (ISO 8601) get the early-supporter badge; unset: nobody. */
+    EARLY_SUPPORTER_BEFORE: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .transform((v) => (v ? new Date(v) : undefined)),
+    /** Owning a server with at least this many members earns the server-owner badge. */
+    SERVER_OWNER_BADGE_MEMBERS: env.int(100),
   });
 
 export type AuthConfig = z.output<typeof AuthConfig>;

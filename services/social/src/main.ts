@@ -3,6 +3,7 @@ import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
+import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
 const runtime = await startRuntime({
@@ -12,6 +13,8 @@ const runtime = await startRuntime({
   stream: STREAMS.social,
 });
 const tokens = tokenVerifierFor(config);
+const catalogue = await loadCatalogue(runtime.pool);
+runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
 const app = await buildApp({ ...runtime, config, tokens });
 await serve({

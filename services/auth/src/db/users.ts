@@ -1,4 +1,13 @@
-import { FOUNDER_BADGE, type SelfUser, type UpdateProfileBody, type User, type UserEventData } from '@chat/contracts';
+import {
+  BADGES,
+  type Badge,
+  type BadgeId,
+  FOUNDER_BADGE,
+  type SelfUser,
+  type UpdateProfileBody,
+  type User,
+  type UserEventData,
+} from '@chat/contracts';
 import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
@@ -13,15 +22,37 @@ export interface UserRow extends Record<string, unknown> {
   status: z.infer<typeof User>['status'];
   custom_status: string;
   is_founder: boolean;
+  email_verified_at: string | null;
+  is_staff: boolean;
+  is_server_owner: boolean;
   created_at: string;
 }
 
-const COLUMNS = 'id, username, email, display_name, avatar_url, bio, status, custom_status, is_founder, created_at';
+const COLUMNS =
+  'id, username, email, display_name, avatar_url, bio, status, custom_status, is_founder, email_verified_at, is_staff, is_server_owner, created_at';
 
-const badgesOf = (row: UserRow) => (row.is_founder ? [FOUNDER_BADGE] : []);
+/** What decides the badges that depend on settings rather than on the row alone. */
+export type BadgePolicy = { earlySupporterBefore: Date | undefined };
+
+/** The user's badge ids, in catalogue order. */
+export function badgeIdsOf(row: UserRow, policy: BadgePolicy): BadgeId[] {
+  const holds: Record<BadgeId, boolean> = {
+    [FOUNDER_BADGE]: row.is_founder,
+    staff: row.is_staff,
+    early_supporter: policy.earlySupporterBefore !== undefined && new Date(row.created_at) < policy.earlySupporterBefore,
+    verified_email: row.email_verified_at !== null,
+    server_owner: row.is_server_owner,
+  };
+  return BADGES.map((b) => b.id).filter((id) => holds[id]);
+}
+
+export const badgesOf = (row: UserRow, policy: BadgePolicy): Badge[] => {
+  const ids = new Set<string>(badgeIdsOf(row, policy));
+  return BADGES.filter((b) => ids.has(b.id));
+};
 
 /** What anyone may see of a user: never the email or the hash; "invisible" shows as offline. */
-export function toUser(row: UserRow): z.input<typeof User> {
+export function toUser(row: UserRow, policy: BadgePolicy): z.input<typeof User> {
   return {
     id: row.id,
     username: row.username,
@@ -30,18 +61,24 @@ export function toUser(row: UserRow): z.input<typeof User> {
     bio: row.bio,
     status: row.status === 'invisible' ? 'offline' : row.status,
     customStatus: row.custom_status,
-    badges: badgesOf(row),
+    badges: badgeIdsOf(row, policy),
     createdAt: row.created_at,
   };
 }
 
 /** The account as its owner sees it. */
-export function toSelfUser(row: UserRow): z.input<typeof SelfUser> {
-  return { ...toUser(row), status: row.status, email: row.email };
+export function toSelfUser(row: UserRow, policy: BadgePolicy): z.input<typeof SelfUser> {
+  return { ...toUser(row, policy), status: row.status, email: row.email };
 }
 
-export function toUserEvent(row: UserRow): UserEventData {
-  return { id: row.id, username: row.username, displayName: row.display_name, avatarUrl: row.avatar_url, badges: badgesOf(row) };
+export function toUserEvent(row: UserRow, policy: BadgePolicy): UserEventData {
+  return {
+    id: row.id,
+    username: row.username,
+    displayName: row.display_name,
+    avatarUrl: row.avatar_url,
+    badges: badgeIdsOf(row, policy),
+  };
 }
 
 const TAKEN: Record<string, string> = { users_username_key: 'Username is taken', users_email_key: 'Email is already registered' };
@@ -54,14 +91,22 @@ function explainTaken(err: unknown): unknown {
 
 export async function insertUser(
   tx: Queryable,
-  user: { id: string; username: string; email: string; passwordHash: string; displayName: string; isFounder: boolean },
+  user: {
+    id: string;
+    username: string;
+    email: string;
+    passwordHash: string;
+    displayName: string;
+    isFounder: boolean;
+    emailVerified: boolean;
+  },
 ): Promise<UserRow> {
   try {
     return await one<UserRow>(
       tx,
-      `INSERT INTO users (id, username, email, password_hash, display_name, is_founder)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-      [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder],
+      `INSERT INTO users (id, username, email, password_hash, display_name, is_founder, email_verified_at)
+       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END) RETURNING ${COLUMNS}`,
+      [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder, user.emailVerified],
     );
   } catch (err) {
     throw explainTaken(err);
@@ -90,6 +135,7 @@ export function findUserById(db: Queryable, id: string): Promise<UserRow | undef
   return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
 }
 
+/** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */
 /**
  * The account a login names, with its password hash beside it (not inside the row) for the one
  * comparison that needs it. `login` is an email when it has an '@' (usernames cannot), a username otherwise.
@@ -136,4 +182,29 @@ export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBod
 
 export async function updatePassword(tx: Queryable, id: string, passwordHash: string): Promise<void> {
   await one(tx, 'UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 RETURNING id', [id, passwordHash], 'User');
+}
+
+/** Sets the staff flag; answers the row before and after (undefined for an unknown user). */
+export async function setStaff(tx: Queryable, login: string, staff: boolean): Promise<{ before: UserRow; after: UserRow } | undefined> {
+  const column = login.includes('@') ? 'email' : 'username';
+  const before = await maybeOne<UserRow>(
+    tx,
+    `SELECT ${COLUMNS} FROM users WHERE lower(${column}) = lower($1) OR id::text = $1 FOR UPDATE`,
+    [login],
+  );
+  if (!before) return undefined;
+  const after = await one<UserRow>(tx, `UPDATE users SET is_staff = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, [
+    before.id,
+    staff,
+  ]);
+  return { before, after };
+}
+
+/** Sets the server-owner flag; answers the row when it changed, undefined otherwise. */
+export async function setServerOwner(tx: Queryable, userId: string, owner: boolean): Promise<UserRow | undefined> {
+  return maybeOne<UserRow>(
+    tx,
+    `UPDATE users SET is_server_owner = $2, updated_at = now() WHERE id = $1 AND is_server_owner <> $2 RETURNING ${COLUMNS}`,
+    [userId, owner],
+  );
 }

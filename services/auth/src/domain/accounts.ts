@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import * as codes from '../db/codes.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
+import { badgePolicy } from './badges.ts';
 import { codeMail } from './mailer.ts';
 import {
   CODE_RESEND_INTERVAL_MS,
@@ -26,12 +27,19 @@ type NewAccount = { username: string; email: string; passwordHash: string; displ
 export const invalidCode = () => new AppError(400, 'Invalid or expired code');
 
 /** Creates the account, its founder decision, its event and its first session, in the caller's transaction. */
-async function createAccount(deps: AuthDomainDeps, tx: Queryable, account: NewAccount, requestId: string): Promise<Pair> {
+async function createAccount(
+  deps: AuthDomainDeps,
+  tx: Queryable,
+  account: NewAccount,
+  requestId: string,
+  emailVerified: boolean,
+): Promise<Pair> {
   const isFounder = await users.takeFounderSlot(tx, deps.config.FOUNDER_LIMIT);
-  const row = await users.insertUser(tx, { id: uuidv7(), ...account, isFounder });
-  await enqueueEvent(tx, AUTH_SUBJECTS.userRegistered, users.toUserEvent(row), requestId);
+  const row = await users.insertUser(tx, { id: uuidv7(), ...account, isFounder, emailVerified });
+  const policy = badgePolicy(deps.config);
+  await enqueueEvent(tx, AUTH_SUBJECTS.userRegistered, users.toUserEvent(row, policy), requestId);
   const tokens = await startSession(deps, tx, row.id);
-  return { ...tokens, user: users.toSelfUser(row) };
+  return { ...tokens, user: users.toSelfUser(row, policy) };
 }
 
 export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string };
@@ -46,7 +54,7 @@ export async function register(deps: AuthDomainDeps, body: RegisterBody, request
     displayName: body.displayName ?? body.username,
   };
   if (!deps.config.EMAIL_VERIFICATION) {
-    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId)) };
+    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId, false)) };
   }
   const pendingId = uuidv7();
   const code = newEmailCode();
@@ -69,7 +77,7 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
     if (verdict === 'wrong') await codes.countPendingFailure(tx, pendingId);
     if (verdict !== 'ok') return { verdict };
     await codes.deletePendingRegistration(tx, pendingId);
-    return { verdict, pair: await createAccount(deps, tx, pending, requestId) };
+    return { verdict, pair: await createAccount(deps, tx, pending, requestId, true) };
   });
   if (!outcome.pair) throw invalidCode();
   return outcome.pair;
@@ -99,5 +107,5 @@ export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair
   if (!(await passwordMatches(body.password, candidate?.passwordHash)) || !candidate) throw unauthorized('Wrong login or password');
   const { user } = candidate;
   const tokens = await withTx(deps.pool, (tx) => startSession(deps, tx, user.id));
-  return { ...tokens, user: users.toSelfUser(user) };
+  return { ...tokens, user: users.toSelfUser(user, badgePolicy(deps.config)) };
 }

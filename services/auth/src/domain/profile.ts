@@ -3,40 +3,50 @@ import { enqueueEvent, notFound, type RequestContext, withTx } from '@chat/kit';
 import type { z } from 'zod';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
+import { badgePolicy } from './badges.ts';
 
-async function accountOf(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<users.UserRow> {
+export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<users.UserRow> {
   const row = await users.findUserById(deps.pool, id);
   if (!row) throw notFound('User');
   return row;
 }
 
-/** The caller's own account (with email and the status they chose). */
-export async function getMe(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<z.input<typeof SelfUser>> {
-  return users.toSelfUser(await accountOf(deps, id));
-}
-
-/** What anyone may see of a user. */
-export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<z.input<typeof User>> {
-  return users.toUser(await accountOf(deps, id));
-}
-
 /** Changes the caller's profile; a change that other services show (name, avatar) is announced. */
 export async function updateMe(
-  deps: Pick<AuthDomainDeps, 'pool'>,
+  deps: Pick<AuthDomainDeps, 'pool' | 'config'>,
   ctx: RequestContext,
   patch: UpdateProfileBody,
-): Promise<z.input<typeof SelfUser>> {
+): Promise<users.UserRow> {
   return withTx(deps.pool, async (tx) => {
     const before = await users.lockUser(tx, ctx.userId);
     const after = await users.updateProfile(tx, ctx.userId, patch);
     if (before.display_name !== after.display_name || before.avatar_url !== after.avatar_url) {
-      await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(after), ctx.requestId);
+      await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(after, badgePolicy(deps.config)), ctx.requestId);
     }
-    return users.toSelfUser(after);
+    return after;
   });
+}
+
+/** The caller's own account (with email and the status they chose), as the contract shows it. */
+export async function getMe(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: string): Promise<z.input<typeof SelfUser>> {
+  return users.toSelfUser(await getUser(deps, id), badgePolicy(deps.config));
+}
+
+/** What anyone may see of a user. */
+export async function getPublicUser(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: string): Promise<z.input<typeof User>> {
+  return users.toUser(await getUser(deps, id), badgePolicy(deps.config));
+}
+
+/** Changes the caller's profile and answers it as its owner sees it. */
+export async function updateMyProfile(
+  deps: Pick<AuthDomainDeps, 'pool' | 'config'>,
+  ctx: RequestContext,
+  patch: UpdateProfileBody,
+): Promise<z.input<typeof SelfUser>> {
+  return users.toSelfUser(await updateMe(deps, ctx, patch), badgePolicy(deps.config));
 }
 
 /** Whether the caller holds one of the founder badges. */
 export async function founderStatus(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<{ isFounder: boolean }> {
-  return { isFounder: (await accountOf(deps, id)).is_founder };
+  return { isFounder: (await getUser(deps, id)).is_founder };
 }

@@ -2,12 +2,15 @@ import { authRoutes } from '@chat/contracts';
 import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { AuthDomainDeps } from '../deps.ts';
-import { founderStatus, getMe, getUser, updateMe } from '../domain/profile.ts';
+import { badgeCatalogue, badgesOfUser } from '../domain/badges.ts';
+import { founderStatus, getMe, getPublicUser, updateMyProfile } from '../domain/profile.ts';
 
 /** Profiles and badges: /v1/users/*, /v1/badges/*. */
 export function userHttpRoutes(app: FastifyInstance, deps: AuthDomainDeps): void {
   route(app, authRoutes.me, async (req) => getMe(deps, req.user.id));
-  route(app, authRoutes.updateMe, async (req) => updateMe(deps, contextOf(req), req.body));
-  route(app, authRoutes.user, async (req) => getUser(deps, req.params.id));
+  route(app, authRoutes.updateMe, async (req) => updateMyProfile(deps, contextOf(req), req.body));
+  route(app, authRoutes.user, async (req) => getPublicUser(deps, req.params.id));
+  route(app, authRoutes.badges, async () => badgeCatalogue());
+  route(app, authRoutes.userBadges, (req) => badgesOfUser(deps, req.params.id));
   route(app, authRoutes.founderStatus, async (req) => founderStatus(deps, req.user.id));
 }

@@ -2,6 +2,7 @@ import type { Channel, ChannelPermissionsReply, MemberCheckReply, VoiceAccessRep
 import { Permission, toMask } from '@chat/contracts';
 import { notFound } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
+import { usersSharingAServer } from '../db/members.ts';
 import { loadChannelAccess, loadServerAccess } from './access.ts';
 import type { Domain } from './context.ts';
 import { has } from './permissions.ts';
@@ -13,6 +14,11 @@ export async function memberCheck(d: Domain, serverId: string, userId: string): 
   const access = await loadServerAccess(d.pool, serverId, userId);
   if (!access) throw notFound('Server');
   return { isMember: access.isMember, isOwner: access.isOwner };
+}
+
+/** Which of `otherUserIds` share a server with `userId`. */
+export async function sharedServers(d: Domain, userId: string, otherUserIds: string[]): Promise<{ sharing: string[] }> {
+  return { sharing: await usersSharingAServer(d.pool, userId, otherUserIds) };
 }
 
 export async function channelPermissionsOf(d: Domain, channelId: string, userId: string): Promise<ChannelPermissionsReply> {
