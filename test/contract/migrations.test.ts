@@ -9,6 +9,8 @@ import { describe, expect, inject, it } from 'vitest';
  * file), applying on an empty database, and changing nothing when applied again.
  */
 const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'];
+/** Files that shared a number before the rule; databases record them by name, so they keep it. */
+const SHARED_NUMBERS_KEPT = new Set(['auth/0002_badges.sql']);
 
 describe.each(SERVICES)('%s migrations', (service) => {
   const dir = new URL(`../../services/${service}/migrations`, import.meta.url).pathname;
@@ -17,7 +19,7 @@ describe.each(SERVICES)('%s migrations', (service) => {
     const files = (await readdir(dir)).filter((f) => f.endsWith('.sql'));
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) expect(file).toMatch(/^\d{4}_[a-z0-9_]+\.sql$/);
-    const numbers = files.map((f) => f.slice(0, 4));
+    const numbers = files.filter((f) => !SHARED_NUMBERS_KEPT.has(`${service}/${f}`)).map((f) => f.slice(0, 4));
     expect(new Set(numbers).size).toBe(numbers.length);
   });
 

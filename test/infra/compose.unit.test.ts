@@ -25,7 +25,7 @@ interface ComposeFile {
 }
 
 const compose = parse(readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as ComposeFile;
-const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit', 'livekit'];
+const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit', 'livekit', 'edge'];
 
 /** Variables that name the system as clients reach it from outside, not a part inside the network. */
 const PUBLIC_URLS = ['MEDIA_PUBLIC_URL'];
@@ -119,6 +119,16 @@ describe('docker-compose.yml', () => {
       expect(published, name).toContain(new URL(env.LIVEKIT_URL!).port);
       expect([env.LIVEKIT_API_KEY, env.LIVEKIT_API_SECRET], name).toEqual([keys?.[1], keys?.[2]]);
     }
+  });
+});
+
+describe('the edge in front of the gateway', () => {
+  it('is the one proxy the gateway trusts, in its network namespace, with the file that overwrites X-Forwarded-For', () => {
+    expect(envOf('gateway').TRUSTED_PROXIES).toBe('127.0.0.1');
+    const edge = compose.services.edge as ComposeService & { network_mode?: string; volumes?: string[] };
+    expect(edge.network_mode).toBe('service:gateway');
+    expect(edge.volumes).toEqual(['./deploy/k8s/edge/nginx.conf:/etc/nginx/nginx.conf:ro']);
+    expect(service('gateway').ports).toEqual(['8080:8000']);
   });
 });
 

@@ -75,6 +75,17 @@ describe('deploy/k8s', () => {
     });
   });
 
+  it('trusts only the edge sidecar to name the client, and the edge overwrites X-Forwarded-For', () => {
+    expect(podEnv('gateway').TRUSTED_PROXIES).toBe('127.0.0.1');
+    const containers = find('Deployment', 'chat-gateway')!.spec.template.spec.containers;
+    expect(containers.map((c: { name: string }) => c.name)).toEqual(['gateway', 'edge']);
+    expect(find('Service', 'gateway-public')?.spec).toMatchObject({ externalTrafficPolicy: 'Local', ports: [{ targetPort: 'public' }] });
+    const nginx = readFileSync(new URL('edge/nginx.conf', DIR), 'utf8');
+    expect(nginx).toMatch(/proxy_set_header X-Forwarded-For \$remote_addr;/);
+    expect(nginx).not.toContain('proxy_add_x_forwarded_for');
+    expect(nginx).toContain('server 127.0.0.1:8080;');
+  });
+
   it('keeps secrets out of the ConfigMaps', () => {
     const configured = applied.filter((m) => m.kind === 'ConfigMap').flatMap((m) => Object.keys(m.data ?? {}));
     expect(configured).not.toContain('DATABASE_URL');

@@ -81,9 +81,18 @@ export const UserEventData = z.object({
 });
 export type UserEventData = z.infer<typeof UserEventData>;
 
+/**
+ * Payload of `auth.session.revoked`: one per session ended by logout, a password reset or a
+ * refresh-token reuse. Every process that verifies access tokens refuses the session's tokens
+ * from then on (they would otherwise live until their `exp`).
+ */
+export const SessionRevokedData = z.object({ sessionId: Id, userId: Id });
+export type SessionRevokedData = z.infer<typeof SessionRevokedData>;
+
 export const AUTH_SUBJECTS = {
   userRegistered: 'auth.user.registered',
   userUpdated: 'auth.user.updated',
+  sessionRevoked: 'auth.session.revoked',
 } as const;
 
 /**

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { AUTH_SUBJECTS, UserEventData } from './auth.ts';
+import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
+import { CALL_SUBJECTS, CallEvent } from './calls.ts';
 import { ACTIVITY_SUBJECTS, ActivityUpdatedEvent } from './games.ts';
 import { GUILDS_EVENTS } from './guilds.ts';
 import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
@@ -24,6 +25,10 @@ import { VOICE_EVENTS } from './voice.ts';
 export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   [AUTH_SUBJECTS.userRegistered]: UserEventData,
   [AUTH_SUBJECTS.userUpdated]: UserEventData,
+  [AUTH_SUBJECTS.sessionRevoked]: SessionRevokedData,
+  [CALL_SUBJECTS.created]: CallEvent,
+  [CALL_SUBJECTS.updated]: CallEvent,
+  [CALL_SUBJECTS.ended]: CallEvent,
   ...GUILDS_EVENTS,
   ...MESSAGES_EVENTS,
   ...VOICE_EVENTS,

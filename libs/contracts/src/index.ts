@@ -1,6 +1,7 @@
 export * from './api-doc.ts';
 export * from './auth.ts';
 export * from './bus.ts';
+export * from './calls.ts';
 export * from './common.ts';
 export * from './events.ts';
 export * from './games.ts';

@@ -12,8 +12,11 @@ import {
   ensureStream,
   REQUEST_ID_HEADER,
   requestHeaders,
+  type StreamSpec,
+  whenConnected,
 } from './bus.ts';
 import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
+import { AppError } from './errors.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -61,11 +64,28 @@ export interface Relay {
 
 /**
  * Publishes outbox rows to JetStream in commit order, with the event id as Nats-Msg-Id so a
- * republish after a crash is deduplicated by the stream. Wakes right after each commit in this
- * process that wrote events (onEventsCommitted) and polls as a fallback (events of other replicas).
+ * republish after a crash is deduplicated by the stream. Wakes after each commit that wrote
+ * events and polls for other replicas' commits. While the bus is away the rows wait in the outbox
+ * (writes go on); a batch cut off by a disconnect is abandoned at once and sent again as soon as the
+ * bus is back, rather than after its publish timeout (the stream drops the repeats by id).
  */
-export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; batchSize?: number; pollMs?: number }): Relay {
+export function startOutboxRelay(options: {
+  pool: Pool;
+  bus: Bus;
+  log: Logger;
+  /** Created when missing before the first publish (a process may start before the bus). */
+  stream?: StreamSpec;
+  batchSize?: number;
+  pollMs?: number;
+}): Relay {
   const { pool, bus, log } = options;
+  let streamReady = !options.stream;
+  // Rejects the batch in flight when the connection drops: its acks will never come.
+  let abandonBatch: ((err: Error) => void) | undefined;
+  const unwatch = bus.onConnection((up) => {
+    if (up) wake?.();
+    else abandonBatch?.(new AppError(503, 'Message bus disconnected during a publish'));
+  });
   const batchSize = options.batchSize ?? 200;
   const pollMs = options.pollMs ?? 250;
   let running = true;
@@ -84,6 +104,11 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
   });
 
   async function publishBatch(): Promise<number> {
+    if (!bus.connected) throw new AppError(503, 'Message bus unavailable');
+    if (!streamReady && options.stream) {
+      await ensureStream(bus, options.stream);
+      streamReady = true;
+    }
     return withTx(pool, async (tx) => {
       // One relay at a time per database, so that replicas cannot interleave batches out of order.
       const { rows: lock } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS held', [RELAY_LOCK_KEY]);
@@ -99,7 +124,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       ]);
       if (rows.length === 0) return 0;
       // One connection keeps publish order; awaiting all acks together keeps the batch fast.
-      await Promise.all(
+      const acks = Promise.all(
         rows.map((row) =>
           bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
             msgID: row.id,
@@ -107,6 +132,16 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
           }),
         ),
       );
+      const cut = new Promise<never>((_, reject) => {
+        abandonBatch = reject;
+      });
+      try {
+        await Promise.race([acks, cut]);
+      } finally {
+        abandonBatch = undefined;
+        // An abandoned batch's acks still settle later (timeouts); nobody waits for them.
+        acks.catch(() => {});
+      }
       await tx.query('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)', [rows.map((r) => r.seq)]);
       return rows.length;
     });
@@ -154,6 +189,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       wake?.();
       await queue;
       unsubscribe();
+      unwatch();
     },
   };
 }
@@ -175,6 +211,8 @@ export async function consumeEvents(options: {
   pool: Pool;
   log: Logger;
   spec: DurableConsumerSpec;
+  /** The stream followed, created when missing (its owner may start later). */
+  stream?: StreamSpec;
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
   /**
    * What this consumer reads of each subject (a tolerant reader names only the fields it uses);
@@ -182,13 +220,20 @@ export async function consumeEvents(options: {
    */
   schemas?: Readonly<Record<string, z.ZodType>>;
 }): Promise<ConsumerHandle> {
+  // Starts now when the bus is connected, otherwise as soon as it connects.
+  return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
+}
+
+async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
+  if (options.stream) await ensureStream(bus, options.stream);
   await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   const log = options.log.child({ consumer: spec.durable });
-  await ensureStream(bus, STREAMS.deadLetters);
   const deadLetter = async (msg: JsMsg, subject: string, reason: string, details: object) => {
+    // Created on the first dead letter only: a healthy namespace gets no extra stream.
+    await ensureStream(bus, STREAMS.deadLetters);
     const headers = natsHeaders();
     headers.set('Dead-Letter-Reason', reason);
     await bus.js.publish(bus.subject(deadLetterSubject(spec.durable, subject)), msg.data, { headers });

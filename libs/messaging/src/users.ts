@@ -5,7 +5,6 @@ import {
   consumeEvents,
   type DurableConsumerSpec,
   type EventEnvelope,
-  ensureStream,
   type Logger,
   type Pool,
   type Queryable,
@@ -59,6 +58,5 @@ export async function startUserReadModel(
   spec: DurableConsumerSpec,
   handle: UserEventHandler = userEventHandler(deps.log),
 ): Promise<ConsumerHandle> {
-  await ensureStream(deps.bus, STREAMS.auth);
-  return consumeEvents({ bus: deps.bus, pool: deps.pool, log: deps.log, spec, handle });
+  return consumeEvents({ bus: deps.bus, pool: deps.pool, log: deps.log, spec, stream: STREAMS.auth, handle });
 }

@@ -7,4 +7,5 @@ export * from './minio.ts';
 export * from './platform.ts';
 export * from './poll.ts';
 export * from './runtime.ts';
+export * from './tcp-proxy.ts';
 export * from './tokens.ts';

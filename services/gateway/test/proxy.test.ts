@@ -2,39 +2,46 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestIssuer, startGateway } from './helpers.ts';
+import { createTestIssuer, freePort, startGateway } from './helpers.ts';
 
 // An upstream whose answers the tests choose per path, on real HTTP: the gateway forwards small
 // answers whole and streams large ones, and both must arrive byte for byte.
 const large = randomBytes(300 * 1024);
 const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
-  '/v1/auth/small': (_req, res) => {
+  '/v1/users/small': (_req, res) => {
     const body = JSON.stringify({ ok: true });
     res.writeHead(201, { 'content-type': 'application/json', 'content-length': body.length, 'x-upstream': 'yes' }).end(body);
   },
-  '/v1/auth/large': (_req, res) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(large),
-  '/v1/auth/chunked': (_req, res) => {
+  '/v1/users/large': (_req, res) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(large),
+  '/v1/users/chunked': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.write('first,');
     setTimeout(() => res.end('second'), 20);
   },
-  '/v1/auth/empty': (_req, res) => res.writeHead(204).end(),
+  '/v1/users/empty': (_req, res) => res.writeHead(204).end(),
   // A 304 may state the length of the representation it stands for.
-  '/v1/auth/unchanged': (_req, res) => res.writeHead(304, { etag: '"v1"', 'content-length': '11' }).end(),
-  '/v1/auth/sandboxed': (_req, res) =>
+  '/v1/users/unchanged': (_req, res) => res.writeHead(304, { etag: '"v1"', 'content-length': '11' }).end(),
+  '/v1/users/sandboxed': (_req, res) =>
     res.writeHead(200, { 'content-type': 'text/html', 'content-security-policy': 'sandbox' }).end('<p>hi</p>'),
-  '/v1/auth/broken': (_req, res) => {
+  '/v1/users/broken': (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
     res.write('{"partial":');
     setTimeout(() => res.socket?.destroy(), 20);
   },
-  '/v1/auth/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
+  '/v1/users/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
+  // The request arrived whole (the service may have acted on it); the connection drops before any answer.
+  '/v1/users/hangup': (req, res) => {
+    req.resume();
+    req.once('end', () => res.socket?.destroy());
+  },
 };
 const upstream = createServer((req, res) => (answers[req.url ?? ''] ?? ((_q, r) => r.writeHead(404).end()))(req, res));
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 const issuer = await createTestIssuer();
-const gateway = await startGateway({ upstreamUrl, keys: issuer.keys, env: { UPSTREAM_TIMEOUT_MS: '500' } });
+// Music points at a port nothing listens on: its connections are refused.
+const refusingUrl = `http://127.0.0.1:${await freePort()}`;
+const gateway = await startGateway({ upstreamUrl, keys: issuer.keys, env: { UPSTREAM_TIMEOUT_MS: '500', MUSIC_URL: refusingUrl } });
 const token = await issuer.sign(crypto.randomUUID());
 const get = (url: string, method: 'GET' | 'HEAD' = 'GET') =>
   gateway.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
@@ -47,7 +54,7 @@ afterAll(async () => {
 
 describe('forwarding answers', () => {
   it('passes a small answer on whole: status, headers and body, plus the edge headers', async () => {
-    const res = await get('/v1/auth/small');
+    const res = await get('/v1/users/small');
     expect(res.statusCode).toBe(201);
     expect(res.json()).toEqual({ ok: true });
     expect(res.headers['x-upstream']).toBe('yes');
@@ -57,46 +64,69 @@ describe('forwarding answers', () => {
   });
 
   it('streams an answer larger than the buffered size through byte for byte', async () => {
-    const res = await get('/v1/auth/large');
+    const res = await get('/v1/users/large');
     expect(res.statusCode).toBe(200);
     expect(res.rawPayload.equals(large)).toBe(true);
   });
 
   it('streams an answer of unknown length (chunked) through', async () => {
-    const res = await get('/v1/auth/chunked');
+    const res = await get('/v1/users/chunked');
     expect(res.statusCode).toBe(200);
     expect(res.payload).toBe('first,second');
   });
 
   it('passes a 204 and a 304 on without a body, and a HEAD with the headers only', async () => {
-    const empty = await get('/v1/auth/empty');
+    const empty = await get('/v1/users/empty');
     expect(empty.statusCode).toBe(204);
     expect(empty.payload).toBe('');
-    const unchanged = await get('/v1/auth/unchanged');
+    const unchanged = await get('/v1/users/unchanged');
     expect(unchanged.statusCode).toBe(304);
     expect(unchanged.headers.etag).toBe('"v1"');
     expect(unchanged.payload).toBe('');
-    const head = await get('/v1/auth/small', 'HEAD');
+    const head = await get('/v1/users/small', 'HEAD');
     expect(head.statusCode).toBe(201);
     expect(head.headers['content-length']).toBe('11');
     expect(head.payload).toBe('');
   });
 
   it("keeps a service's own content security policy (media's sandbox) over the edge's", async () => {
-    const res = await get('/v1/auth/sandboxed');
+    const res = await get('/v1/users/sandboxed');
     expect(res.headers['content-security-policy']).toBe('sandbox');
     expect(res.payload).toBe('<p>hi</p>');
   });
 
   it('answers 502 {"error"} when the service breaks off an answer it had started', async () => {
-    const res = await get('/v1/auth/broken');
+    const res = await get('/v1/users/broken');
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({ error: 'The auth service broke off its answer' });
   });
 
   it('answers 504 {"error"} when the service does not answer within UPSTREAM_TIMEOUT_MS', async () => {
-    const res = await get('/v1/auth/slow');
+    const res = await get('/v1/users/slow');
     expect(res.statusCode).toBe(504);
     expect(res.json()).toEqual({ error: 'The auth service did not answer in time' });
+  });
+
+  it('answers 503 {"error"} when the service refuses the connection: nothing reached it', async () => {
+    // Over a real socket: the refused hop must not tear down the client's connection with it.
+    const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    const res = await fetch(`${address}/v1/music/play`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ channelId: crypto.randomUUID() }),
+    });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: 'The music service is unavailable' });
+  });
+
+  it('answers 502 {"error"}, not 503, when the request was sent and the connection dropped before an answer', async () => {
+    const res = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/users/hangup',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: { name: 'x' },
+    });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({ error: 'The auth service closed the connection without an answer' });
   });
 });

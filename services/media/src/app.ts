@@ -16,6 +16,7 @@ export async function buildApp(deps: MediaDeps): Promise<FastifyInstance> {
   const app = createHttpApp({
     log: deps.log,
     tokens: deps.tokens,
+    pool: deps.pool,
     maxParamLength: MAX_PARAM_LENGTH,
   });
   registerHealth(app, { ...deps.checks, minio: () => deps.storage.ensureBucket() });

@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { MusicConfig } from './config.ts';
 import { startPlayerClock } from './domain/clock.ts';
@@ -11,9 +11,9 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.music,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
 // Tracks with a known length end by themselves; every replica runs the clock, each end is handled once.
 const clock = startPlayerClock(deps);
-await serve({ app, config, log: runtime.log, runtime, onClose: () => clock.stop() });
+await serve({ app, config, log: runtime.log, runtime, consumers: [revocations], onClose: () => clock.stop() });

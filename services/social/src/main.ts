@@ -1,8 +1,9 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
-import { buildApp } from './app.ts';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
+import { buildApp, callDeps } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
+import { startCallClock } from './domain/calls.ts';
 import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
@@ -12,15 +13,19 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
-const app = await buildApp({ ...runtime, config, tokens });
+const deps = { ...runtime, config, tokens };
+const app = await buildApp(deps);
+// Unanswered calls end as missed on time; every replica runs the clock, each call ends once.
+const callClock = startCallClock({ ...callDeps(deps), log: runtime.log });
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
-  consumers: [users],
+  consumers: [users, revocations],
+  onClose: () => callClock.stop(),
 });

@@ -120,15 +120,26 @@ export async function takeFounderSlot(tx: Queryable, limit: number): Promise<boo
 }
 
 /** Which of the username and email an existing account already uses, if any (409 before any work). */
-export async function assertUsernameAndEmailFree(db: Queryable, username: string, email: string): Promise<void> {
-  const row = await maybeOne<{ username_taken: boolean; email_taken: boolean }>(
+/**
+ * 409 when the username is taken; with `allowTakenEmail` a taken email is reported instead of
+ * refused (registration with email verification answers it like a new one).
+ */
+export async function assertUsernameAndEmailFree(
+  db: Queryable,
+  username: string,
+  email: string,
+  allowTakenEmail = false,
+): Promise<{ emailTaken: boolean; ownerEmail?: string }> {
+  const row = await maybeOne<{ username_taken: boolean; email_taken: boolean; owner_email: string | null }>(
     db,
-    `SELECT bool_or(lower(username) = lower($1)) AS username_taken, bool_or(lower(email) = lower($2)) AS email_taken
+    `SELECT bool_or(lower(username) = lower($1)) AS username_taken, bool_or(lower(email) = lower($2)) AS email_taken,
+       max(email) FILTER (WHERE lower(email) = lower($2)) AS owner_email
      FROM users WHERE lower(username) = lower($1) OR lower(email) = lower($2)`,
     [username, email],
   );
   if (row?.username_taken) throw conflict(TAKEN.users_username_key as string);
-  if (row?.email_taken) throw conflict(TAKEN.users_email_key as string);
+  if (row?.email_taken && !allowTakenEmail) throw conflict(TAKEN.users_email_key as string);
+  return { emailTaken: row?.email_taken === true, ownerEmail: row?.owner_email ?? undefined };
 }
 
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AUTH_SUBJECTS, type LoginBody, type RegisterBody, type TokenPair } from '@chat/contracts';
 import { AppError, enqueueEvent, notFound, type Queryable, tooManyRequests, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -6,7 +7,8 @@ import * as codes from '../db/codes.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
-import { codeMail } from './mailer.ts';
+import { sendCapped } from './mail-limit.ts';
+import { codeMail, registrationAttemptMail } from './mailer.ts';
 import {
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
@@ -44,16 +46,20 @@ async function createAccount(
 
 export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string };
 
-/** Without email verification the account exists at once; with it, a code goes out and the account waits. */
+/**
+ * Without email verification the account exists at once; with it, a code goes out and the account
+ * waits. With verification a known email is answered exactly like a new one (202 {pendingId},
+ * the same work: password hash, pending row, one mail), and its owner is told by mail instead of
+ * getting a code, so register reveals nothing about which addresses have accounts.
+ */
 export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string): Promise<Registration> {
-  await users.assertUsernameAndEmailFree(deps.pool, body.username, body.email);
-  const account: NewAccount = {
-    username: body.username,
-    email: body.email,
-    passwordHash: await hashPassword(body.password),
-    displayName: body.displayName ?? body.username,
-  };
-  if (!deps.config.EMAIL_VERIFICATION) {
+  const verifying = deps.config.EMAIL_VERIFICATION;
+  const [{ emailTaken, ownerEmail }, passwordHash] = await Promise.all([
+    users.assertUsernameAndEmailFree(deps.pool, body.username, body.email, verifying),
+    hashPassword(body.password),
+  ]);
+  const account: NewAccount = { username: body.username, email: body.email, passwordHash, displayName: body.displayName ?? body.username };
+  if (!verifying) {
     return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId, false)) };
   }
   const pendingId = uuidv7();
@@ -61,10 +67,13 @@ export async function register(deps: AuthDomainDeps, body: RegisterBody, request
   await codes.insertPendingRegistration(deps.pool, {
     id: pendingId,
     ...account,
-    codeHash: hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
+    // A known email's registration gets a code nobody is ever sent: no code completes it.
+    codeHash: emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
+    emailTaken,
   });
-  await deps.mailer.send(codeMail(account.email, 'verify-email', code));
+  // The notice goes to the address as its owner registered it.
+  await sendCapped(deps, emailTaken ? registrationAttemptMail(ownerEmail ?? account.email) : codeMail(account.email, 'verify-email', code));
   return { kind: 'pending', pendingId };
 }
 
@@ -86,7 +95,7 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
 /** A fresh code for a registration still alive, at most once a minute. */
 export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promise<void> {
   const code = newEmailCode();
-  const email = await withTx(deps.pool, async (tx) => {
+  const mail = await withTx(deps.pool, async (tx) => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
     if (codeExhausted(pending)) {
@@ -94,11 +103,11 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
     }
     const wait = CODE_RESEND_INTERVAL_MS - pending.sinceSentMs;
     if (wait > 0) throw tooManyRequests(wait / 1000, 'Too many requests, a code can be resent once a minute');
-    const codeHash = hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
+    const codeHash = pending.emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
     await codes.replacePendingCode(tx, pendingId, codeHash, new Date(Date.now() + CODE_TTL_MS));
-    return pending.email;
+    return pending.emailTaken ? registrationAttemptMail(pending.email) : codeMail(pending.email, 'verify-email', code);
   });
-  await deps.mailer.send(codeMail(email, 'verify-email', code));
+  await sendCapped(deps, mail);
 }
 
 /** A wrong password and an unknown account answer alike, in comparable time. */
