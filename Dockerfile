@@ -12,6 +12,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY libs/contracts/package.json libs/contracts/
 COPY libs/kit/package.json libs/kit/
+COPY libs/messaging/package.json libs/messaging/
 COPY libs/testkit/package.json libs/testkit/
 COPY services/auth/package.json services/auth/
 COPY services/gateway/package.json services/gateway/

@@ -1,4 +1,5 @@
 import autocannon, { type Request } from 'autocannon';
+import { perSecond } from './rates.ts';
 import type { BenchRequest, ScenarioLoad } from './scenario.ts';
 
 export interface LoadSettings {
@@ -42,11 +43,6 @@ export async function measure(baseUrl: string, load: ScenarioLoad, settings: Loa
     errors: result.errors + result.timeouts,
     statuses,
   };
-}
-
-/** Whole numbers, except below 100 (uploads, logins), where a decimal still means something. */
-export function perSecond(rate: number): number {
-  return rate < 100 ? Math.round(rate * 10) / 10 : Math.round(rate);
 }
 
 function toAutocannon(request: BenchRequest, nextClientIp: () => string): Request {

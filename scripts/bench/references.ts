@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { PASSWORD_HASH_OPTIONS } from '@chat/contracts';
 import { createPool } from '@chat/kit';
 import { type Backing, createTestDatabase, removeBucket } from '@chat/testkit';
+import { type Algorithm, hash, verify } from '@node-rs/argon2';
 import { Client } from 'minio';
-import { hashPassword, passwordMatches } from '../../services/auth/src/domain/secrets.ts';
-import { perSecond } from './load.ts';
+import { perSecond } from './rates.ts';
 
 /**
  * The building block a scenario is made of, measured alone in the same run: what the platform's
@@ -77,10 +78,10 @@ export const argon2Verify = defineReference({
   unit: 'verifications',
   async prepare() {
     const password = 'bench-password-1';
-    const hash = await hashPassword(password);
+    const hashed = await hash(password, { ...PASSWORD_HASH_OPTIONS, algorithm: PASSWORD_HASH_OPTIONS.algorithm as Algorithm });
     return {
       operation: async () => {
-        if (!(await passwordMatches(password, hash))) throw new Error('argon2 verification failed');
+        if (!(await verify(hashed, password))) throw new Error('argon2 verification failed');
       },
       cleanUp: async () => {},
     };

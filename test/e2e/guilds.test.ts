@@ -1,18 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { Permission } from '@chat/contracts';
+import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
 import { api, newUser } from './helpers.ts';
 
 /** Servers, membership, invites and bans through the gateway, with users registered at auth. */
-
-async function eventually<T>(attempt: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await attempt();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('guilds through the gateway', () => {
   it('creates a server, lets another user join once, and answers the join statuses', async () => {
@@ -57,7 +49,7 @@ describe('guilds through the gateway', () => {
     const server = (await api('POST', '/v1/servers', { user: owner, body: { name: 'Strict e2e', isPublic: true } })).body;
     expect((await api('POST', `/v1/servers/${server.id}/join`, { user: troll })).status).toBe(200);
     // auth.user.registered travels through auth's outbox and JetStream; the ban waits for it.
-    const ban = await eventually(
+    const ban = await lastAttempt(
       () => api('PUT', `/v1/servers/${server.id}/bans/${troll.id}`, { user: owner, body: { reason: 'e2e' } }),
       (res) => res.status !== 404,
     );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, ImageUrl } from './common.ts';
 import { UserStatus } from './records.ts';
+import { defineRpc } from './rpc.ts';
 
 /** Schemas of the auth area: request bodies, events and RPC messages. */
 
@@ -106,3 +107,10 @@ export const UserLookupReply = z.object({ user: UserEventData, version: z.iso.da
 export type UserLookupReply = z.infer<typeof UserLookupReply>;
 
 export const AUTH_RPC = { userLookup: 'rpc.auth.user.lookup' } as const;
+export const UserLookupRpc = defineRpc(AUTH_RPC.userLookup, UserLookupRequest, UserLookupReply);
+
+/**
+ * How auth hashes passwords: argon2id at OWASP's minimum (m=19 MiB, t=2, p=1). Here so that the
+ * bench measures the same work without importing auth's source. `algorithm` 2 is argon2id.
+ */
+export const PASSWORD_HASH_OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;

@@ -9,4 +9,11 @@ export const STREAMS = {
   social: { name: 'SOCIAL', subjects: ['social.>'] },
   media: { name: 'MEDIA', subjects: ['media.>'] },
   music: { name: 'MUSIC', subjects: ['music.>'] },
+  /** Events a consumer could not read (not an envelope, or a payload that breaks its contract), kept for a person to look at. */
+  deadLetters: { name: 'DEADLETTER', subjects: ['deadletter.>'] },
 } as const;
+
+/** Where a consumer puts an event it cannot read: `deadletter.<durable>.<the event's subject>`. */
+export function deadLetterSubject(durable: string, subject: string): string {
+  return `deadletter.${durable}.${subject}`;
+}

@@ -3,6 +3,7 @@ import { Id, ImageUrl, ListPageQuery, PermissionMask, Timestamp } from './common
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
+import { defineRpc } from './rpc.ts';
 
 /**
  * Schemas of the guilds area: records the spec leaves open (shaped as Discord's), request bodies,
@@ -375,3 +376,8 @@ export const GUILDS_RPC = {
   channelPermissions: 'rpc.guilds.channel.permissions',
   channelGet: 'rpc.guilds.channel.get',
 } as const;
+
+export const MemberCheckRpc = defineRpc(GUILDS_RPC.memberCheck, MemberCheckRequest, MemberCheckReply);
+export const SharedServersRpc = defineRpc(GUILDS_RPC.sharedServers, SharedServersRequest, SharedServersReply);
+export const ChannelPermissionsRpc = defineRpc(GUILDS_RPC.channelPermissions, ChannelPermissionsRequest, ChannelPermissionsReply);
+export const ChannelGetRpc = defineRpc(GUILDS_RPC.channelGet, ChannelGetRequest, ChannelGetReply);

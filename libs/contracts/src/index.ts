@@ -1,7 +1,9 @@
+export * from './api-doc.ts';
 export * from './auth.ts';
 export * from './bus.ts';
 export * from './calls.ts';
 export * from './common.ts';
+export * from './events.ts';
 export * from './games.ts';
 export * from './guilds.ts';
 export * from './keys.ts';
@@ -14,6 +16,7 @@ export * from './realtime.ts';
 export * from './records.ts';
 export * from './route.ts';
 export * from './routes/index.ts';
+export * from './rpc.ts';
 export * from './social.ts';
 export * from './templates.ts';
 export * from './voice.ts';

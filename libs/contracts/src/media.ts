@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, Timestamp } from './common.ts';
 import { UploadedFile } from './records.ts';
+import { defineRpc } from './rpc.ts';
 
 /** Schemas of the media area: request bodies, events and RPC messages. */
 
@@ -19,6 +20,7 @@ export const MediaFileReply = UploadedFile.extend({
 export type MediaFileReply = z.infer<typeof MediaFileReply>;
 
 export const MEDIA_RPC = { fileGet: 'rpc.media.file.get' } as const;
+export const MediaFileRpc = defineRpc(MEDIA_RPC.fileGet, MediaFileRequest, MediaFileReply);
 export const MEDIA_SUBJECTS = { fileUploaded: 'media.file.uploaded', embedsResolved: 'media.embeds.resolved' } as const;
 
 /** The answer of POST /v1/media: the spec's Uploaded file, plus the id that names it. */

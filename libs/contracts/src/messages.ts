@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
-import { Attachments, Reactions } from './records.ts';
+import { Attachments, MessageNonce, MessageType, Reactions } from './records.ts';
 
 /**
  * Schemas of the messages area (channel messages, pins, reactions, webhooks; guilds service):
@@ -16,10 +16,6 @@ export const MAX_PINS_PER_CHANNEL = 50;
 /** Who a message mentions. `everyone` is true only when @everyone/@here may notify (MENTION_EVERYONE). */
 export const MessageMentions = z.object({ users: z.array(Id), roles: z.array(Id), everyone: z.boolean() }).meta({ id: 'MessageMentions' });
 export type MessageMentions = z.infer<typeof MessageMentions>;
-
-/** DESIGN.md's message types: a system message (member_join, pinned, call_*) has empty content. */
-export const MessageType = z.enum(['default', 'reply', 'member_join', 'pinned', 'call_started', 'call_missed', 'call_ended']);
-export type MessageType = z.infer<typeof MessageType>;
 
 export const ChannelMessage = z
   .object({
@@ -45,6 +41,7 @@ export const ChannelMessage = z
      * author pinned `replyToId`. Absent in events of producers older than the field: `default`.
      */
     type: MessageType.default('default'),
+    nonce: MessageNonce.optional(),
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;
@@ -87,6 +84,7 @@ export const SendMessageBody = z.object({
   content: Content.default(''),
   attachments: MessageAttachments.optional(),
   replyToId: Id.optional(),
+  nonce: MessageNonce.optional(),
 });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 

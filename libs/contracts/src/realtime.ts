@@ -5,6 +5,7 @@ import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import { SelfUser } from './records.ts';
+import { defineRpc } from './rpc.ts';
 import {
   BlockEvent,
   ConversationCreatedEvent,
@@ -276,3 +277,14 @@ export const DISPATCH_PAYLOADS: Record<DispatchName, z.ZodType> = {
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,
 };
+
+// ---- RPC contracts (one per subject: requestRpc parses the reply, serveRpc what it sends) ----
+
+export const UserGetRpc = defineRpc(REALTIME_RPC.userGet, UserGetRequest, UserGetReply);
+export const UserServersRpc = defineRpc(REALTIME_RPC.userServers, UserServersRequest, UserServersReply);
+export const UserComembersRpc = defineRpc(REALTIME_RPC.userComembers, UserComembersRequest, UserIdsReply);
+export const ChannelViewersRpc = defineRpc(REALTIME_RPC.channelViewers, ChannelViewersRequest, ChannelViewersReply);
+export const ServerMembersRpc = defineRpc(REALTIME_RPC.serverMembers, ServerMembersRequest, UserIdsReply);
+export const UserConversationsRpc = defineRpc(REALTIME_RPC.userConversations, UserConversationsRequest, UserConversationsReply);
+export const UserFriendsRpc = defineRpc(REALTIME_RPC.userFriends, UserFriendsRequest, UserIdsReply);
+export const PresenceSeenRpc = defineRpc(REALTIME_RPC.presenceSeen, PresenceSeenRequest, PresenceSeenReply);

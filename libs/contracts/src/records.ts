@@ -84,6 +84,18 @@ export const UploadedFile = z
 /** Attachments: an object whose entries are uploaded files (spec: `attachments` is an object). */
 export const Attachments = z.record(z.string().max(64), UploadedFile);
 
+/**
+ * What kind of message (Discord's message types, by name): what people write is `default`, or
+ * `reply` when it answers another message; the rest are written by the platform itself.
+ */
+export const MessageType = z
+  .enum(['default', 'reply', 'member_join', 'pinned', 'call_started', 'call_missed', 'call_ended'])
+  .meta({ id: 'MessageType' });
+export type MessageType = z.infer<typeof MessageType>;
+
+/** Discord's nonce: a client's own string, echoed in the answer to the post and in its created event, never stored. */
+export const MessageNonce = z.string().max(25);
+
 /** `{emoji: {count, me}}` */
 export const Reactions = z.record(z.string(), z.object({ count: z.number().int(), me: z.boolean() }));
 
@@ -101,6 +113,8 @@ export const DirectMessage = z
     senderAvatar: z.string().nullable(),
     senderBadges: z.array(z.string()),
     reactions: Reactions,
+    type: MessageType,
+    nonce: MessageNonce.optional(),
   })
   .meta({ id: 'DirectMessage' });
 
@@ -138,3 +152,9 @@ export const PendingFriendRequest = z
     createdAt: Timestamp,
   })
   .meta({ id: 'PendingFriendRequest' });
+
+export type Server = z.infer<typeof Server>;
+export type Channel = z.infer<typeof Channel>;
+export type Category = z.infer<typeof Category>;
+export type PermissionOverride = z.infer<typeof PermissionOverride>;
+export type Ban = z.infer<typeof Ban>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Id, PageQuery, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
-import { Attachments, DirectMessage, PendingFriendRequest } from './records.ts';
+import { Attachments, DirectMessage, MessageNonce, PendingFriendRequest } from './records.ts';
 
 /** Schemas of the social area (friends, blocks, direct messages): bodies, records, events. */
 
@@ -67,6 +67,7 @@ export const SendDirectMessageBody = z.object({
     error: `at most ${MAX_ATTACHMENTS} attachments`,
   }).optional(),
   replyToId: Id.optional(),
+  nonce: MessageNonce.optional(),
 });
 export type SendDirectMessageBody = z.infer<typeof SendDirectMessageBody>;
 

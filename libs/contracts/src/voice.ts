@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Id, Timestamp } from './common.ts';
 import { Channel } from './records.ts';
+import { defineRpc } from './rpc.ts';
 
 /** Schemas of the voice area (guilds): records, request bodies, events and RPC messages. */
 
@@ -101,3 +102,4 @@ export const VoiceAccessReply = z.object({
 export type VoiceAccessReply = z.infer<typeof VoiceAccessReply>;
 
 export const VOICE_RPC = { access: 'rpc.guilds.voice.access' } as const;
+export const VoiceAccessRpc = defineRpc(VOICE_RPC.access, VoiceAccessRequest, VoiceAccessReply);

@@ -1,3 +1,4 @@
+import type { RpcContract } from '@chat/contracts';
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import {
   connect,
@@ -248,16 +249,18 @@ export interface RpcContext {
 }
 
 /**
- * Serves `rpc.*` requests in a queue group. A thrown AppError travels back with its status, so
- * the caller can rethrow it as the same HTTP answer; other errors travel as a bare 500.
+ * Serves `rpc.*` requests in a queue group. The request is parsed by the contract's request schema
+ * (400 otherwise) and the handler's answer by its reply schema (so nothing beyond it leaves; a
+ * reply that breaks it is a bug, a 500). A thrown AppError travels back with its status, so the
+ * caller can rethrow it as the same HTTP answer; other errors travel as a bare 500.
  */
-export function serveRpc<S extends z.ZodType>(
+export function serveRpc<Req extends z.ZodType, Rep extends z.ZodType>(
   bus: Bus,
   log: Logger,
-  subject: string,
-  schema: S,
-  handler: (data: z.output<S>, ctx: RpcContext) => Promise<unknown>,
+  contract: RpcContract<Req, Rep>,
+  handler: (data: z.output<Req>, ctx: RpcContext) => Promise<z.input<Rep>>,
 ): void {
+  const { subject } = contract;
   const queue = subject.split('.').slice(0, 2).join('.');
   // Subscribes once connected; the client renews the subscription after each reconnect.
   void whenConnected(bus, log, subject, async () => {
@@ -279,11 +282,12 @@ export function serveRpc<S extends z.ZodType>(
     const reqLog = log.child({ reqId: requestId, rpc: subject });
     const reply = natsHeaders();
     try {
-      const parsed = schema.safeParse(requestPayload(msg, subject));
+      const parsed = contract.request.safeParse(requestPayload(msg, subject));
       if (!parsed.success) throw new AppError(400, `Invalid ${subject} request: ${parsed.error.issues[0]?.message}`);
-      const result = await handler(parsed.data, { requestId, log: reqLog });
+      const result = contract.reply.safeParse(await handler(parsed.data, { requestId, log: reqLog }));
+      if (!result.success) throw new AppError(500, `${subject} reply breaks its contract`, { cause: result.error });
       reply.set(STATUS_HEADER, '200');
-      msg.respond(JSON.stringify(result ?? null), { headers: reply });
+      msg.respond(JSON.stringify(result.data ?? null), { headers: reply });
     } catch (error) {
       const status = error instanceof AppError ? error.status : 500;
       if (status >= 500) reqLog.error({ err: error }, 'rpc handler failed');
@@ -304,13 +308,17 @@ function requestPayload(msg: Msg, subject: string): unknown {
   }
 }
 
-/** Asks a service and answers its reply, or throws an AppError with the status it answered. */
-export async function requestRpc<T>(
+/**
+ * Asks a service and answers its reply, parsed by the contract's reply schema (a reply that breaks
+ * it is a 502: the other side is wrong), or throws an AppError with the status it answered.
+ */
+export async function requestRpc<Req extends z.ZodType, Rep extends z.ZodType>(
   bus: Bus,
-  subject: string,
-  data: unknown,
-  options: { requestId?: string; timeoutMs?: number } = {},
-): Promise<T> {
+  contract: RpcContract<Req, Rep>,
+  data: z.input<Req>,
+  options: { requestId?: string | undefined; timeoutMs?: number } = {},
+): Promise<z.output<Rep>> {
+  const { subject } = contract;
   let msg: Awaited<ReturnType<NatsConnection['request']>>;
   try {
     msg = await bus.nc.request(bus.subject(subject), JSON.stringify(data), {
@@ -325,9 +333,11 @@ export async function requestRpc<T>(
     throw new AppError(503, 'Message bus unavailable', { cause: err });
   }
   const status = Number(msg.headers?.get(STATUS_HEADER) || 200);
-  const body = msg.json<T & { error?: string }>();
+  const body = msg.json<{ error?: string } | null>();
   if (status >= 400) throw new AppError(status, body?.error ?? 'Request failed');
-  return body as T;
+  const reply = contract.reply.safeParse(body);
+  if (!reply.success) throw new AppError(502, `${subject} answered a reply that breaks its contract`, { cause: reply.error });
+  return reply.data;
 }
 
 /** The envelope of every domain event on JetStream. */

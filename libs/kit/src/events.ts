@@ -1,6 +1,9 @@
-import type { ConsumerMessages } from '@nats-io/jetstream';
+import { deadLetterSubject, EVENT_SCHEMAS, SERVICE_EVENT_PREFIXES, STREAMS } from '@chat/contracts';
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
 import {
   type Bus,
   type DurableConsumerSpec,
@@ -17,11 +20,14 @@ import { AppError } from './errors.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
- * when the change does. The relay publishes it after commit.
+ * when the change does. The relay publishes it after commit. The payload is parsed by its
+ * contract (EVENT_SCHEMAS) first, so what is written is what the contract names and nothing more;
+ * a payload that breaks it, or a service subject without a contract, is a bug that fails the
+ * change. Subjects outside the services' namespaces (the kit's own tests) are written as given.
  */
 export async function enqueueEvent(tx: Queryable, subject: string, data: unknown, requestId?: string): Promise<string> {
   const id = uuidv7();
-  const envelope: EventEnvelope = { id, subject, occurredAt: new Date().toISOString(), data };
+  const envelope: EventEnvelope = { id, subject, occurredAt: new Date().toISOString(), data: payloadOf(subject, data) };
   await tx.query('INSERT INTO outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)', [
     id,
     subject,
@@ -30,6 +36,17 @@ export async function enqueueEvent(tx: Queryable, subject: string, data: unknown
   ]);
   markEventsWritten(tx);
   return id;
+}
+
+function payloadOf(subject: string, data: unknown): unknown {
+  const schema = EVENT_SCHEMAS[subject];
+  if (!schema) {
+    if (SERVICE_EVENT_PREFIXES.includes(subject.split('.')[0] ?? '')) throw new Error(`Event ${subject} has no contract`);
+    return data;
+  }
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) throw new Error(`Event ${subject} breaks its contract: ${parsed.error.message}`);
+  return parsed.data;
 }
 
 const RELAY_LOCK_KEY = 727_002;
@@ -184,7 +201,10 @@ export interface ConsumerHandle {
 /**
  * Applies each event of a durable consumer exactly once: the handler runs in a transaction that
  * also records the event id, and the message is acked only after that commit. A redelivery of an
- * applied event is acked without running the handler again.
+ * applied event is acked without running the handler again. The payload is parsed by its contract
+ * first; a message that is not an event envelope, or whose payload breaks its contract, would fail
+ * the same way for ever, so it goes to the dead letters (`deadletter.<durable>.<subject>`, stream
+ * DEADLETTER) with a log line, and the consumer moves on.
  */
 export async function consumeEvents(options: {
   bus: Bus;
@@ -194,6 +214,11 @@ export async function consumeEvents(options: {
   /** The stream followed, created when missing (its owner may start later). */
   stream?: StreamSpec;
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
+  /**
+   * What this consumer reads of each subject (a tolerant reader names only the fields it uses);
+   * EVENT_SCHEMAS, the whole contract, when not given. A subject in neither arrives unparsed.
+   */
+  schemas?: Readonly<Record<string, z.ZodType>>;
 }): Promise<ConsumerHandle> {
   // Starts now when the bus is connected, otherwise as soon as it connects.
   return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
@@ -206,15 +231,30 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   const log = options.log.child({ consumer: spec.durable });
+  const deadLetter = async (msg: JsMsg, subject: string, reason: string, details: object) => {
+    // Created on the first dead letter only: a healthy namespace gets no extra stream.
+    await ensureStream(bus, STREAMS.deadLetters);
+    const headers = natsHeaders();
+    headers.set('Dead-Letter-Reason', reason);
+    await bus.js.publish(bus.subject(deadLetterSubject(spec.durable, subject)), msg.data, { headers });
+    log.error({ subject, seq: msg.seq, reason, ...details }, 'event cannot be read; sent to the dead letters');
+    msg.term();
+  };
   const done = (async () => {
     for await (const msg of messages) {
-      const event = envelopeOf(msg.data, bus.logical(msg.subject));
-      if (!event) {
-        // Redelivering it would fail the same way for ever; drop it and say so.
-        log.error({ subject: msg.subject, seq: msg.seq }, 'message is not an event envelope; dropped');
-        msg.term();
+      const subject = bus.logical(msg.subject);
+      const envelope = envelopeOf(msg.data, subject);
+      if (!envelope) {
+        await deadLetter(msg, subject, 'not an event envelope', {});
         continue;
       }
+      const schema = (options.schemas ?? EVENT_SCHEMAS)[subject];
+      const parsed = schema ? schema.safeParse(envelope.data) : { success: true as const, data: envelope.data };
+      if (!parsed.success) {
+        await deadLetter(msg, subject, 'payload breaks its contract', { eventId: envelope.id, issue: parsed.error.issues[0] });
+        continue;
+      }
+      const event = { ...envelope, data: parsed.data };
       try {
         await applyOnce(pool, spec.durable, event, options.handle);
         msg.ack();

@@ -17,10 +17,16 @@ const LOCK_KEY = 727_001;
 
 export class MigrationChecksumError extends Error {}
 
+/** A file numbered inside a range that the database has already passed: it would run out of order elsewhere. */
+export class MigrationOrderError extends Error {}
+
 /**
  * Applies each not-yet-applied file once, in order, each in its own transaction, under an
  * advisory lock so that replicas starting together do not race. A file whose content changed
- * after it was applied stops the run: migrations are forward-only.
+ * after it was applied stops the run: migrations are forward-only. So does a new file that sorts
+ * before one already applied (or shares its number with another file): a new migration takes the
+ * next number after the highest of its folder, or databases would apply files in different orders.
+ * (Two files sharing a number still sort by name; test/contract/migrations.test.ts refuses new ones.)
  */
 export async function migrate(pool: Pool, serviceDir: string, log?: Logger): Promise<string[]> {
   const sources = [KIT_MIGRATIONS, { source: 'service', dir: serviceDir }];
@@ -36,7 +42,9 @@ export async function migrate(pool: Pool, serviceDir: string, log?: Logger): Pro
       ]),
     );
     const done: string[] = [];
-    for (const { id, sql } of await readMigrations(sources)) {
+    const migrations = await readMigrations(sources);
+    assertInOrder(migrations, applied);
+    for (const { id, sql } of migrations) {
       const checksum = createHash('sha256').update(sql).digest('hex');
       const previous = applied.get(id);
       if (previous === checksum) continue;
@@ -57,6 +65,19 @@ export async function migrate(pool: Pool, serviceDir: string, log?: Logger): Pro
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => {});
     client.release();
+  }
+}
+
+/** No unapplied file sorts before an applied one of its folder. */
+function assertInOrder(migrations: { id: string }[], applied: Map<string, string>): void {
+  const firstUnapplied = new Map<string, string>();
+  for (const { id } of migrations) {
+    const [source] = id.split('/') as [string, string];
+    const pending = firstUnapplied.get(source);
+    if (applied.has(id) && pending !== undefined) {
+      throw new MigrationOrderError(`Migration ${pending} sorts before ${id}, already applied; number it after the highest`);
+    }
+    if (!applied.has(id) && pending === undefined) firstUnapplied.set(source, id);
   }
 }
 

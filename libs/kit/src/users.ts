@@ -1,4 +1,4 @@
-import { AUTH_RPC, type UserLookupReply, UserLookupReply as UserLookupReplySchema, type UserLookupRequest } from '@chat/contracts';
+import { type UserLookupReply, type UserLookupRequest, UserLookupRpc } from '@chat/contracts';
 import { type Bus, requestRpc } from './bus.ts';
 import { AppError } from './errors.ts';
 
@@ -9,8 +9,7 @@ import { AppError } from './errors.ts';
  */
 export async function lookupUserFromAuth(bus: Bus, ref: UserLookupRequest, requestId?: string): Promise<UserLookupReply | undefined> {
   try {
-    const reply = await requestRpc<unknown>(bus, AUTH_RPC.userLookup, ref, requestId ? { requestId } : {});
-    return UserLookupReplySchema.parse(reply);
+    return await requestRpc(bus, UserLookupRpc, ref, requestId ? { requestId } : {});
   } catch (err) {
     if (err instanceof AppError && err.status === 404) return undefined;
     throw err;

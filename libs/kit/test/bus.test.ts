@@ -1,3 +1,4 @@
+import { defineRpc } from '@chat/contracts';
 import { testNamespace } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
@@ -11,15 +12,25 @@ const bus = await connectBus({ url: inject('backing').natsUrl, namespace, name: 
 afterAll(() => bus.nc.drain());
 
 const Lookup = z.object({ id: z.string().min(1) });
+const LookupRpc = defineRpc('rpc.kit.lookup', Lookup, z.object({ id: z.string(), name: z.string() }));
+const NobodyRpc = defineRpc('rpc.kit.nobody', z.object({}), z.null());
 const seen: RpcContext[] = [];
 
-serveRpc(bus, logs.log, 'rpc.kit.lookup', Lookup, async ({ id }, ctx) => {
+serveRpc(bus, logs.log, LookupRpc, async ({ id }, ctx) => {
   seen.push(ctx);
   if (id === 'missing') throw new AppError(404, 'Widget not found');
   if (id === 'crash') throw new Error('secret database detail');
   if (id === 'down') throw new AppError(503, 'pool exhausted at 10.0.0.7');
   if (id === 'slow') await new Promise((resolve) => setTimeout(resolve, 1_000));
-  return { id, name: `widget ${id}` };
+  if (id === 'nameless') return { id } as never;
+  return { id, name: `widget ${id}`, ...(id === 'leaky' ? { secret: 'column added later' } : {}) };
+});
+// A server that answers outside the contract (another process at another version, say).
+const RogueRpc = defineRpc('rpc.kit.rogue', z.object({}), z.object({ ok: z.literal(true) }));
+bus.nc.subscribe(bus.subject(RogueRpc.subject), {
+  callback: (_err, msg) => {
+    msg.respond(JSON.stringify({ ok: 'maybe' }));
+  },
 });
 await bus.nc.flush();
 
@@ -34,47 +45,63 @@ async function appError(promise: Promise<unknown>): Promise<AppError> {
 
 describe('serveRpc and requestRpc', () => {
   it('answers the handler result', async () => {
-    expect(await requestRpc(bus, 'rpc.kit.lookup', { id: 'a1' })).toEqual({ id: 'a1', name: 'widget a1' });
+    expect(await requestRpc(bus, LookupRpc, { id: 'a1' })).toEqual({ id: 'a1', name: 'widget a1' });
   });
 
   it('serves on the namespaced subject only', async () => {
     const other = await connectBus({ url: inject('backing').natsUrl, namespace: testNamespace('other'), name: 'other', log: logs.log });
     try {
-      expect((await appError(requestRpc(other, 'rpc.kit.lookup', { id: 'a1' }, { timeoutMs: 500 }))).status).toBe(503);
+      expect((await appError(requestRpc(other, LookupRpc, { id: 'a1' }, { timeoutMs: 500 }))).status).toBe(503);
     } finally {
       await other.nc.drain();
     }
   });
 
+  it('strips what the reply contract does not name before the answer leaves', async () => {
+    expect(await requestRpc(bus, LookupRpc, { id: 'leaky' })).toEqual({ id: 'leaky', name: 'widget leaky' });
+  });
+
+  it('answers 500 and logs when the handler breaks its reply contract', async () => {
+    const err = await appError(requestRpc(bus, LookupRpc, { id: 'nameless' }, { requestId: 'req-nameless' }));
+    expect(err.status).toBe(500);
+    expect(logs.entries().some((e) => e.msg === 'rpc handler failed' && e.reqId === 'req-nameless')).toBe(true);
+  });
+
+  it('throws 502 when the reply breaks the contract on the caller side', async () => {
+    const err = await appError(requestRpc(bus, RogueRpc, {}));
+    expect(err.status).toBe(502);
+    expect(err.message).toMatch(/rpc\.kit\.rogue/);
+  });
+
   it('carries the request id in the headers to the handler', async () => {
-    await requestRpc(bus, 'rpc.kit.lookup', { id: 'traced' }, { requestId: 'req-abc-123' });
+    await requestRpc(bus, LookupRpc, { id: 'traced' }, { requestId: 'req-abc-123' });
     expect(seen.at(-1)?.requestId).toBe('req-abc-123');
-    await requestRpc(bus, 'rpc.kit.lookup', { id: 'untraced' });
+    await requestRpc(bus, LookupRpc, { id: 'untraced' });
     expect(seen.at(-1)?.requestId).toBeUndefined();
   });
 
   it('keeps the status and message of an AppError across the hop', async () => {
-    const err = await appError(requestRpc(bus, 'rpc.kit.lookup', { id: 'missing' }));
+    const err = await appError(requestRpc(bus, LookupRpc, { id: 'missing' }));
     expect(err.status).toBe(404);
     expect(err.message).toBe('Widget not found');
   });
 
   it('answers 400 to a request that breaks the schema, without running the handler', async () => {
     const before = seen.length;
-    const err = await appError(requestRpc(bus, 'rpc.kit.lookup', { id: '' }));
+    const err = await appError(requestRpc(bus, LookupRpc, { id: '' }));
     expect(err.status).toBe(400);
     expect(err.message).toMatch(/^Invalid rpc\.kit\.lookup request/);
     expect(seen).toHaveLength(before);
   });
 
   it('answers 400 to a payload that is not JSON', async () => {
-    const reply = await bus.nc.request(bus.subject('rpc.kit.lookup'), '{not json', { timeout: 1_000 });
+    const reply = await bus.nc.request(bus.subject(LookupRpc.subject), '{not json', { timeout: 1_000 });
     expect(reply.headers?.get('x-status')).toBe('400');
     expect(reply.json()).toEqual({ error: expect.stringMatching(/not valid JSON/i) });
   });
 
   it('turns a plain error into a bare 500 and logs the cause with the request id', async () => {
-    const err = await appError(requestRpc(bus, 'rpc.kit.lookup', { id: 'crash' }, { requestId: 'req-crash' }));
+    const err = await appError(requestRpc(bus, LookupRpc, { id: 'crash' }, { requestId: 'req-crash' }));
     expect(err.status).toBe(500);
     expect(err.message).not.toContain('secret');
     const logged = logs.entries().find((e) => e.msg === 'rpc handler failed' && e.reqId === 'req-crash');
@@ -82,20 +109,20 @@ describe('serveRpc and requestRpc', () => {
   });
 
   it('hides the message of a 5xx AppError but keeps its status', async () => {
-    const err = await appError(requestRpc(bus, 'rpc.kit.lookup', { id: 'down' }));
+    const err = await appError(requestRpc(bus, LookupRpc, { id: 'down' }));
     expect(err.status).toBe(503);
     expect(err.message).not.toContain('10.0.0.7');
   });
 
   it('answers 503 when nobody serves the subject', async () => {
     const started = Date.now();
-    const err = await appError(requestRpc(bus, 'rpc.kit.nobody', {}, { timeoutMs: 2_000 }));
+    const err = await appError(requestRpc(bus, NobodyRpc, {}, { timeoutMs: 2_000 }));
     expect(err.status).toBe(503);
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
   it('answers 504 when the handler is too slow', async () => {
-    const err = await appError(requestRpc(bus, 'rpc.kit.lookup', { id: 'slow' }, { timeoutMs: 200 }));
+    const err = await appError(requestRpc(bus, LookupRpc, { id: 'slow' }, { timeoutMs: 200 }));
     expect(err.status).toBe(504);
   });
 });

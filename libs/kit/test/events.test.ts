@@ -295,3 +295,55 @@ describe('consumeEvents and applyOnce', () => {
     expect(await applyOnce(runtime.pool, 'another-consumer', event, handle)).toBe(true);
   });
 });
+
+describe('contracts at the outbox and at the consumer', () => {
+  const logs = captureLogs('error');
+  const user = { id: '0190a6e2-7c1b-7cde-8f00-123456789abc', username: 'ada', displayName: 'Ada', avatarUrl: null, badges: [] };
+  const outboxCount = async () => (await one<{ n: number }>(runtime.pool, 'SELECT count(*)::int AS n FROM outbox')).n;
+
+  it('writes an event parsed by its contract: what the contract does not name is stripped', async () => {
+    const id = await commitEvent('auth.user.updated', { ...user, passwordHash: 'never-on-the-bus' });
+    const [row] = await many<{ payload: EventEnvelope }>(runtime.pool, 'SELECT payload FROM outbox WHERE id = $1', [id]);
+    expect(row?.payload.data).toEqual(user);
+  });
+
+  it('refuses a payload that breaks its contract, and a service subject without one, writing nothing', async () => {
+    const before = await outboxCount();
+    await expect(commitEvent('auth.user.updated', { ...user, username: 42 })).rejects.toThrow(/auth\.user\.updated breaks its contract/);
+    await expect(commitEvent('guilds.nothing.happened', {})).rejects.toThrow(/has no contract/);
+    expect(await outboxCount()).toBe(before);
+  });
+
+  it('sends an event whose payload breaks its contract to the dead letters with a log line, and goes on', async () => {
+    await ensureStream(runtime.bus, { name: 'AUTH', subjects: ['auth.>'] });
+    await ensureStream(runtime.bus, { name: 'DEADLETTER', subjects: ['deadletter.>'] });
+    const handled: unknown[] = [];
+    const consumer = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: 'AUTH', durable: 'kit-users', filter: 'auth.user.*' },
+      handle: async (event) => {
+        handled.push(event.data);
+      },
+    });
+    try {
+      const publish = (data: unknown) => {
+        const envelope = { id: crypto.randomUUID(), subject: 'auth.user.updated', occurredAt: new Date().toISOString(), data };
+        return runtime.bus.js.publish(runtime.bus.subject('auth.user.updated'), JSON.stringify(envelope)).then(() => envelope.id);
+      };
+      const broken = await publish({ ...user, badges: 'founder' });
+      await publish({ ...user, extra: 'stripped' });
+      await expect.poll(() => handled.length, { timeout: 5_000 }).toBe(1);
+      expect(handled).toEqual([user]);
+      const dead = await runtime.bus.jsm.streams.getMessage(runtime.bus.name('DEADLETTER'), {
+        last_by_subj: runtime.bus.subject('deadletter.kit-users.auth.user.updated'),
+      });
+      expect(dead?.json<EventEnvelope>().id).toBe(broken);
+      expect(dead?.header.get('Dead-Letter-Reason')).toBe('payload breaks its contract');
+      expect(logs.entries().some((e) => e.eventId === broken && e.msg === 'event cannot be read; sent to the dead letters')).toBe(true);
+    } finally {
+      await consumer.stop();
+    }
+  });
+});

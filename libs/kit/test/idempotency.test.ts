@@ -46,7 +46,7 @@ const executeHook = defineRoute({
 // Lets a test hold a request inside its handler, after its write, before it answers.
 let gate: Promise<void> | undefined;
 let entered: (() => void) | undefined;
-const app = createHttpApp({ log: runtime.log, tokens: issuer.verifier(), pool: runtime.pool, validateResponses: true });
+const app = createHttpApp({ log: runtime.log, tokens: issuer.verifier(), pool: runtime.pool });
 const insertWidget = async (name: string, fail?: boolean) => {
   const widget = await withTx(runtime.pool, async (tx) => {
     const row = await one<{ id: string; name: string }>(

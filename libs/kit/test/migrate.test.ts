@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createPool, many, type Pool } from '../src/db.ts';
-import { MigrationChecksumError, migrate } from '../src/migrate.ts';
+import { MigrationChecksumError, MigrationOrderError, migrate } from '../src/migrate.ts';
 
 /** The kit's own migrations, applied before every service's. */
 const KIT = ['kit/0001_outbox_inbox.sql', 'kit/0002_outbox_without_notify.sql', 'kit/0003_idempotency_keys.sql'];
@@ -80,6 +80,15 @@ describe('migrate', () => {
     await writeFile(join(dir, '0002_b.sql'), 'CREATE TABLE b (id int);');
     await expect(migrate(pool, dir)).rejects.toThrow(MigrationChecksumError);
     await expect(migrate(pool, dir)).rejects.toThrow(/0001_a\.sql changed after it was applied/);
+    expect(await tableExists(pool, 'b')).toBe(false);
+  });
+
+  it('refuses a new file numbered before one already applied, and applies nothing', async () => {
+    const { pool, dir } = await fixture({ '0001_a.sql': 'CREATE TABLE a (id int);', '0100_c.sql': 'CREATE TABLE c (id int);' });
+    await migrate(pool, dir);
+    await writeFile(join(dir, '0002_b.sql'), 'CREATE TABLE b (id int);');
+    await expect(migrate(pool, dir)).rejects.toThrow(MigrationOrderError);
+    await expect(migrate(pool, dir)).rejects.toThrow(/0002_b\.sql sorts before service\/0100_c\.sql/);
     expect(await tableExists(pool, 'b')).toBe(false);
   });
 

@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { type BuildOptions, build, type Plugin } from 'esbuild';
-import type { ServiceProcess } from './platform.ts';
+import type { ServiceProcess } from './processes.ts';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 export const DIST_DIR = join(ROOT, 'dist');

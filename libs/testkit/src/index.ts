@@ -1,3 +1,4 @@
+export * from './auth-stand-in.ts';
 export * from './backing.ts';
 export * from './build.ts';
 export * from './database.ts';
@@ -5,6 +6,7 @@ export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
 export * from './minio.ts';
 export * from './platform.ts';
+export * from './poll.ts';
 export * from './runtime.ts';
 export * from './tcp-proxy.ts';
 export * from './tokens.ts';

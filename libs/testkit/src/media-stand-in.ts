@@ -1,4 +1,4 @@
-import { MEDIA_RPC, type MediaFileReply, MediaFileRequest } from '@chat/contracts';
+import { type MediaFileReply, MediaFileRpc } from '@chat/contracts';
 import { connectBus, notFound, serveRpc } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { TestRuntime } from './runtime.ts';
@@ -18,7 +18,7 @@ export interface MediaStandIn {
 export async function startMediaStandIn(runtime: Pick<TestRuntime, 'env' | 'namespace' | 'log'>): Promise<MediaStandIn> {
   const files = new Map<string, MediaFileReply>();
   const bus = await connectBus({ url: runtime.env.NATS_URL!, namespace: runtime.namespace, name: 'media-stand-in', log: runtime.log });
-  serveRpc(bus, runtime.log, MEDIA_RPC.fileGet, MediaFileRequest, async ({ id }) => {
+  serveRpc(bus, runtime.log, MediaFileRpc, async ({ id }) => {
     const file = files.get(id);
     if (!file) throw notFound('File');
     return file;

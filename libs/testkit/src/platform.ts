@@ -5,8 +5,9 @@ import type { Backing } from './backing.ts';
 import { buildBundles, bundlePath, NODE_FLAGS } from './build.ts';
 import { minioUrl } from './minio.ts';
 
-export const SERVICES = ['auth', 'guilds', 'social', 'media', 'music'] as const;
-export type ServiceProcess = (typeof SERVICES)[number] | 'gateway';
+import { SERVICES, type ServiceProcess } from './processes.ts';
+
+export { SERVICES, type ServiceProcess };
 
 export const DEFAULT_PORTS: Record<ServiceProcess, number> = {
   gateway: 8080,

@@ -6,7 +6,7 @@ import { userHttpRoutes } from './routes/users.ts';
 
 /** The auth service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: AuthDeps): Promise<FastifyInstance> {
-  const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
+  const app = createHttpApp({ log: deps.log, tokens: deps.tokens });
   registerHealth(app, deps.checks);
   authHttpRoutes(app, deps);
   userHttpRoutes(app, deps);

@@ -1,4 +1,4 @@
-import { REALTIME_RPC, REALTIME_SUBJECTS, SelfUser } from '@chat/contracts';
+import { REALTIME_SUBJECTS, SelfUser, UserGetRpc } from '@chat/contracts';
 import { type AppError, requestRpc } from '@chat/kit';
 import { decodeJwt } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -94,9 +94,9 @@ describe('PATCH /v1/users/@me/presence', () => {
 describe('rpc.auth.user.get', () => {
   it('answers the account as its owner sees it, 404 for an unknown user', async () => {
     const pair = await register();
-    const user = await requestRpc(runtime.bus, REALTIME_RPC.userGet, { userId: pair.user.id });
+    const user = await requestRpc(runtime.bus, UserGetRpc, { userId: pair.user.id });
     expect(SelfUser.parse(user)).toMatchObject({ id: pair.user.id, status: 'online' });
-    const unknown = await requestRpc(runtime.bus, REALTIME_RPC.userGet, { userId: crypto.randomUUID() }).catch((e: AppError) => e.status);
+    const unknown = await requestRpc(runtime.bus, UserGetRpc, { userId: crypto.randomUUID() }).catch((e: AppError) => e.status);
     expect(unknown).toBe(404);
   });
 });

@@ -1,28 +1,11 @@
-import { ALL_ROUTES, type RouteContract } from '@chat/contracts';
-import { createHttpApp, type HealthCheck, registerHealth, type TokenVerifier } from '@chat/kit';
+import { ALL_ROUTES } from '@chat/contracts';
+import { createHttpApp, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
-import type { GatewayConfig } from './config.ts';
-import type { RateLimiter } from './domain/rate-limit.ts';
-import type { Realtime } from './realtime.ts';
+import type { GatewayDeps } from './deps.ts';
 import { edge } from './routes/edge.ts';
 import { gatewayInfoRoutes } from './routes/gateway-info.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { proxyRoutes } from './routes/proxy.ts';
-
-export interface GatewayDeps {
-  config: GatewayConfig;
-  log: Logger;
-  /** Readiness of the gateway's own backing parts. */
-  checks: Record<string, HealthCheck>;
-  /** Verifies access tokens against auth's JWKS. */
-  tokens: TokenVerifier;
-  limiter: RateLimiter;
-  /** The route contracts requests are classified and routed by (ALL_ROUTES unless a test adds one). */
-  routes?: RouteContract[];
-  /** The real-time socket; without it (tests of the edge) only `GET /v1/gateway` is served. */
-  realtime?: Realtime;
-}
 
 /** The edge checks, its own routes, then the proxy: by the route's contract, else by path prefix. Never listens by itself. */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {

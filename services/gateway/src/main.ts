@@ -1,10 +1,10 @@
 import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
+import { createRedis, redisReady } from './db/redis.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
 import { copyRevocationsToRedis } from './domain/revocations.ts';
 import { startRealtime } from './realtime.ts';
-import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });

@@ -1,4 +1,4 @@
-import { PresenceSeenRequest, REALTIME_RPC } from '@chat/contracts';
+import { PresenceSeenRpc } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, requestRpc, serveRpc, type TokenVerifier } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -39,7 +39,7 @@ export async function startRealtime(deps: {
   const { config, log, bus, redis } = deps;
   const prefix = realtimeKeyPrefix(config.BUS_NAMESPACE);
   const livenessMs = Math.round(config.GATEWAY_HEARTBEAT_INTERVAL_MS * 1.5);
-  const ask: Ask = async (subject, data, reply) => reply.parse(await requestRpc(bus, subject, data));
+  const ask: Ask = (contract, data) => requestRpc(bus, contract, data);
   const store = createSessionStore({
     redis,
     prefix,
@@ -72,7 +72,7 @@ export async function startRealtime(deps: {
   });
   await sockets.ready;
   // Social shows the seen status in its friend lists.
-  serveRpc(bus, log, REALTIME_RPC.presenceSeen, PresenceSeenRequest, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
+  serveRpc(bus, log, PresenceSeenRpc, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
   listenForRevocations(bus, log, (sessionId) => sockets.revoke(sessionId));
   const consumers: ConsumerHandle[] = await consumeForDispatch(bus, log, createDispatcher({ store, audience, presence, log }));
   return {

@@ -10,9 +10,9 @@ import type { Logger } from 'pino';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfig } from '../src/config.ts';
+import { createRedis, redisReady } from '../src/db/redis.ts';
 import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
 import { copyRevocationsToRedis } from '../src/domain/revocations.ts';
-import { createRedis, redisReady } from '../src/redis.ts';
 
 /** Stands in for every service: answers any request with what it received (the proxy is under test, not the services). */
 export async function startEchoUpstream(name?: string): Promise<{ url: string; close(): Promise<void> }> {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRedis, redisReady } from '../src/redis.ts';
+import { createRedis, redisReady } from '../src/db/redis.ts';
 import { createTestIssuer, freePort, newNamespace, startEchoUpstream, startGateway, startOwnRedis, type TestGateway } from './helpers.ts';
 
 const upstream = await startEchoUpstream();

@@ -31,7 +31,6 @@ export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
     log: deps.log,
     tokens: deps.tokens,
     pool: deps.pool,
-    validateResponses: deps.config.NODE_ENV !== 'production',
   });
   registerHealth(app, deps.checks);
   const domain: Domain = {

@@ -1,4 +1,18 @@
-import { GUILDS_RPC, Permission, REALTIME_RPC, STREAMS, toMask, VOICE_RPC } from '@chat/contracts';
+import {
+  ChannelGetRpc,
+  ChannelPermissionsRpc,
+  ChannelViewersRpc,
+  MemberCheckRpc,
+  Permission,
+  type RpcContract,
+  ServerMembersRpc,
+  SharedServersRpc,
+  STREAMS,
+  toMask,
+  UserComembersRpc,
+  UserServersRpc,
+  VoiceAccessRpc,
+} from '@chat/contracts';
 import { type AppError, ensureStream, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
@@ -24,7 +38,10 @@ beforeAll(async () => {
   });
 });
 
-const ask = <T>(subject: string, data: unknown) => requestRpc<T>(g.runtime.bus, subject, data);
+// Loosely typed on purpose: the tests also send requests that break the contract.
+const ask = (contract: RpcContract, data: unknown) =>
+  requestRpc(g.runtime.bus, contract, data as never) as Promise<Record<string, unknown>>;
+const askAs = <T>(contract: RpcContract, data: unknown) => ask(contract, data) as Promise<T>;
 const statusOf = (p: Promise<unknown>) =>
   p.then(
     () => 200,
@@ -33,60 +50,59 @@ const statusOf = (p: Promise<unknown>) =>
 
 describe('rpc.guilds.member.check', () => {
   it('answers membership and ownership, 404 for an unknown server, 400 for a malformed request', async () => {
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: owner })).toEqual({ isMember: true, isOwner: true });
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: member })).toEqual({ isMember: true, isOwner: false });
-    expect(await ask(GUILDS_RPC.memberCheck, { serverId: server.id, userId: stranger })).toEqual({ isMember: false, isOwner: false });
-    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: newId(), userId: owner }))).toBe(404);
-    expect(await statusOf(ask(GUILDS_RPC.memberCheck, { serverId: 'x' }))).toBe(400);
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: owner })).toEqual({ isMember: true, isOwner: true });
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: member })).toEqual({ isMember: true, isOwner: false });
+    expect(await ask(MemberCheckRpc, { serverId: server.id, userId: stranger })).toEqual({ isMember: false, isOwner: false });
+    expect(await statusOf(ask(MemberCheckRpc, { serverId: newId(), userId: owner }))).toBe(404);
+    expect(await statusOf(ask(MemberCheckRpc, { serverId: 'x' }))).toBe(400);
   });
 });
 
 describe('rpc.guilds.members.shared', () => {
   it('answers which of the users share a server with the asker, never the asker', async () => {
-    expect(await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })).toEqual({
+    expect(await ask(SharedServersRpc, { userId: member, otherUserIds: [owner, hidden, stranger, member] })).toEqual({
       sharing: expect.arrayContaining([owner, hidden]),
     });
     expect(
-      ((await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })) as { sharing: string[] })
-        .sharing,
+      ((await ask(SharedServersRpc, { userId: member, otherUserIds: [owner, hidden, stranger, member] })) as { sharing: string[] }).sharing,
     ).toHaveLength(2);
-    expect(await ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [owner] })).toEqual({ sharing: [] });
-    expect(await statusOf(ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [] }))).toBe(400);
+    expect(await ask(SharedServersRpc, { userId: stranger, otherUserIds: [owner] })).toEqual({ sharing: [] });
+    expect(await statusOf(ask(SharedServersRpc, { userId: stranger, otherUserIds: [] }))).toBe(400);
   });
 });
 
 describe('rpc.guilds.channel.permissions and rpc.guilds.channel.get', () => {
   it('answers the channel-level mask from the same algorithm as HTTP', async () => {
     const http = (await g.call(member, 'GET', `/v1/channels/${text.id}/permissions/@me`)).body.permissions;
-    const rpc = await ask<{ permissions: number }>(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: member });
+    const rpc = await ask(ChannelPermissionsRpc, { channelId: text.id, userId: member });
     expect(rpc).toEqual({ channelId: text.id, serverId: server.id, isMember: true, permissions: http });
-    const none = await ask(GUILDS_RPC.channelPermissions, { channelId: voice.id, userId: hidden });
+    const none = await ask(ChannelPermissionsRpc, { channelId: voice.id, userId: hidden });
     expect(none).toMatchObject({ isMember: true, permissions: 0 });
-    expect(await ask(GUILDS_RPC.channelPermissions, { channelId: text.id, userId: stranger })).toMatchObject({
+    expect(await ask(ChannelPermissionsRpc, { channelId: text.id, userId: stranger })).toMatchObject({
       isMember: false,
       permissions: 0,
     });
-    expect(await statusOf(ask(GUILDS_RPC.channelPermissions, { channelId: newId(), userId: owner }))).toBe(404);
+    expect(await statusOf(ask(ChannelPermissionsRpc, { channelId: newId(), userId: owner }))).toBe(404);
   });
 
   it('answers the Channel record, 404 for an unknown one', async () => {
-    expect(await ask(GUILDS_RPC.channelGet, { channelId: text.id })).toEqual((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body);
-    expect(await statusOf(ask(GUILDS_RPC.channelGet, { channelId: newId() }))).toBe(404);
+    expect(await ask(ChannelGetRpc, { channelId: text.id })).toEqual((await g.call(owner, 'GET', `/v1/channels/${text.id}`)).body);
+    expect(await statusOf(ask(ChannelGetRpc, { channelId: newId() }))).toBe(404);
   });
 });
 
 describe('rpc.guilds.voice.access', () => {
   it('answers membership and MANAGE_CHANNELS, and 404 to whoever cannot see the channel', async () => {
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: owner })).toEqual({
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: owner })).toEqual({
       channel: { id: voice.id, serverId: server.id, channelType: 'voice', ownerId: null, musicLocked: false },
       isMember: true,
       inChannel: false,
       canManageChannel: true,
       isDj: false,
     });
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
-    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: hidden }))).toBe(404);
-    expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: stranger }))).toBe(404);
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
+    expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: hidden }))).toBe(404);
+    expect(await statusOf(ask(VoiceAccessRpc, { channelId: voice.id, userId: stranger }))).toBe(404);
   });
 });
 
@@ -106,9 +122,9 @@ describe('DJ roles', () => {
     expect((await g.call(member, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds: [] })).status).toBe(403);
     expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([dj.id]);
 
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isDj: false });
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isDj: false });
     expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${member}/roles/${dj.id}`)).status).toBeLessThan(300);
-    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isDj: true });
+    expect(await ask(VoiceAccessRpc, { channelId: voice.id, userId: member })).toMatchObject({ isDj: true });
 
     expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/roles/${dj.id}`)).status).toBe(204);
     expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([]);
@@ -198,18 +214,18 @@ describe('the audience RPCs of the real-time socket', () => {
   });
 
   it('rpc.guilds.channel.viewers answers who may view the channel now, overrides included', async () => {
-    const all = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: open.id });
+    const all = await askAs<{ userIds: string[] }>(ChannelViewersRpc, { channelId: open.id });
     expect(all).toMatchObject({ channelId: open.id, serverId: sid });
     expect(all.userIds.sort()).toEqual([own, mem, hid].sort());
-    const some = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: shut.id });
+    const some = await askAs<{ userIds: string[] }>(ChannelViewersRpc, { channelId: shut.id });
     expect(some.userIds.sort()).toEqual([own, mem].sort());
-    expect(await statusOf(ask(REALTIME_RPC.channelViewers, { channelId: newId() }))).toBe(404);
+    expect(await statusOf(ask(ChannelViewersRpc, { channelId: newId() }))).toBe(404);
   });
 
   it('rpc.guilds.channel.viewers leaves out whoever a hidden channel is hidden from, as REST does', async () => {
     const hidden = (await g.call(own, 'POST', `/v1/servers/${sid}/channels`, { name: 'hidden-room', channelType: 'text' })).body;
     expect((await g.call(own, 'PATCH', `/v1/channels/${hidden.id}`, { isHidden: true })).status).toBe(200);
-    const viewers = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: hidden.id });
+    const viewers = await askAs<{ userIds: string[] }>(ChannelViewersRpc, { channelId: hidden.id });
     expect(viewers.userIds).toEqual([own]);
     expect((await g.call(mem, 'GET', `/v1/channels/${hidden.id}`)).status).toBe(404);
     await g.call(own, 'PUT', `/v1/channels/${hidden.id}/permissions`, {
@@ -217,25 +233,25 @@ describe('the audience RPCs of the real-time socket', () => {
       allowBits: toMask(Permission.VIEW_CHANNEL),
       denyBits: 0,
     });
-    const after = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: hidden.id });
+    const after = await askAs<{ userIds: string[] }>(ChannelViewersRpc, { channelId: hidden.id });
     expect(after.userIds.sort()).toEqual([own, mem].sort());
   });
 
   it('rpc.guilds.server.members answers the members, filtered by a server-level permission', async () => {
-    const everyone = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, { serverId: sid });
+    const everyone = await askAs<{ userIds: string[] }>(ServerMembersRpc, { serverId: sid });
     expect(everyone.userIds.sort()).toEqual([own, mem, hid].sort());
-    const banners = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, {
+    const banners = await askAs<{ userIds: string[] }>(ServerMembersRpc, {
       serverId: sid,
       permission: toMask(Permission.BAN_MEMBERS),
     });
     expect(banners.userIds).toEqual([own]);
-    expect(await statusOf(ask(REALTIME_RPC.serverMembers, { serverId: newId() }))).toBe(404);
+    expect(await statusOf(ask(ServerMembersRpc, { serverId: newId() }))).toBe(404);
   });
 
   it('rpc.guilds.user.servers and rpc.guilds.user.comembers answer a user’s servers and who shares one', async () => {
-    expect(await ask(REALTIME_RPC.userServers, { userId: mem })).toEqual({ serverIds: [sid] });
-    expect(await ask(REALTIME_RPC.userServers, { userId: newId() })).toEqual({ serverIds: [] });
-    const comembers = await ask<{ userIds: string[] }>(REALTIME_RPC.userComembers, { userId: mem });
+    expect(await ask(UserServersRpc, { userId: mem })).toEqual({ serverIds: [sid] });
+    expect(await ask(UserServersRpc, { userId: newId() })).toEqual({ serverIds: [] });
+    const comembers = await askAs<{ userIds: string[] }>(UserComembersRpc, { userId: mem });
     expect(comembers.userIds.sort()).toEqual([own, hid].sort());
   });
 });

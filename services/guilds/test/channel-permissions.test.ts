@@ -1,4 +1,4 @@
-import { GUILDS_RPC, Permission, type PermissionName, toMask } from '@chat/contracts';
+import { ChannelPermissionsRpc, Permission, type PermissionName, toMask } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
@@ -62,7 +62,7 @@ describe('GET channels/{id}/permissions/@me?explain=true', () => {
     const explained = (await g.call(member, 'GET', `/v1/channels/${channel.id}/permissions/@me?explain=true`)).body;
     const plain = await g.call(member, 'GET', `/v1/channels/${channel.id}/permissions/@me`);
     expect(plain.body).toEqual({ permissions: explained.permissions });
-    const rpc = await requestRpc<{ permissions: number }>(g.runtime.bus, GUILDS_RPC.channelPermissions, {
+    const rpc = await requestRpc(g.runtime.bus, ChannelPermissionsRpc, {
       channelId: channel.id,
       userId: member,
     });

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
 import { ensureStream, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, startAuthLookupStandIn, until } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
-import { serveAuthLookup } from '../../auth/test/lookup-server.ts';
+
 import { buildApp } from '../src/app.ts';
 import { startBus } from '../src/bus/index.ts';
 import { GuildsConfig } from '../src/config.ts';
@@ -25,7 +25,7 @@ export async function startGuilds() {
   const tokens = issuer.verifier();
   const app = await buildApp({ ...runtime, config, tokens });
   let consumers = await startBus(runtime);
-  const auth = await serveAuthLookup(runtime.bus, runtime.log);
+  const auth = await startAuthLookupStandIn(runtime);
   const tokenCache = new Map<string, string>();
 
   async function call(userId: string | null, method: string, url: string, payload?: unknown, extraHeaders: Record<string, string> = {}) {
@@ -84,12 +84,6 @@ export async function startGuilds() {
 
 export type Guilds = Awaited<ReturnType<typeof startGuilds>>;
 
-export async function until(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until };
 
 export const newId = () => randomUUID();

@@ -1,4 +1,4 @@
-import { GUILDS_RPC, Permission, toMask } from '@chat/contracts';
+import { ChannelPermissionsRpc, Permission, toMask } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
@@ -54,7 +54,7 @@ describe('a hidden channel', () => {
       expect(res.body).toEqual(unknown.body);
     }
     expect((await g.db.query('SELECT count(*)::int AS n FROM messages WHERE channel_id = $1', [hiddenText.id])).rows[0].n).toBe(0);
-    const rpc = await requestRpc<{ permissions: number }>(g.runtime.bus, GUILDS_RPC.channelPermissions, {
+    const rpc = await requestRpc(g.runtime.bus, ChannelPermissionsRpc, {
       channelId: hiddenText.id,
       userId: plain,
     });

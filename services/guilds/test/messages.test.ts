@@ -103,6 +103,35 @@ describe('posting', () => {
     expect(await rowCount(general)).toBe(before);
   });
 
+  it('types a reply as reply and echoes the nonce in the answer and the created event only', async () => {
+    const first = (await post(alice, general, { content: 'question?', nonce: 'client-42' })).body;
+    expect(first).toMatchObject({ type: 'default', nonce: 'client-42' });
+    const reply = (await post(bob, general, { content: 'answer', replyToId: first.id })).body;
+    expect(reply.type).toBe('reply');
+    expect(reply).not.toHaveProperty('nonce');
+    const stored = await g.db.query('SELECT id, type FROM messages WHERE id = ANY($1::uuid[]) ORDER BY id', [[first.id, reply.id]]);
+    expect(stored.rows).toEqual([
+      { id: first.id, type: 'default' },
+      { id: reply.id, type: 'reply' },
+    ]);
+    const events = await g.outbox('guilds.message.created');
+    expect(events.find((e) => e.data.id === first.id)?.data).toMatchObject({ type: 'default', nonce: 'client-42' });
+    expect(events.find((e) => e.data.id === reply.id)?.data).toMatchObject({ type: 'reply' });
+    const listed = (await g.call(alice, 'GET', `${messages(general)}?around=${first.id}&limit=1`)).body;
+    expect(listed).toEqual([expect.objectContaining({ id: first.id, type: 'default' })]);
+    expect(listed[0]).not.toHaveProperty('nonce');
+  });
+
+  it('answers 400 to a nonce longer than 25 characters or not a string, and stores nothing', async () => {
+    const before = await rowCount(general);
+    for (const nonce of ['x'.repeat(26), 42]) {
+      const res = await post(alice, general, { content: 'hi', nonce });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(/nonce/);
+    }
+    expect(await rowCount(general)).toBe(before);
+  });
+
   it('answers 400 for empty, blank, too long or malformed bodies and stores nothing', async () => {
     const before = await rowCount(general);
     for (const payload of [
@@ -504,6 +533,27 @@ describe('reactions', () => {
     expect((await react(alice, general, msg.id, thumbs, 'DELETE')).status).toBe(204);
     expect((await g.outbox('guilds.reaction.removed')).filter((e) => e.data.messageId === msg.id)).toHaveLength(1);
     expect(await seen(alice)).toEqual({ '👍': { count: 1, me: false }, 'party_parrot:123456789012345678': { count: 1, me: false } });
+  });
+
+  it('takes at most 20 distinct emoji per message: a new 21st is a 400 and changes nothing', async () => {
+    const msg = (await post(owner, general, { content: 'so many feelings' })).body;
+    const custom = (i: number) => `emoji_${i}:${1000 + i}`;
+    for (let i = 0; i < 19; i++) expect((await react(alice, general, msg.id, custom(i))).status).toBe(204);
+    // Two new emoji at once at 19: exactly one becomes the 20th.
+    const racing = await Promise.all([react(bob, general, msg.id, custom(19)), react(owner, general, msg.id, custom(20))]);
+    expect(racing.map((r) => r.status).sort()).toEqual([204, 400]);
+    const events = (await g.outbox('guilds.reaction.added')).length;
+    const full = await react(alice, general, msg.id, custom(21));
+    expect(full.status).toBe(400);
+    expect(full.body).toEqual({ error: 'Maximum number of reactions reached (20)' });
+    expect((await g.outbox('guilds.reaction.added')).length).toBe(events);
+    // An emoji already there still takes more people.
+    expect((await react(mod, general, msg.id, custom(0))).status).toBe(204);
+    const distinct = await g.db.query(
+      'SELECT count(DISTINCT emoji)::int AS n, count(*)::int AS total FROM message_reactions WHERE message_id = $1',
+      [msg.id],
+    );
+    expect(distinct.rows[0]).toEqual({ n: 20, total: 21 });
   });
 
   it('needs ADD_REACTIONS only for an emoji not yet on the message', async () => {

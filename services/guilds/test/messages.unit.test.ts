@@ -1,8 +1,8 @@
 import { Emoji } from '@chat/contracts';
+import { nextMessageId } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import { describe, expect, it } from 'vitest';
 import { parseMentions } from '../src/domain/mentions.ts';
-import { nextMessageId } from '../src/domain/messages.ts';
 
 describe('parseMentions', () => {
   const a = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';

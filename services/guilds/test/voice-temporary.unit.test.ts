@@ -1,6 +1,6 @@
+import type { Channel } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
 import { isOwnerEditOfTemporaryChannel, temporaryChannelName } from '../src/domain/temporary-channels.ts';
-import type { Channel } from '../src/records.ts';
 
 const owner = '0190d0b2-0000-7000-8000-000000000001';
 const other = '0190d0b2-0000-7000-8000-000000000002';

@@ -1,4 +1,4 @@
-import { Permission, toMask, VOICE_RPC, type VoiceAccessReply } from '@chat/contracts';
+import { Permission, toMask, VoiceAccessRpc } from '@chat/contracts';
 import { loadConfig, mediaGrantIssuer, requestRpc } from '@chat/kit';
 import { TokenVerifier } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +41,7 @@ const channelRow = async (id: string): Promise<Row | undefined> => (await g.db.q
 /** Events of a subject whose payload has these fields. */
 const eventsWhere = async (subject: string, fields: Row) =>
   (await g.outbox(subject)).map((e) => e.data).filter((data) => Object.entries(fields).every(([k, v]) => data[k] === v));
-const access = (userId: string, channelId: string) => requestRpc<VoiceAccessReply>(g.runtime.bus, VOICE_RPC.access, { channelId, userId });
+const access = (userId: string, channelId: string) => requestRpc(g.runtime.bus, VoiceAccessRpc, { channelId, userId });
 const expireNow = (userId: string) =>
   g.db.query("UPDATE voice_states SET expires_at = now() - interval '1 second' WHERE user_id = $1", [userId]);
 
@@ -400,7 +400,7 @@ describe('the TTL', () => {
     expect(new Date(state.expiresAt).getTime() - Date.now()).toBeLessThanOrEqual(1_000);
     const sweeper = startVoiceSweeper(short, g.runtime.log, 1);
     try {
-      await until(async () => (await stateOf(dave)) === undefined, 5_000);
+      await until(async () => (await stateOf(dave)) === undefined, { timeoutMs: 5_000 });
     } finally {
       await sweeper.stop();
     }

@@ -17,7 +17,6 @@ export async function buildApp(deps: MediaDeps): Promise<FastifyInstance> {
     log: deps.log,
     tokens: deps.tokens,
     pool: deps.pool,
-    validateResponses: deps.config.NODE_ENV !== 'production',
     maxParamLength: MAX_PARAM_LENGTH,
   });
   registerHealth(app, { ...deps.checks, minio: () => deps.storage.ensureBucket() });

@@ -1,7 +1,7 @@
 import type { Runtime, TokenVerifier } from '@chat/kit';
 import type { MediaConfig } from './config.ts';
+import type { ObjectStore } from './db/storage.ts';
 import type { SafeFetch } from './domain/safe-fetch.ts';
-import type { ObjectStore } from './storage.ts';
 
 /** Everything the media service's routes, bus handlers and domain receive from main. */
 export interface MediaDeps extends Runtime {

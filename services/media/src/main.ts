@@ -4,10 +4,10 @@ import { buildApp } from './app.ts';
 import { consumeMessagesForEmbeds } from './bus/embeds.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
+import { createObjectStore } from './db/storage.ts';
 import { linkFetcher } from './domain/link-fetcher.ts';
 import { purgeExpiredPreviews } from './domain/link-previews.ts';
 import { startMediaSweeper } from './domain/sweeper.ts';
-import { createObjectStore } from './storage.ts';
 
 const config = configOrExit(MediaConfig, 'media');
 const runtime = await startRuntime({

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { MEDIA_RPC, MediaFileReply } from '@chat/contracts';
+import { MediaFileRpc } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentWav } from './audio.ts';
@@ -30,7 +30,7 @@ describe('audio length read at upload', () => {
     expect(file.contentType).toMatch(/^audio\//);
     const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
     expect(record.json().durationSeconds).toBeCloseTo(3, 2);
-    const reply = MediaFileReply.parse(await requestRpc(h.runtime.bus, MEDIA_RPC.fileGet, { id: file.id }));
+    const reply = await requestRpc(h.runtime.bus, MediaFileRpc, { id: file.id });
     expect(reply.durationSeconds).toBeCloseTo(3, 2);
     const { rows } = await h.runtime.pool.query('SELECT duration_seconds FROM media_files WHERE id = $1', [file.id]);
     expect(rows[0].duration_seconds).toBeCloseTo(3, 2);

@@ -56,6 +56,7 @@ const channelMessage = (content: string) => ({
   editedAt: null,
   createdAt: new Date().toISOString(),
   webhookId: null,
+  type: 'default',
 });
 
 describe('embeds of posted messages', () => {
@@ -95,6 +96,7 @@ describe('embeds of posted messages', () => {
       senderName: 'someone',
       senderAvatar: null,
       senderBadges: [],
+      type: 'default',
     };
     await publish(SOCIAL_SUBJECTS.dmCreated, { message, participantIds: [message.senderId] });
     await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });

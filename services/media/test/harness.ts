@@ -7,10 +7,10 @@ import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
+import { createObjectStore } from '../src/db/storage.ts';
 import type { MediaDeps } from '../src/deps.ts';
 import { linkFetcher } from '../src/domain/link-fetcher.ts';
 import type { SafeFetch } from '../src/domain/safe-fetch.ts';
-import { createObjectStore } from '../src/storage.ts';
 
 export type MinioOptions = Backing['minio'];
 

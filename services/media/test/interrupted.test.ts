@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { type IncomingMessage, request } from 'node:http';
+import { until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PART_SIZE } from '../src/storage.ts';
+import { PART_SIZE } from '../src/db/storage.ts';
 import { createMediaHarness, type MediaHarness } from './harness.ts';
 
 // Real sockets: inject() always delivers the whole body, so these need a listening app.
@@ -30,14 +31,6 @@ async function openUpload(filename: string) {
   return { req, response };
 }
 
-async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function readJson(res: IncomingMessage) {
   const chunks: Buffer[] = [];
   for await (const chunk of res) chunks.push(chunk as Buffer);
@@ -52,7 +45,7 @@ describe('uploads over a real connection', () => {
     expect(res.statusCode).toBe(413);
     expect(await readJson(res)).toEqual({ error: `The file is larger than the upload limit of ${LIMIT} bytes` });
     req.destroy();
-    await until(async () => (await h.incompleteUploads()).length === 0, 'the multipart upload is aborted');
+    await until(async () => (await h.incompleteUploads()).length === 0, { what: 'the multipart upload is aborted' });
     expect(await h.objectKeys()).toEqual([]);
     expect(await h.rows()).toEqual([]);
   });
@@ -62,9 +55,9 @@ describe('uploads over a real connection', () => {
     // Two parts and a bit: the multipart upload starts once a second part is known to exist.
     req.write(randomBytes(2 * PART_SIZE + 1024 * 1024));
     // The upload is under way in the store before the client leaves.
-    await until(async () => (await h.incompleteUploads()).length === 1, 'a multipart upload is under way');
+    await until(async () => (await h.incompleteUploads()).length === 1, { what: 'a multipart upload is under way' });
     req.destroy();
-    await until(async () => (await h.incompleteUploads()).length === 0, 'the multipart upload is aborted');
+    await until(async () => (await h.incompleteUploads()).length === 0, { what: 'the multipart upload is aborted' });
     expect(await h.objectKeys()).toEqual([]);
     expect(await h.rows()).toEqual([]);
   });

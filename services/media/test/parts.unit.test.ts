@@ -1,6 +1,6 @@
 import { mediaIdFromUrl } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
-import { partsOf } from '../src/storage.ts';
+import { partsOf } from '../src/db/storage.ts';
 
 /** Regroups `chunks` (of these lengths, counting bytes) the way an upload consumes parts. */
 async function regroup(chunks: number[], size: number) {

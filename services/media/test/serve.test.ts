@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { MEDIA_RPC, MediaFile, MediaFileReply } from '@chat/contracts';
+import { MediaFile, MediaFileReply, MediaFileRpc } from '@chat/contracts';
 import { AppError, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PART_SIZE } from '../src/storage.ts';
+import { PART_SIZE } from '../src/db/storage.ts';
 import { createMediaHarness, type MediaHarness, oneFile, PNG_1X1, sha256 } from './harness.ts';
 
 const owner = randomUUID();
@@ -170,7 +170,7 @@ describe('GET /v1/media/{id} answers the record to its uploader only', () => {
 
 describe('rpc.media.file.get', () => {
   it('answers the stored record of a file', async () => {
-    const reply = await requestRpc(h.runtime.bus, MEDIA_RPC.fileGet, { id: png.id });
+    const reply = await requestRpc(h.runtime.bus, MediaFileRpc, { id: png.id });
     expect(MediaFileReply.parse(reply)).toEqual({
       id: png.id,
       uploaderId: owner,
@@ -183,8 +183,8 @@ describe('rpc.media.file.get', () => {
   });
 
   it('answers 404 for an unknown id and 400 for a malformed one', async () => {
-    await expect(requestRpc(h.runtime.bus, MEDIA_RPC.fileGet, { id: randomUUID() })).rejects.toMatchObject({ status: 404 });
-    const malformed: unknown = await requestRpc(h.runtime.bus, MEDIA_RPC.fileGet, { id: 'x' }).catch((e: unknown) => e);
+    await expect(requestRpc(h.runtime.bus, MediaFileRpc, { id: randomUUID() })).rejects.toMatchObject({ status: 404 });
+    const malformed: unknown = await requestRpc(h.runtime.bus, MediaFileRpc, { id: 'x' }).catch((e: unknown) => e);
     expect(malformed).toBeInstanceOf(AppError);
     expect((malformed as AppError).status).toBe(400);
   });

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, MediaFileUploaded } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PART_SIZE } from '../src/storage.ts';
+import { PART_SIZE } from '../src/db/storage.ts';
 import { createMediaHarness, type MediaHarness, multipart, oneFile, PNG_1X1, sha256 } from './harness.ts';
 
 // Above one S3 part, so that "exactly the limit" goes through the multipart path.

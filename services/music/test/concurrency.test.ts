@@ -1,4 +1,5 @@
 import type { PlayerState } from '@chat/contracts';
+import { until } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -50,14 +51,6 @@ async function whileRowLocked<T>(channelId: string, waiters: number, requests: (
     return await pending;
   } finally {
     holder.release();
-  }
-}
-
-async function until(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 

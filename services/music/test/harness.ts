@@ -1,4 +1,4 @@
-import { MUSIC_SUBJECTS, PlayerUpdatedEvent, STREAMS, VOICE_RPC, type VoiceAccessReply, VoiceAccessRequest } from '@chat/contracts';
+import { MUSIC_SUBJECTS, PlayerUpdatedEvent, STREAMS, type VoiceAccessReply, VoiceAccessRpc } from '@chat/contracts';
 import {
   connectBus,
   createPool,
@@ -30,7 +30,7 @@ export class StandInGuilds {
   private readonly channels = new Map<string, { channel: Channel; users: Map<string, UserAccess> }>();
 
   serve(runtime: Runtime): void {
-    serveRpc(runtime.bus, runtime.log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }) => {
+    serveRpc(runtime.bus, runtime.log, VoiceAccessRpc, async ({ channelId, userId }) => {
       const known = this.channels.get(channelId);
       if (!known) throw notFound('Channel');
       const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false, isDj: false };

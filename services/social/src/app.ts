@@ -24,7 +24,6 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
     log: deps.log,
     tokens: deps.tokens,
     pool: deps.pool,
-    validateResponses: deps.config.NODE_ENV !== 'production',
   });
   registerHealth(app, deps.checks);
   friendsRoutes(app, deps);

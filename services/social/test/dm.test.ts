@@ -139,6 +139,7 @@ describe('sending messages', () => {
       senderAvatar: 'https://cdn.example/a.png',
       senderBadges: ['founder'],
       reactions: {},
+      type: 'default',
     });
     expect(await rows('SELECT sender_id, content FROM direct_messages WHERE id = $1', [res.body.id])).toEqual([
       { sender_id: alice.id, content: 'hi bob' },
@@ -180,9 +181,36 @@ describe('sending messages', () => {
     for (const url of [`/v1/media/${crypto.randomUUID()}/a.png`, bobsFile.url, 'https://elsewhere.example/a.png']) {
       const res = await send(alice, id, { attachments: attachment(url) });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatch(/^attachments\.f: /);
+      expect(res.body.error).toMatch(/^body\.attachments\.f: /);
     }
     expect(await messageCount(id)).toBe(0);
+  });
+
+  it('types a reply as reply and echoes the nonce in the answer and the created event only', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const first = (await send(alice, id, { content: 'question?', nonce: 'client-42' })).body;
+    expect(first).toMatchObject({ type: 'default', nonce: 'client-42' });
+    const reply = (await send(bob, id, { content: 'answer', replyToId: first.id })).body;
+    expect(reply.type).toBe('reply');
+    expect(reply).not.toHaveProperty('nonce');
+    expect(await rows('SELECT type FROM direct_messages WHERE conversation_id = $1 ORDER BY id', [id])).toEqual([
+      { type: 'default' },
+      { type: 'reply' },
+    ]);
+    const events = await h.events('social.dm.created');
+    const created = events.find((e) => (e.data.message as { id: string }).id === first.id);
+    expect(created?.data.message).toMatchObject({ type: 'default', nonce: 'client-42' });
+    const listed = (await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages`)).body;
+    expect(listed.map((m: { type: string }) => m.type)).toEqual(['reply', 'default']);
+    expect(listed[1]).not.toHaveProperty('nonce');
+    for (const nonce of ['x'.repeat(26), 42]) {
+      const res = await send(alice, id, { content: 'hi', nonce });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatch(/nonce/);
+    }
+    expect(await messageCount(id)).toBe(2);
   });
 
   it('accepts a reply to a message of the same conversation only', async () => {
@@ -333,6 +361,22 @@ describe('editing and deleting', () => {
 });
 
 describe('reactions', () => {
+  it('takes at most 20 distinct emoji per message: a new 21st is a 400 and changes nothing', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id)).body.id;
+    const react = (user: User, emoji: string) => h.call(user, 'PUT', `/v1/dm/messages/${mid}/reactions/${emoji}/@me`);
+    for (let i = 0; i < 20; i++) expect((await react(i % 2 ? alice : bob, `e${i}:${i}`)).status).toBe(204);
+    const events = (await h.events('social.dm.reaction.added')).length;
+    expect(await react(bob, 'e20:20')).toEqual({ status: 400, body: { error: 'Maximum number of reactions reached (20)' } });
+    expect((await react(alice, 'e0:0')).status).toBe(204);
+    expect(
+      await rows('SELECT count(DISTINCT emoji)::int AS n, count(*)::int AS total FROM dm_reactions WHERE message_id = $1', [mid]),
+    ).toEqual([{ n: 20, total: 21 }]);
+    expect((await h.events('social.dm.reaction.added')).length).toBe(events + 1);
+  });
+
   it('shows {emoji: {count, me}} per viewer; PUT and DELETE are idempotent', async () => {
     const alice = await h.addUser();
     const bob = await h.addUser();

@@ -1,10 +1,10 @@
 import { STREAMS, type UserEventData } from '@chat/contracts';
 import { type ConsumerHandle, ensureStream, loadConfig } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, startMediaStandIn, type TestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, startAuthLookupStandIn, startMediaStandIn, type TestRuntime, until } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
-import { serveAuthLookup } from '../../auth/test/lookup-server.ts';
+
 import { buildApp } from '../src/app.ts';
 import { startUserReadModel, type UserEventHandler } from '../src/bus/users.ts';
 import { SocialConfig } from '../src/config.ts';
@@ -31,7 +31,7 @@ export async function createHarness(
   await ensureStream(runtime.bus, STREAMS.auth);
   let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
   const media = await startMediaStandIn(runtime);
-  const auth = await serveAuthLookup(runtime.bus, runtime.log);
+  const auth = await startAuthLookupStandIn(runtime);
 
   async function close() {
     await media.stop();
@@ -81,7 +81,7 @@ export async function createHarness(
 
     /** Waits until the read-model holds the user at (at least) the version of `occurredAt`. */
     async waitForUser(id: string, occurredAt: string) {
-      await eventually(async () => {
+      await until(async () => {
         const { rows } = await runtime.pool.query('SELECT version FROM users WHERE id = $1', [id]);
         return rows[0] && new Date(rows[0].version) >= new Date(occurredAt);
       });
@@ -114,11 +114,4 @@ export async function createHarness(
 
 export type Harness = Awaited<ReturnType<typeof createHarness>>;
 
-/** Polls `check` until it is truthy (5 s at most). */
-export async function eventually(check: () => Promise<unknown>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { until as eventually };

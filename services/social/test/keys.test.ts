@@ -1,6 +1,6 @@
 import { Buffer } from 'node:buffer';
 import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
-import { GUILDS_RPC, SharedServersRequest } from '@chat/contracts';
+import { SharedServersRpc } from '@chat/contracts';
 import { serveRpc } from '@chat/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHarness } from './harness.ts';
@@ -19,7 +19,7 @@ afterAll(() => h.close());
  * pairs: the guilds service itself answers this RPC in its own test and in the e2e test.
  */
 const sharingPairs = new Set<string>();
-serveRpc(h.runtime.bus, h.runtime.log, GUILDS_RPC.sharedServers, SharedServersRequest, async ({ userId, otherUserIds }) => ({
+serveRpc(h.runtime.bus, h.runtime.log, SharedServersRpc, async ({ userId, otherUserIds }) => ({
   sharing: otherUserIds.filter((other) => sharingPairs.has(`${userId}:${other}`)),
 }));
 

@@ -1,4 +1,4 @@
-import { REALTIME_RPC, REALTIME_SUBJECTS } from '@chat/contracts';
+import { REALTIME_SUBJECTS, UserConversationsRpc, UserFriendsRpc } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveSocialRpc } from '../src/bus/rpc.ts';
@@ -16,12 +16,12 @@ describe('the socket RPCs', () => {
     const conversation = (await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).body;
     expect((await h.call(alice, 'POST', '/v1/friends/requests', { userId: carol.id })).status).toBe(201);
     expect((await h.call(carol, 'POST', '/v1/friends/accept', { userId: alice.id })).status).toBe(200);
-    expect(await requestRpc(h.runtime.bus, REALTIME_RPC.userConversations, { userId: alice.id })).toEqual({
+    expect(await requestRpc(h.runtime.bus, UserConversationsRpc, { userId: alice.id })).toEqual({
       conversationIds: [conversation.id],
     });
-    expect(await requestRpc(h.runtime.bus, REALTIME_RPC.userConversations, { userId: carol.id })).toEqual({ conversationIds: [] });
-    expect(await requestRpc(h.runtime.bus, REALTIME_RPC.userFriends, { userId: alice.id })).toEqual({ userIds: [carol.id] });
-    expect(await requestRpc(h.runtime.bus, REALTIME_RPC.userFriends, { userId: bob.id })).toEqual({ userIds: [] });
+    expect(await requestRpc(h.runtime.bus, UserConversationsRpc, { userId: carol.id })).toEqual({ conversationIds: [] });
+    expect(await requestRpc(h.runtime.bus, UserFriendsRpc, { userId: alice.id })).toEqual({ userIds: [carol.id] });
+    expect(await requestRpc(h.runtime.bus, UserFriendsRpc, { userId: bob.id })).toEqual({ userIds: [] });
   });
 });
 

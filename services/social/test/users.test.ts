@@ -71,12 +71,17 @@ describe('the users read-model', () => {
     expect((await userRow(alice.id)).display_name).toBe('Newest');
   });
 
-  it('skips an event whose payload breaks the contract and keeps consuming', async () => {
+  it('sends an event whose payload breaks the contract to the dead letters and keeps consuming', async () => {
     const bad = await h.publishUserEvent('auth.user.updated', { id: 'not-a-uuid' } as never);
     const good = await h.addUser({ displayName: 'After the bad one' });
     expect((await userRow(good.id)).display_name).toBe('After the bad one');
     const processed = await h.runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [bad.id]);
-    expect(processed.rowCount).toBe(1);
+    expect(processed.rowCount).toBe(0);
+    const bus = h.runtime.bus;
+    const dead = await bus.jsm.streams.getMessage(bus.name(STREAMS.deadLetters.name), {
+      last_by_subj: bus.subject(`deadletter.${USERS_CONSUMER.durable}.auth.user.updated`),
+    });
+    expect(dead?.json<EventEnvelope>().id).toBe(bad.id);
   });
 
   it('does not apply an event twice when the consumer dies after its commit but before its ack', async () => {

@@ -11,8 +11,8 @@ import {
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AuthConfig } from '../config.ts';
-import { addMember, deleteServer, removeMember, upsertServerOwner } from '../db/guilds.ts';
 import { refreshServerOwnerBadge } from '../domain/badges.ts';
+import { recordMemberJoined, recordMemberLeft, recordServerDeleted, recordServerOwner } from '../domain/server-owners.ts';
 
 /**
  * Auth's read-model of guilds' servers and members, for the server-owner badge: owners from
@@ -28,6 +28,14 @@ type Deps = { bus: Bus; pool: Pool; log: Logger; config: AuthConfig };
 /** The fields of a Server that the badge needs: a reader of its own, so fields added to Server later never break it. */
 const ServerOwner = Server.pick({ id: true, ownerId: true });
 type Handler = (event: EventEnvelope, tx: Queryable) => Promise<void>;
+
+/** What the consumers read of each subject: only the fields the badge needs. */
+const SERVER_READER = {
+  [GUILDS_SUBJECTS.serverCreated]: ServerOwner,
+  [GUILDS_SUBJECTS.serverUpdated]: ServerOwner,
+  [GUILDS_SUBJECTS.serverDeleted]: ServerDeletedEventData,
+};
+const MEMBER_READER = { [GUILDS_SUBJECTS.memberJoined]: MemberEventData, [GUILDS_SUBJECTS.memberLeft]: MemberEventData };
 
 /** Parses with `schema`; a payload that breaks its contract is logged and skipped, never retried forever. */
 function parsed<S extends z.ZodType>(log: Logger, event: EventEnvelope, schema: S): z.output<S> | undefined {
@@ -45,12 +53,12 @@ export function serverEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
     if (event.subject === GUILDS_SUBJECTS.serverCreated || event.subject === GUILDS_SUBJECTS.serverUpdated) {
       const server = parsed(deps.log, event, ServerOwner);
       if (!server) return;
-      const previous = await upsertServerOwner(tx, server.id, server.ownerId);
+      const previous = await recordServerOwner(tx, server.id, server.ownerId);
       if (previous !== server.ownerId) await refresh(tx, previous);
       await refresh(tx, server.ownerId);
     } else if (event.subject === GUILDS_SUBJECTS.serverDeleted) {
       const deleted = parsed(deps.log, event, ServerDeletedEventData);
-      if (deleted) await refresh(tx, await deleteServer(tx, deleted.id));
+      if (deleted) await refresh(tx, await recordServerDeleted(tx, deleted.id));
     }
   };
 }
@@ -61,7 +69,9 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
     if (!joined && event.subject !== GUILDS_SUBJECTS.memberLeft) return;
     const member = parsed(deps.log, event, MemberEventData);
     if (!member) return;
-    const owner = joined ? await addMember(tx, member.serverId, member.userId) : await removeMember(tx, member.serverId, member.userId);
+    const owner = joined
+      ? await recordMemberJoined(tx, member.serverId, member.userId)
+      : await recordMemberLeft(tx, member.serverId, member.userId);
     if (owner) await refreshServerOwnerBadge(tx, deps.config, owner);
   };
 }
@@ -71,7 +81,7 @@ export async function startGuildsReadModel(deps: Deps): Promise<ConsumerHandle[]
   // Created here too when guilds has not yet; the consumers start once the bus is there.
   const common = { bus: deps.bus, pool: deps.pool, log: deps.log, stream: STREAMS.guilds };
   return [
-    await consumeEvents({ ...common, spec: SERVERS_CONSUMER, handle: serverEventHandler(deps) }),
-    await consumeEvents({ ...common, spec: MEMBERS_CONSUMER, handle: memberEventHandler(deps) }),
+    await consumeEvents({ ...common, spec: SERVERS_CONSUMER, handle: serverEventHandler(deps), schemas: SERVER_READER }),
+    await consumeEvents({ ...common, spec: MEMBERS_CONSUMER, handle: memberEventHandler(deps), schemas: MEMBER_READER }),
   ];
 }

@@ -11,11 +11,11 @@ import {
 import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
+/** An account as this file hands it out: every column but the password hash, which stays here. */
 export interface UserRow extends Record<string, unknown> {
   id: string;
   username: string;
   email: string;
-  password_hash: string;
   display_name: string;
   avatar_url: string | null;
   bio: string;
@@ -27,6 +27,9 @@ export interface UserRow extends Record<string, unknown> {
   is_server_owner: boolean;
   created_at: string;
 }
+
+const COLUMNS =
+  'id, username, email, display_name, avatar_url, bio, status, custom_status, is_founder, email_verified_at, is_staff, is_server_owner, created_at';
 
 /** What decides the badges that depend on settings rather than on the row alone. */
 export type BadgePolicy = { earlySupporterBefore: Date | undefined };
@@ -102,7 +105,7 @@ export async function insertUser(
     return await one<UserRow>(
       tx,
       `INSERT INTO users (id, username, email, password_hash, display_name, is_founder, email_verified_at)
-       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END) RETURNING *`,
+       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END) RETURNING ${COLUMNS}`,
       [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder, user.emailVerified],
     );
   } catch (err) {
@@ -150,21 +153,32 @@ export function findUserForLookup(tx: Queryable, ref: { id: string } | { usernam
 }
 
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
-  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE id = $1', [id]);
+  return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
 }
 
 /** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */
-export function findUserByLogin(db: Queryable, login: string): Promise<UserRow | undefined> {
+/**
+ * The account a login names, with its password hash beside it (not inside the row) for the one
+ * comparison that needs it. `login` is an email when it has an '@' (usernames cannot), a username otherwise.
+ */
+export async function findLoginCandidate(db: Queryable, login: string): Promise<{ user: UserRow; passwordHash: string } | undefined> {
   const column = login.includes('@') ? 'email' : 'username';
-  return maybeOne<UserRow>(db, `SELECT * FROM users WHERE lower(${column}) = lower($1)`, [login]);
+  const row = await maybeOne<UserRow & { password_hash: string }>(
+    db,
+    `SELECT ${COLUMNS}, password_hash FROM users WHERE lower(${column}) = lower($1)`,
+    [login],
+  );
+  if (!row) return undefined;
+  const { password_hash: passwordHash, ...user } = row;
+  return { user, passwordHash };
 }
 
 export function findUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {
-  return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE lower(email) = lower($1)', [email]);
+  return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE lower(email) = lower($1)`, [email]);
 }
 
 export function lockUser(tx: Queryable, id: string): Promise<UserRow> {
-  return one<UserRow>(tx, 'SELECT * FROM users WHERE id = $1 FOR UPDATE', [id], 'User');
+  return one<UserRow>(tx, `SELECT ${COLUMNS} FROM users WHERE id = $1 FOR UPDATE`, [id], 'User');
 }
 
 const PROFILE_COLUMNS: Record<keyof UpdateProfileBody, string> = {
@@ -181,7 +195,7 @@ export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBod
   const sets = fields.map((f, i) => `${PROFILE_COLUMNS[f]} = $${i + 2}`);
   return one<UserRow>(
     tx,
-    `UPDATE users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING *`,
+    `UPDATE users SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
     [id, ...fields.map((f) => patch[f])],
     'User',
   );
@@ -194,9 +208,16 @@ export async function updatePassword(tx: Queryable, id: string, passwordHash: st
 /** Sets the staff flag; answers the row before and after (undefined for an unknown user). */
 export async function setStaff(tx: Queryable, login: string, staff: boolean): Promise<{ before: UserRow; after: UserRow } | undefined> {
   const column = login.includes('@') ? 'email' : 'username';
-  const before = await maybeOne<UserRow>(tx, `SELECT * FROM users WHERE lower(${column}) = lower($1) OR id::text = $1 FOR UPDATE`, [login]);
+  const before = await maybeOne<UserRow>(
+    tx,
+    `SELECT ${COLUMNS} FROM users WHERE lower(${column}) = lower($1) OR id::text = $1 FOR UPDATE`,
+    [login],
+  );
   if (!before) return undefined;
-  const after = await one<UserRow>(tx, 'UPDATE users SET is_staff = $2, updated_at = now() WHERE id = $1 RETURNING *', [before.id, staff]);
+  const after = await one<UserRow>(tx, `UPDATE users SET is_staff = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, [
+    before.id,
+    staff,
+  ]);
   return { before, after };
 }
 
@@ -204,7 +225,7 @@ export async function setStaff(tx: Queryable, login: string, staff: boolean): Pr
 export async function setServerOwner(tx: Queryable, userId: string, owner: boolean): Promise<UserRow | undefined> {
   return maybeOne<UserRow>(
     tx,
-    'UPDATE users SET is_server_owner = $2, updated_at = now() WHERE id = $1 AND is_server_owner <> $2 RETURNING *',
+    `UPDATE users SET is_server_owner = $2, updated_at = now() WHERE id = $1 AND is_server_owner <> $2 RETURNING ${COLUMNS}`,
     [userId, owner],
   );
 }

@@ -112,8 +112,9 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
 
 /** A wrong password and an unknown account answer alike, in comparable time. */
 export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair> {
-  const user = await users.findUserByLogin(deps.pool, body.login);
-  if (!(await passwordMatches(body.password, user?.password_hash)) || !user) throw unauthorized('Wrong login or password');
+  const candidate = await users.findLoginCandidate(deps.pool, body.login);
+  if (!(await passwordMatches(body.password, candidate?.passwordHash)) || !candidate) throw unauthorized('Wrong login or password');
+  const { user } = candidate;
   const tokens = await withTx(deps.pool, (tx) => startSession(deps, tx, user.id));
   return { ...tokens, user: users.toSelfUser(user, badgePolicy(deps.config)) };
 }

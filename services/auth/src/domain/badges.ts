@@ -1,9 +1,8 @@
 import { AUTH_SUBJECTS, BADGES, type Badge } from '@chat/contracts';
-import { enqueueEvent, type Pool, type Queryable, withTx } from '@chat/kit';
+import { enqueueEvent, notFound, type Pool, type Queryable, withTx } from '@chat/kit';
 import type { AuthConfig } from '../config.ts';
 import { ownsServerWithMembers } from '../db/guilds.ts';
 import * as users from '../db/users.ts';
-import { getUser } from './profile.ts';
 
 /** Badges: facts about a user that auth computes and announces with the user's other fields. */
 
@@ -14,7 +13,9 @@ export const badgePolicy = (config: Pick<AuthConfig, 'EARLY_SUPPORTER_BEFORE'>):
 export const badgeCatalogue = (): Badge[] => [...BADGES];
 
 export async function badgesOfUser(deps: { pool: Pool; config: AuthConfig }, userId: string): Promise<Badge[]> {
-  return users.badgesOf(await getUser(deps, userId), badgePolicy(deps.config));
+  const user = await users.findUserById(deps.pool, userId);
+  if (!user) throw notFound('User');
+  return users.badgesOf(user, badgePolicy(deps.config));
 }
 
 /**

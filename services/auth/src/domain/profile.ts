@@ -1,5 +1,6 @@
-import { AUTH_SUBJECTS, type ChosenStatus, REALTIME_SUBJECTS, type UpdateProfileBody } from '@chat/contracts';
+import { AUTH_SUBJECTS, type ChosenStatus, REALTIME_SUBJECTS, type SelfUser, type UpdateProfileBody, type User } from '@chat/contracts';
 import { enqueueEvent, notFound, type RequestContext, withTx } from '@chat/kit';
+import type { z } from 'zod';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
@@ -34,4 +35,28 @@ export async function updateMe(
 /** Stored `offline` (an older choice) reads as invisible: both mean "show me offline". */
 export function chosenStatus(stored: users.UserRow['status']): ChosenStatus {
   return stored === 'offline' ? 'invisible' : stored;
+}
+
+/** The caller's own account (with email and the status they chose), as the contract shows it. */
+export async function getMe(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: string): Promise<z.input<typeof SelfUser>> {
+  return users.toSelfUser(await getUser(deps, id), badgePolicy(deps.config));
+}
+
+/** What anyone may see of a user. */
+export async function getPublicUser(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: string): Promise<z.input<typeof User>> {
+  return users.toUser(await getUser(deps, id), badgePolicy(deps.config));
+}
+
+/** Changes the caller's profile and answers it as its owner sees it. */
+export async function updateMyProfile(
+  deps: Pick<AuthDomainDeps, 'pool' | 'config'>,
+  ctx: RequestContext,
+  patch: UpdateProfileBody,
+): Promise<z.input<typeof SelfUser>> {
+  return users.toSelfUser(await updateMe(deps, ctx, patch), badgePolicy(deps.config));
+}
+
+/** Whether the caller holds one of the founder badges. */
+export async function founderStatus(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<{ isFounder: boolean }> {
+  return { isFounder: (await getUser(deps, id)).is_founder };
 }

@@ -1,9 +1,9 @@
 import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
+import { PASSWORD_HASH_OPTIONS } from '@chat/contracts';
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
 
-/** argon2id at OWASP's minimum (m=19 MiB, t=2, p=1). */
-// 2 is Algorithm.Argon2id, an ambient const enum that verbatimModuleSyntax cannot import.
-const ARGON2_OPTIONS = { algorithm: 2 as Algorithm, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
+// Algorithm.Argon2id is an ambient const enum that verbatimModuleSyntax cannot import: hence the cast.
+const ARGON2_OPTIONS = { ...PASSWORD_HASH_OPTIONS, algorithm: PASSWORD_HASH_OPTIONS.algorithm as Algorithm };
 
 export function hashPassword(password: string): Promise<string> {
   return hash(password, ARGON2_OPTIONS);

@@ -1,14 +1,18 @@
 import {
   AUTH_SUBJECTS,
   ChannelViewersReply,
+  ChannelViewersRpc,
   GUILDS_SUBJECTS,
   MESSAGES_SUBJECTS,
   MUSIC_SUBJECTS,
   Permission,
-  REALTIME_RPC,
   REALTIME_SUBJECTS,
+  type RpcContract,
+  ServerMembersRpc,
   SOCIAL_SUBJECTS,
   toMask,
+  UserComembersRpc,
+  UserFriendsRpc,
   UserIdsReply,
   VOICE_SUBJECTS,
 } from '@chat/contracts';
@@ -16,7 +20,11 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 
 /** Asks a service a typed question (requestRpc on the bus, parsed by the reply's schema). */
-export type Ask = <S extends z.ZodType>(subject: string, data: unknown, reply: S) => Promise<z.output<S>>;
+/** Asks another service over its typed RPC contract; the reply comes back parsed by it. */
+export type Ask = <Req extends z.ZodType, Rep extends z.ZodType>(
+  contract: RpcContract<Req, Rep>,
+  data: z.input<Req>,
+) => Promise<z.output<Rep>>;
 
 // biome-ignore lint/suspicious/noExplicitAny: event payloads were validated by their dispatch schema; each rule reads its own fields
 type Data = any;
@@ -75,7 +83,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
   async function viewers(channelId: string, serverId?: string): Promise<string[]> {
     const load = async () => {
       try {
-        return (await ask(REALTIME_RPC.channelViewers, { channelId }, ChannelViewersReply)).userIds;
+        return (await ask(ChannelViewersRpc, { channelId })).userIds;
       } catch (err) {
         if ((err as { status?: number }).status === 404) return [];
         throw err;
@@ -89,7 +97,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     const mask = permission === undefined ? undefined : toMask(permission);
     return cached(`s:${serverId}:${mask ?? ''}`, serverId, undefined, async () => {
       try {
-        return (await ask(REALTIME_RPC.serverMembers, { serverId, permission: mask }, UserIdsReply)).userIds;
+        return (await ask(ServerMembersRpc, { serverId, permission: mask })).userIds;
       } catch (err) {
         if ((err as { status?: number }).status === 404) return [];
         throw err;
@@ -99,10 +107,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
 
   /** Friends and co-members (and the user's own other sessions with `self`): who sees presence and profile changes. */
   async function acquaintances(userId: string, options: { self: boolean }): Promise<string[]> {
-    const [friends, comembers] = await Promise.all([
-      ask(REALTIME_RPC.userFriends, { userId }, UserIdsReply),
-      ask(REALTIME_RPC.userComembers, { userId }, UserIdsReply),
-    ]);
+    const [friends, comembers] = await Promise.all([ask(UserFriendsRpc, { userId }), ask(UserComembersRpc, { userId })]);
     return [...new Set([...(options.self ? [userId] : []), ...friends.userIds, ...comembers.userIds])];
   }
 

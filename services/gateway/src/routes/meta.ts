@@ -4,8 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { GatewayConfig } from '../config.ts';
-import { docsPage } from '../docs-page.ts';
-import { upstreamUrls } from '../upstreams.ts';
+import { upstreamUrls } from '../domain/upstreams.ts';
+import { docsPage } from './docs-page.ts';
 
 const READY_TIMEOUT_MS = 800;
 

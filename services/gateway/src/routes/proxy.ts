@@ -5,7 +5,7 @@ import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { upstreamFailure } from '../domain/upstream-failure.ts';
-import { proxyTargets, type Upstream, upstreamUrls } from '../upstreams.ts';
+import { proxyTargets, type Upstream, upstreamUrls } from '../domain/upstreams.ts';
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
 const BUFFERED_ANSWER_BYTES = 64 * 1024;

@@ -5,11 +5,13 @@ import {
   CLOSE_CODES,
   type CloseCode,
   OP,
-  REALTIME_RPC,
   ReadyData,
   UserConversationsReply,
+  UserConversationsRpc,
   UserGetReply,
+  UserGetRpc,
   UserServersReply,
+  UserServersRpc,
 } from '@chat/contracts';
 import type { TokenVerifier } from '@chat/kit';
 import type { Redis } from 'ioredis';
@@ -182,9 +184,9 @@ export function createSocketServer(deps: SocketDeps) {
       return close(conn, CLOSE_CODES.RATE_LIMITED, 'Too many identifies today');
     }
     const [user, servers, conversations] = await Promise.all([
-      deps.ask(REALTIME_RPC.userGet, { userId: identity.id }, UserGetReply),
-      deps.ask(REALTIME_RPC.userServers, { userId: identity.id }, UserServersReply),
-      deps.ask(REALTIME_RPC.userConversations, { userId: identity.id }, UserConversationsReply),
+      deps.ask(UserGetRpc, { userId: identity.id }),
+      deps.ask(UserServersRpc, { userId: identity.id }),
+      deps.ask(UserConversationsRpc, { userId: identity.id }),
     ]);
     if (conn.ws.readyState !== conn.ws.OPEN) return;
     const sessionId = uuidv7();

@@ -1,6 +1,6 @@
 import { ACTIVITY_SUBJECTS, ActivityUpdatedEvent, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
-import { applyActivity } from '../db/activities.ts';
+import { recordActivity } from '../domain/activities.ts';
 
 /** Keeps what users are playing (for the member list) from social's events. */
 export async function consumeActivityEvents(options: { bus: Bus; pool: Pool; log: Logger }): Promise<ConsumerHandle> {
@@ -16,7 +16,7 @@ export async function consumeActivityEvents(options: { bus: Bus; pool: Pool; log
         options.log.warn({ eventId: event.id, subject: event.subject }, 'activity event does not match its schema; skipped');
         return;
       }
-      await applyActivity(tx, update.data, event.occurredAt);
+      await recordActivity(tx, update.data, event.occurredAt);
     },
   });
 }

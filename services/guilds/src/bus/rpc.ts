@@ -1,88 +1,34 @@
 import {
-  ChannelGetRequest,
-  type ChannelPermissionsReply,
-  ChannelPermissionsRequest,
-  ChannelViewersRequest,
-  GUILDS_RPC,
-  type MemberCheckReply,
-  MemberCheckRequest,
-  Permission,
-  REALTIME_RPC,
-  ServerMembersRequest,
-  type SharedServersReply,
-  SharedServersRequest,
-  toMask,
-  UserComembersRequest,
-  UserServersRequest,
-  VOICE_RPC,
-  type VoiceAccessReply,
-  VoiceAccessRequest,
+  ChannelGetRpc,
+  ChannelPermissionsRpc,
+  ChannelViewersRpc,
+  MemberCheckRpc,
+  ServerMembersRpc,
+  SharedServersRpc,
+  UserComembersRpc,
+  UserServersRpc,
+  VoiceAccessRpc,
 } from '@chat/contracts';
-import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
-import { listComemberIds, listServerIdsOfUser } from '../db/audience.ts';
-import { findChannel } from '../db/channels.ts';
-import { usersSharingAServer } from '../db/members.ts';
-import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
-import { channelViewers, serverMembers } from '../domain/audience.ts';
+import { type Bus, type Logger, serveRpc } from '@chat/kit';
+import { channelViewers, comembersOf, serverMembers, serversOfUser } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
-import { has } from '../domain/permissions.ts';
-import { isConnectedTo } from '../domain/voice.ts';
-import type { Channel } from '../records.ts';
+import { channelPermissionsOf, channelRecord, memberCheck, sharedServers, voiceAccessOf } from '../domain/questions.ts';
 
-/** The questions other services ask guilds; every answer comes from the same access module as HTTP. */
+/** The questions other services ask guilds; each answer is parsed by its contract before it leaves. */
 export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
-  serveRpc(bus, log, GUILDS_RPC.memberCheck, MemberCheckRequest, async ({ serverId, userId }): Promise<MemberCheckReply> => {
-    const access = await loadServerAccess(d.pool, serverId, userId);
-    if (!access) throw notFound('Server');
-    return { isMember: access.isMember, isOwner: access.isOwner };
-  });
-
-  serveRpc(bus, log, GUILDS_RPC.sharedServers, SharedServersRequest, async ({ userId, otherUserIds }): Promise<SharedServersReply> => {
-    return { sharing: await usersSharingAServer(d.pool, userId, otherUserIds) };
-  });
-
-  serveRpc(
-    bus,
-    log,
-    GUILDS_RPC.channelPermissions,
-    ChannelPermissionsRequest,
-    async ({ channelId, userId }): Promise<ChannelPermissionsReply> => {
-      const access = await loadChannelAccess(d.pool, channelId, userId);
-      if (!access) throw notFound('Channel');
-      return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
-    },
-  );
-
-  serveRpc(bus, log, GUILDS_RPC.channelGet, ChannelGetRequest, async ({ channelId }): Promise<Channel> => {
-    const channel = await findChannel(d.pool, channelId);
-    if (!channel) throw notFound('Channel');
-    return channel;
-  });
-
-  serveRpc(bus, log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }): Promise<VoiceAccessReply> => {
-    const access = await loadChannelAccess(d.pool, channelId, userId);
-    if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
-    const { id, serverId, channelType, ownerId, musicLocked } = access.channel;
-    return {
-      channel: { id, serverId, channelType, ownerId, musicLocked },
-      isMember: access.isMember,
-      inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
-      canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
-      isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
-    };
-  });
+  serveRpc(bus, log, MemberCheckRpc, ({ serverId, userId }) => memberCheck(d, serverId, userId));
+  serveRpc(bus, log, SharedServersRpc, ({ userId, otherUserIds }) => sharedServers(d, userId, otherUserIds));
+  serveRpc(bus, log, ChannelPermissionsRpc, ({ channelId, userId }) => channelPermissionsOf(d, channelId, userId));
+  serveRpc(bus, log, ChannelGetRpc, ({ channelId }) => channelRecord(d, channelId));
+  serveRpc(bus, log, VoiceAccessRpc, ({ channelId, userId }) => voiceAccessOf(d, channelId, userId));
 }
 
 /** What the gateway's socket asks to decide who receives an event; the same permission function as REST. */
 export function serveAudienceRpc(bus: Bus, log: Logger, d: Pick<Domain, 'pool'>): void {
-  serveRpc(bus, log, REALTIME_RPC.channelViewers, ChannelViewersRequest, ({ channelId }) => channelViewers(d.pool, channelId));
-  serveRpc(bus, log, REALTIME_RPC.serverMembers, ServerMembersRequest, async ({ serverId, permission }) => ({
+  serveRpc(bus, log, ChannelViewersRpc, ({ channelId }) => channelViewers(d.pool, channelId));
+  serveRpc(bus, log, ServerMembersRpc, async ({ serverId, permission }) => ({
     userIds: await serverMembers(d.pool, serverId, permission),
   }));
-  serveRpc(bus, log, REALTIME_RPC.userServers, UserServersRequest, async ({ userId }) => ({
-    serverIds: await listServerIdsOfUser(d.pool, userId),
-  }));
-  serveRpc(bus, log, REALTIME_RPC.userComembers, UserComembersRequest, async ({ userId }) => ({
-    userIds: await listComemberIds(d.pool, userId),
-  }));
+  serveRpc(bus, log, UserServersRpc, ({ userId }) => serversOfUser(d.pool, userId));
+  serveRpc(bus, log, UserComembersRpc, ({ userId }) => comembersOf(d.pool, userId));
 }

@@ -1,5 +1,5 @@
+import type { Ban } from '@chat/contracts';
 import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { Ban } from '../records.ts';
 
 type BanRow = {
   server_id: string;

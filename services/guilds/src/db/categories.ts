@@ -1,5 +1,5 @@
+import type { Category } from '@chat/contracts';
 import { exec, many, maybeOne, type Queryable } from '@chat/kit';
-import type { Category } from '../records.ts';
 
 type CategoryRow = { id: string; server_id: string; name: string; position: number; created_at: string };
 

@@ -1,5 +1,5 @@
+import type { Channel } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { Channel } from '../records.ts';
 import { setClause } from './sql.ts';
 
 type ChannelRow = {

@@ -1,10 +1,9 @@
-import type { ChannelMessage, MessageMentions, MessageType, UploadedFile } from '@chat/contracts';
+import type { ChannelMessage, MessageMentions, MessageType } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { z } from 'zod';
+import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
 /** Channel messages, with the author's name and avatar from the users read-model (one join, no calls). */
 
-export type StoredFile = z.infer<typeof UploadedFile>;
 /** A message as stored; reactions depend on who looks, so they are added per viewer. */
 export type StoredMessage = Omit<ChannelMessage, 'reactions'>;
 
@@ -20,15 +19,15 @@ type MessageRow = {
   attachments: Record<string, StoredFile>;
   reply_to_id: string | null;
   mentions: MessageMentions;
+  type: MessageType;
   pinned_at: string | null;
   edited_at: string | null;
   created_at: string;
-  type: MessageType;
 };
 
 // A webhook message carries its own name and avatar; a user's come from the read-model.
 const COLUMNS = `m.id, m.channel_id, m.server_id, m.author_id, m.webhook_id, m.content, m.attachments, m.reply_to_id,
-  m.mentions, m.pinned_at, m.edited_at, m.created_at, m.type,
+  m.mentions, m.type, m.pinned_at, m.edited_at, m.created_at,
   CASE WHEN m.webhook_id IS NULL THEN u.display_name ELSE m.author_name END AS author_name,
   CASE WHEN m.webhook_id IS NULL THEN u.avatar_url ELSE m.author_avatar END AS author_avatar`;
 const FROM = 'FROM messages m LEFT JOIN users u ON u.id = m.author_id';
@@ -53,6 +52,12 @@ function toMessage(r: MessageRow): StoredMessage {
     type: r.type,
   };
 }
+
+const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  select: `SELECT ${COLUMNS} ${FROM}`,
+  scope: 'm.channel_id',
+  toMessage,
+};
 
 /**
  * Ids of a channel grow in commit order, so an `after` cursor never skips a message that commits
@@ -86,17 +91,16 @@ export type NewMessage = {
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
   mentions: MessageMentions;
+  type: MessageType;
   /** For webhook messages: the webhook and the name and avatar it posts under. */
   webhook?: { id: string; name: string; avatarUrl: string | null };
-  /** System messages name their type; otherwise `reply` when it replies, else `default`. */
-  type?: MessageType;
 };
 
 export async function insertMessage(tx: Queryable, m: NewMessage): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, webhook_id, author_name, author_avatar, type)
+       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, type, webhook_id, author_name, author_avatar)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *)
      SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
     [
@@ -108,10 +112,10 @@ export async function insertMessage(tx: Queryable, m: NewMessage): Promise<Store
       m.attachments,
       m.replyToId,
       m.mentions,
+      m.type,
       m.webhook?.id ?? null,
       m.webhook?.name ?? null,
       m.webhook?.avatarUrl ?? null,
-      m.type ?? (m.replyToId ? 'reply' : 'default'),
     ],
   );
   return toMessage(row);
@@ -133,34 +137,9 @@ export async function messageExists(db: Queryable, channelId: string, id: string
   return Boolean(await maybeOne(db, 'SELECT 1 FROM messages WHERE id = $1 AND channel_id = $2', [id, channelId]));
 }
 
-export type Page = { limit: number; before?: string | undefined; after?: string | undefined; around?: string | undefined };
-
 /** A page of a channel, newest first: before/after a cursor, around a message (it included), or the newest. */
-export async function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
-  if (page.after) return (await older(db, channelId, page.after, page.limit, 'after')).reverse();
-  if (page.around) {
-    const newerHalf = Math.floor(page.limit / 2);
-    const newer = await older(db, channelId, page.around, newerHalf, 'after');
-    const rest = await older(db, channelId, page.around, page.limit - newer.length, 'through');
-    return [...newer.reverse(), ...rest];
-  }
-  return older(db, channelId, page.before ?? null, page.limit, 'before');
-}
-
-/**
- * One side of a cursor: `before` (newest first), `through` (the cursor and older, newest first) or
- * `after` (oldest first, the ones right after the cursor).
- */
-async function older(db: Queryable, channelId: string, cursor: string | null, limit: number, side: 'before' | 'through' | 'after') {
-  if (limit === 0) return [];
-  const where = { before: '($2::uuid IS NULL OR m.id < $2)', through: 'm.id <= $2', after: 'm.id > $2' }[side];
-  const order = side === 'after' ? 'ASC' : 'DESC';
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${COLUMNS} ${FROM} WHERE m.channel_id = $1 AND ${where} ORDER BY m.id ${order} LIMIT $3`,
-    [channelId, cursor, limit],
-  );
-  return rows.map(toMessage);
+export function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(db, CHANNEL_MESSAGES, channelId, page);
 }
 
 export async function updateContent(tx: Queryable, id: string, content: string, mentions: MessageMentions): Promise<StoredMessage> {

@@ -1,5 +1,5 @@
+import type { PermissionOverride } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { PermissionOverride } from '../records.ts';
 
 type OverrideRow = {
   id: string;

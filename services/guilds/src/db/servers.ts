@@ -1,5 +1,5 @@
+import type { Server } from '@chat/contracts';
 import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
-import type { Server } from '../records.ts';
 import { containsPattern, setClause } from './sql.ts';
 
 export type ServerRow = {

@@ -1,6 +1,5 @@
-import type { VoiceLeftReason, VoiceState } from '@chat/contracts';
+import type { Channel, VoiceLeftReason, VoiceState } from '@chat/contracts';
 import { many, maybeOne, type Queryable } from '@chat/kit';
-import type { Channel } from '../records.ts';
 import { toChannel } from './channels.ts';
 
 type VoiceStateRow = {

@@ -1,3 +1,4 @@
+import type { Channel, PermissionOverride } from '@chat/contracts';
 import { ALL_PERMISSIONS, Permission } from '@chat/contracts';
 import { forbidden, notFound, type Queryable } from '@chat/kit';
 import { findMembership, type MembershipRow } from '../db/access.ts';
@@ -5,7 +6,6 @@ import { findChannel, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
-import type { Channel, PermissionOverride } from '../records.ts';
 import {
   type ApplicableOverrides,
   channelPermissions,

@@ -1,6 +1,6 @@
 import { Permission } from '@chat/contracts';
 import { notFound, type Queryable } from '@chat/kit';
-import { findServerBase, listMemberMasks, type MemberMaskRow } from '../db/audience.ts';
+import { findServerBase, listComemberIds, listMemberMasks, listServerIdsOfUser, type MemberMaskRow } from '../db/audience.ts';
 import { findChannel } from '../db/channels.ts';
 import { listOverrides } from '../db/overrides.ts';
 import { toBigInts } from '../db/sql.ts';
@@ -54,4 +54,14 @@ export async function serverMembers(db: Queryable, serverId: string, permission?
   const members = (await listMemberMasks(db, serverId)).map((row) => memberAccess(base, row));
   const bit = permission === undefined ? undefined : BigInt(permission);
   return members.filter((m) => bit === undefined || has(m.permissions, bit)).map((m) => m.userId);
+}
+
+/** The servers a user is a member of (READY's serverIds). */
+export async function serversOfUser(db: Queryable, userId: string): Promise<{ serverIds: string[] }> {
+  return { serverIds: await listServerIdsOfUser(db, userId) };
+}
+
+/** Everyone who shares a server with the user (who sees their presence). */
+export async function comembersOf(db: Queryable, userId: string): Promise<{ userIds: string[] }> {
+  return { userIds: await listComemberIds(db, userId) };
 }

@@ -1,9 +1,9 @@
+import type { Ban } from '@chat/contracts';
 import { Permission } from '@chat/contracts';
 import { badRequest, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { deleteBan, listBans as listBanRows, upsertBan } from '../db/bans.ts';
 import { rejectPendingOf } from '../db/join-requests.ts';
 import { lockServer } from '../db/servers.ts';
-import type { Ban } from '../records.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { removeMember } from './membership.ts';

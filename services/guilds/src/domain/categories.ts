@@ -1,3 +1,4 @@
+import type { Category } from '@chat/contracts';
 import { Permission } from '@chat/contracts';
 import { badRequest, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -10,7 +11,6 @@ import {
   setCategoryOrder,
 } from '../db/categories.ts';
 import { compactCategories } from '../db/layout.ts';
-import type { Category } from '../records.ts';
 import { memberAccess, requirePermission } from './access.ts';
 import { isPermutationOf } from './channels.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
@@ -21,11 +21,16 @@ export async function listCategories(d: Domain, ctx: Ctx, serverId: string): Pro
   return listCategoryRows(d.pool, serverId);
 }
 
+/** A change of the server's category layout: MANAGE_CHANNELS, then the layout lock. */
+async function lockServerLayout(tx: Queryable, ctx: Ctx, serverId: string): Promise<void> {
+  const access = await memberAccess(tx, serverId, ctx.userId);
+  requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+  await lockLayout(tx, serverId);
+}
+
 export function createCategory(d: Domain, ctx: Ctx, serverId: string, name: string): Promise<Category> {
   return withTx(d.pool, async (tx) => {
-    const access = await memberAccess(tx, serverId, ctx.userId);
-    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    await lockLayout(tx, serverId);
+    await lockServerLayout(tx, ctx, serverId);
     const category = await insertCategory(tx, { id: uuidv7(), serverId, name });
     await emit(tx, ctx, 'guilds.category.created', category);
     return category;
@@ -46,9 +51,7 @@ export function renameCategory(d: Domain, ctx: Ctx, serverId: string, categoryId
 /** Its channels stay, uncategorised, after the uncategorised ones; the other categories close the gap. */
 export async function deleteCategory(d: Domain, ctx: Ctx, serverId: string, categoryId: string): Promise<void> {
   await withRetryingTx(d.pool, async (tx) => {
-    const access = await memberAccess(tx, serverId, ctx.userId);
-    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    await lockLayout(tx, serverId);
+    await lockServerLayout(tx, ctx, serverId);
     if (!(await findCategory(tx, serverId, categoryId))) throw notFound('Category');
     await releaseCategoryChannels(tx, ctx.requestId, serverId, categoryId);
     await deleteCategoryRow(tx, serverId, categoryId);
@@ -66,9 +69,7 @@ async function emitCategories(tx: Queryable, ctx: Ctx, serverId: string): Promis
 /** Takes exactly the server's set of category ids in the new order; any other set changes nothing. */
 export function reorderCategories(d: Domain, ctx: Ctx, serverId: string, categoryIds: string[]): Promise<Category[]> {
   return withTx(d.pool, async (tx) => {
-    const access = await memberAccess(tx, serverId, ctx.userId);
-    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    await lockLayout(tx, serverId);
+    await lockServerLayout(tx, ctx, serverId);
     const current = await listCategoryRows(tx, serverId, true);
     if (
       !isPermutationOf(

@@ -1,3 +1,4 @@
+import type { Channel } from '@chat/contracts';
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
 import { badRequest, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -5,7 +6,6 @@ import { findCategory } from '../db/categories.ts';
 import { deleteChannel as deleteChannelRow, findChannel, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
 import { channelOrder } from '../db/layout.ts';
 import { findServer, toServer } from '../db/servers.ts';
-import type { Channel } from '../records.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn } from './layout.ts';
@@ -14,13 +14,22 @@ import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 /** The layout lock and the deadlock retry: a voice join may hold a channel row while it waits for the layout. */
 const inLayoutTx = withRetryingTx;
 
+/**
+ * A change of a category's channel layout: MANAGE_CHANNELS, a category of this server (or none),
+ * then the server's layout lock. Answers the access and the category id (null: uncategorised).
+ */
+async function lockCategoryLayout(tx: Queryable, ctx: Ctx, serverId: string, given: string | null | undefined) {
+  const access = await memberAccess(tx, serverId, ctx.userId);
+  requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+  const categoryId = given ?? null;
+  await checkCategory(tx, serverId, categoryId);
+  await lockLayout(tx, serverId);
+  return { access, categoryId };
+}
+
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
   return inLayoutTx(d.pool, async (tx) => {
-    const access = await memberAccess(tx, serverId, ctx.userId);
-    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    const categoryId = body.categoryId ?? null;
-    await checkCategory(tx, serverId, categoryId);
-    await lockLayout(tx, serverId);
+    const { access, categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
     const channel = await insertChannel(tx, {
       id: uuidv7(),
       serverId,
@@ -103,11 +112,7 @@ export function reorderChannels(
   body: { channelIds: string[]; categoryId?: string | null },
 ): Promise<Channel[]> {
   return inLayoutTx(d.pool, async (tx) => {
-    const access = await memberAccess(tx, serverId, ctx.userId);
-    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    const categoryId = body.categoryId ?? null;
-    await checkCategory(tx, serverId, categoryId);
-    await lockLayout(tx, serverId);
+    const { access, categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
     const current = await channelOrder(tx, serverId, categoryId);
     if (!isPermutationOf(body.channelIds, current)) {
       throw badRequest('channelIds must list each channel of that category exactly once');

@@ -1,10 +1,10 @@
 import { randomInt } from 'node:crypto';
+import type { Server } from '@chat/contracts';
 import { type Invite, type InvitePreview, MANAGE_SERVER, Permission } from '@chat/contracts';
 import { forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { isBanned } from '../db/bans.ts';
 import { consumeInvite, deleteInvite, findInvite, findUsableInvite, insertInvite, listInvites as listInviteRows } from '../db/invites.ts';
 import { findServer, lockServer, toServer } from '../db/servers.ts';
-import type { Server } from '../records.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';

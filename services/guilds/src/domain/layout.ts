@@ -1,7 +1,7 @@
+import type { Channel } from '@chat/contracts';
 import { enqueueEvent, type Queryable } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
 import { channelOrder, compactChannels, lockLayout, setChannelOrder } from '../db/layout.ts';
-import type { Channel } from '../records.ts';
 
 /**
  * Where channels sit among their siblings. Every path that creates, moves or deletes a channel or

@@ -1,27 +1,20 @@
 import {
   type ChannelMessage,
   type ChannelMessagesQuery,
-  MEDIA_RPC,
   type MESSAGES_EVENTS,
-  MediaFileReply,
   type MessageMentions,
-  mediaIdFromUrl,
   Permission,
   type SendMessageBody,
 } from '@chat/contracts';
+import { badRequest, enqueueEvent, forbidden, notFound, type Queryable, tooManyRequests, withTx } from '@chat/kit';
 import {
-  AppError,
-  type Bus,
-  badRequest,
-  enqueueEvent,
-  forbidden,
-  notFound,
-  type Queryable,
-  requestRpc,
-  tooManyRequests,
-  withTx,
-} from '@chat/kit';
-import { v7 as uuidv7 } from 'uuid';
+  assertHasBody,
+  nextMessageId,
+  resolveAttachments,
+  withNonce,
+  withReactions as withViewerReactions,
+  writtenMessageType,
+} from '@chat/messaging';
 import type { z } from 'zod';
 import {
   claimSlowmodeSlot,
@@ -34,11 +27,10 @@ import {
   messageExists,
   type NewMessage,
   pageOfMessages,
-  type StoredFile,
   type StoredMessage,
   updateContent,
 } from '../db/messages.ts';
-import { reactionsOf } from '../db/reactions.ts';
+import { messageReactions } from '../db/reactions.ts';
 import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
@@ -73,40 +65,25 @@ export async function historyAccess(db: Queryable, channelId: string, userId: st
 }
 
 /** Adds each message's reactions as `viewerId` sees them. */
-export async function withReactions(db: Queryable, messages: StoredMessage[], viewerId: string | null): Promise<ChannelMessage[]> {
-  const reactions =
-    viewerId === null
-      ? new Map()
-      : await reactionsOf(
-          db,
-          messages.map((m) => m.id),
-          viewerId,
-        );
-  return messages.map((m) => ({ ...m, reactions: reactions.get(m.id) ?? {} }));
-}
-
-/** A message needs words or files: content may be blank only when it carries attachments. */
-function assertHasBody(content: string, attachments: Record<string, StoredFile>): void {
-  if (content.trim() === '' && Object.keys(attachments).length === 0) {
-    throw badRequest('body.content: must be 1-4000 characters unless attachments are given');
-  }
+export function withReactions(db: Queryable, messages: StoredMessage[], viewerId: string | null): Promise<ChannelMessage[]> {
+  return withViewerReactions(db, messageReactions, messages, viewerId);
 }
 
 /**
- * The id of a channel's next message: a fresh UUID v7, or one a millisecond past the newest when
- * this process's clock is behind the one that issued it (another replica), so ids keep growing.
+ * Inserts a message under the channel's write lock and records its event (with the client's nonce,
+ * when given): the one way a message is created.
  */
-export function nextMessageId(latestId: string | null, fresh: string = uuidv7()): string {
-  if (latestId === null || fresh > latestId) return fresh;
-  const latestMs = Number.parseInt(latestId.slice(0, 8) + latestId.slice(9, 13), 16);
-  return uuidv7({ msecs: latestMs + 1 });
-}
-
-/** Inserts a message under the channel's write lock and records its event: the one way a message is created. */
-export async function postMessage(tx: Queryable, ctx: Pick<Ctx, 'requestId'>, message: Omit<NewMessage, 'id'>): Promise<StoredMessage> {
+export async function postMessage(
+  tx: Queryable,
+  ctx: Pick<Ctx, 'requestId'>,
+  message: Omit<NewMessage, 'id' | 'type'> & { type?: NewMessage['type'] },
+  nonce?: string,
+): Promise<StoredMessage> {
   await lockChannelForWrite(tx, message.channelId);
   const id = nextMessageId(await latestMessageId(tx, message.channelId));
-  const stored = await insertMessage(tx, { ...message, id });
+  // A system message names its type; what a person writes is a reply or a default message.
+  const type = message.type ?? writtenMessageType(message.replyToId);
+  const stored = withNonce(await insertMessage(tx, { ...message, id, type }), nonce);
   await emitMessageEvent(tx, ctx, 'guilds.message.created', stored);
   return stored;
 }
@@ -117,7 +94,7 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
   requirePermission(mask, Permission.SEND_MESSAGES, 'SEND_MESSAGES');
   if (body.attachments && Object.keys(body.attachments).length > 0) requirePermission(mask, Permission.ATTACH_FILES, 'ATTACH_FILES');
   // Before the transaction: no connection is held while the media service answers.
-  const attachments = await verifyAttachments(d.bus, ctx, body.attachments);
+  const attachments = await resolveAttachments(d.bus, ctx, body.attachments);
   assertHasBody(body.content, attachments);
   const stored = await withTx(d.pool, async (tx) => {
     await enforceSlowmode(tx, access, ctx.userId);
@@ -130,15 +107,20 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
       parseMentions(body.content),
       has(mask, Permission.MENTION_EVERYONE),
     );
-    return postMessage(tx, ctx, {
-      channelId,
-      serverId: access.channel.serverId,
-      authorId: ctx.userId,
-      content: body.content,
-      attachments,
-      replyToId: body.replyToId ?? null,
-      mentions,
-    });
+    return postMessage(
+      tx,
+      ctx,
+      {
+        channelId,
+        serverId: access.channel.serverId,
+        authorId: ctx.userId,
+        content: body.content,
+        attachments,
+        replyToId: body.replyToId ?? null,
+        mentions,
+      },
+      body.nonce,
+    );
   });
   return { ...stored, reactions: {} };
 }
@@ -151,31 +133,6 @@ async function enforceSlowmode(tx: Queryable, access: ChannelAccess, userId: str
   if (has(mask, Permission.MANAGE_MESSAGES) || has(mask, Permission.MANAGE_CHANNELS)) return;
   const remaining = await claimSlowmodeSlot(tx, access.channel.id, userId, seconds);
   if (remaining !== undefined) throw tooManyRequests(remaining, 'Slowmode is on in this channel; wait before posting again');
-}
-
-/**
- * Replaces each attachment the client sent with the media service's own record of that file, so
- * that url, type and size are never the client's word. Only the caller's own uploads are accepted;
- * an unknown file and someone else's answer the same 400. Media down: 503 (timeout: 504).
- */
-async function verifyAttachments(bus: Bus, ctx: Ctx, attachments: SendMessageBody['attachments']): Promise<Record<string, StoredFile>> {
-  const entries = Object.entries(attachments ?? {});
-  const verified = await Promise.all(entries.map(async ([key, file]) => [key, await mediaRecord(bus, ctx, key, file.url)] as const));
-  return Object.fromEntries(verified);
-}
-
-async function mediaRecord(bus: Bus, ctx: Ctx, key: string, url: string): Promise<StoredFile> {
-  const id = mediaIdFromUrl(url);
-  if (!id) throw badRequest(`body.attachments.${key}: not a file of the media service`);
-  let file: MediaFileReply;
-  try {
-    file = MediaFileReply.parse(await requestRpc(bus, MEDIA_RPC.fileGet, { id }, { requestId: ctx.requestId }));
-  } catch (err) {
-    if (err instanceof AppError && err.status === 404) throw badRequest(`body.attachments.${key}: unknown file`);
-    throw err;
-  }
-  if (file.uploaderId !== ctx.userId) throw badRequest(`body.attachments.${key}: unknown file`);
-  return { url: file.url, filename: file.filename, contentType: file.contentType, size: file.size };
 }
 
 /** A page, newest first. The read lock makes it wait for posts in flight, so its cursors never skip one. */

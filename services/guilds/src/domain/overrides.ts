@@ -1,3 +1,4 @@
+import type { PermissionOverride } from '@chat/contracts';
 import { Permission, type PutOverrideBody } from '@chat/contracts';
 import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -10,7 +11,6 @@ import {
   upsertOverride,
 } from '../db/overrides.ts';
 import { findServerRole } from '../db/roles.ts';
-import type { PermissionOverride } from '../records.ts';
 import { type ChannelAccess, channelAccess, loadServerAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { canEditOverrideOf, type OverrideBits, type OverrideTarget, overrideChangeBeyondActor } from './permissions.ts';

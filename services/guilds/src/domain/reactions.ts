@@ -2,7 +2,7 @@ import { type MemberUser, Permission } from '@chat/contracts';
 import { notFound, type Queryable, withTx } from '@chat/kit';
 import type { z } from 'zod';
 import { findMessage, type StoredMessage } from '../db/messages.ts';
-import { addReaction, emojiOnMessage, reactionUsers, removeReaction } from '../db/reactions.ts';
+import { messageReactions, reactionUsers } from '../db/reactions.ts';
 import { requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
 import { emitMessageEvent, historyAccess, textChannelAccess } from './messages.ts';
@@ -22,10 +22,10 @@ export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, mess
   const access = await historyAccess(d.pool, channelId, ctx.userId);
   await withTx(d.pool, async (tx) => {
     const message = await messageIn(tx, channelId, messageId);
-    if (!(await emojiOnMessage(tx, messageId, emoji))) {
+    if (!(await messageReactions.isOnMessage(tx, messageId, emoji))) {
       requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
     }
-    if (!(await addReaction(tx, messageId, emoji, ctx.userId))) return;
+    if (!(await messageReactions.add(tx, messageId, emoji, ctx.userId))) return;
     await emitMessageEvent(tx, ctx, 'guilds.reaction.added', {
       messageId,
       channelId,
@@ -41,7 +41,7 @@ export async function removeMyReaction(d: Domain, ctx: Ctx, channelId: string, m
   await textChannelAccess(d.pool, channelId, ctx.userId);
   await withTx(d.pool, async (tx) => {
     const message = await messageIn(tx, channelId, messageId);
-    if (!(await removeReaction(tx, messageId, emoji, ctx.userId))) return;
+    if (!(await messageReactions.remove(tx, messageId, emoji, ctx.userId))) return;
     await emitMessageEvent(tx, ctx, 'guilds.reaction.removed', {
       messageId,
       channelId,

@@ -1,3 +1,4 @@
+import type { Server } from '@chat/contracts';
 import {
   type CreateServerBody,
   DEFAULT_EVERYONE_PERMISSIONS,
@@ -23,7 +24,6 @@ import {
   toServer,
   updateServer as updateServerRow,
 } from '../db/servers.ts';
-import type { Server } from '../records.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';

@@ -1,3 +1,4 @@
+import type { Channel, PermissionOverride } from '@chat/contracts';
 import {
   DISCORD_CHANNEL_TYPE,
   type ExportedTemplate,
@@ -13,7 +14,6 @@ import { insertChannel, listChannels, updateChannel } from '../db/channels.ts';
 import { listOverrides, upsertOverride } from '../db/overrides.ts';
 import { insertEveryoneRole, insertRoleAtBottom, listRoles } from '../db/roles.ts';
 import { insertServer, toServer, updateServer } from '../db/servers.ts';
-import type { Channel, PermissionOverride } from '../records.ts';
 import { memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';

@@ -1,5 +1,4 @@
-import type { UpdateChannelBody } from '@chat/contracts';
-import type { Channel } from '../records.ts';
+import type { Channel, UpdateChannelBody } from '@chat/contracts';
 
 /**
  * Join-to-create channels belong to whoever created them: the owner may rename, lock, hide, limit

@@ -1,6 +1,7 @@
 import type { Queryable } from '@chat/kit';
 import { AppError, lookupUserFromAuth } from '@chat/kit';
-import { upsertUser, userExists } from '../db/users.ts';
+import { upsertUser } from '@chat/messaging';
+import { userExists } from '../db/users.ts';
 import type { Ctx, Domain } from './context.ts';
 
 /** The read-model does not know the user (yet): auth will be asked. A 404 if it never is. */

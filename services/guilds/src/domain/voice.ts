@@ -1,3 +1,4 @@
+import type { Channel } from '@chat/contracts';
 import {
   GUILDS_EVENTS,
   type MediaGrant,
@@ -31,7 +32,6 @@ import {
   setSelfFlags,
   upsertVoiceState,
 } from '../db/voice-states.ts';
-import type { Channel } from '../records.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
 import { closeChannelGap, lockLayout } from './layout.ts';

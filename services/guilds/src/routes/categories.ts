@@ -1,9 +1,8 @@
 import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { createCategory, deleteCategory, listCategories, renameCategory, reorderCategories } from '../domain/categories.ts';
 import type { Domain } from '../domain/context.ts';
-import { noContent } from './no-content.ts';
 
 export function categoryRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listCategories, async (req) => listCategories(d, contextOf(req), req.params.serverId));

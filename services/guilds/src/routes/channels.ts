@@ -1,11 +1,10 @@
-import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { serversRoutes as r, toMask } from '@chat/contracts';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { memberChannelPermissions, myChannelPermissions } from '../domain/channel-permissions.ts';
 import { createChannel, deleteChannel, getChannel, listVisibleChannels, reorderChannels, updateChannel } from '../domain/channels.ts';
 import type { Domain } from '../domain/context.ts';
 import { deleteOverride, listOverrides, putOverride } from '../domain/overrides.ts';
-import { noContent } from './no-content.ts';
 
 export function channelRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body), IDEMPOTENT);

@@ -1,10 +1,9 @@
 import { CreateInviteBody, serversRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { acceptInvite, createInvite, listInvites, previewInvite, revokeInvite } from '../domain/invites.ts';
 import { listJoinRequests, myJoinRequests, requestToJoin, reviewRequest } from '../domain/join-requests.ts';
-import { noContent } from './no-content.ts';
 
 /** An invite created without a body gets the schema's defaults (unlimited uses, one day). */
 const INVITE_DEFAULTS = CreateInviteBody.parse({});

@@ -1,11 +1,10 @@
 import { serversRoutes as r, toMask } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { banUser, listBans, unbanUser } from '../domain/bans.ts';
 import type { Domain } from '../domain/context.ts';
 import { kickMember, leaveServer, listMembers, myServerPermissions, updateNickname } from '../domain/members.ts';
 import { createRole, deleteRole, listRoles, setMemberRole, updateRole } from '../domain/roles.ts';
-import { noContent } from './no-content.ts';
 
 export function memberRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listMembers, async (req) => listMembers(d, contextOf(req), req.params.serverId, req.query));

@@ -1,5 +1,5 @@
 import { messagesRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { deleteMessage, editMessage, listMessages, sendMessage } from '../domain/messages.ts';
@@ -7,7 +7,6 @@ import { listPins, setPin } from '../domain/pins.ts';
 import { addMyReaction, listReactionUsers, removeMyReaction } from '../domain/reactions.ts';
 import { startTyping } from '../domain/typing.ts';
 import { createWebhook, deleteWebhook, executeWebhook, listWebhooks } from '../domain/webhooks.ts';
-import { noContent } from './no-content.ts';
 
 /** Channel messages, pins and reactions. */
 export function messageRoutes(app: FastifyInstance, d: Domain): void {

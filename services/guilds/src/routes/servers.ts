@@ -1,10 +1,9 @@
 import { serversRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { createServer, deleteServer, discover, getServer, joinServer, listMyServers, updateServer } from '../domain/servers.ts';
 import { exportTemplate, importTemplate } from '../domain/templates.ts';
-import { noContent } from './no-content.ts';
 
 export function serverRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createServer, async (req) => createServer(d, contextOf(req), req.body), IDEMPOTENT);

@@ -1,9 +1,8 @@
 import { voiceRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { heartbeat, joinVoice, leaveVoice, listVoiceStates, moveMember, updateVoiceState, voiceGrant } from '../domain/voice.ts';
-import { noContent } from './no-content.ts';
 
 export function voiceRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.joinVoice, async (req) => joinVoice(d, contextOf(req), req.body.channelId));

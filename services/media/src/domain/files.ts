@@ -2,6 +2,10 @@ import type { Readable } from 'node:stream';
 import type { MediaFile, MediaFileReply } from '@chat/contracts';
 import { notFound, type RequestContext } from '@chat/kit';
 import { findMediaFile, type MediaFileRow } from '../db/media-files.ts';
+
+/** A stored file as the routes serve it (its object key, type, size and hash). */
+export type ServedFile = MediaFileRow;
+
 import type { MediaDeps } from '../deps.ts';
 
 type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config'>;

@@ -1,7 +1,7 @@
 import type { Logger } from '@chat/kit';
 import { deleteRecordCreatedBefore, hasRecordForKey, recordsByKey } from '../db/media-files.ts';
+import type { StoredObject } from '../db/storage.ts';
 import type { MediaDeps } from '../deps.ts';
-import type { StoredObject } from '../storage.ts';
 
 type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'log'>;
 

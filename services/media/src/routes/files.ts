@@ -4,10 +4,9 @@ import { AppError, contextOf, route } from '@chat/kit';
 import { create as contentDisposition } from 'content-disposition';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import parseRange from 'range-parser';
-import type { MediaFileRow } from '../db/media-files.ts';
 import type { MediaDeps } from '../deps.ts';
 import { isInlineSafe } from '../domain/content-type.ts';
-import { findServedFile, getOwnFile, readFile } from '../domain/files.ts';
+import { findServedFile, getOwnFile, readFile, type ServedFile } from '../domain/files.ts';
 
 /** The bytes of a file never change under its id: caches may keep them for a year. */
 const CACHE_FOREVER = 'public, max-age=31536000, immutable';
@@ -41,7 +40,7 @@ export async function fileRoutes(app: FastifyInstance, deps: MediaDeps): Promise
   });
 }
 
-function setFileHeaders(reply: FastifyReply, file: MediaFileRow, etag: string): void {
+function setFileHeaders(reply: FastifyReply, file: ServedFile, etag: string): void {
   const inline = isInlineSafe(file.contentType);
   reply.headers({
     'content-type': file.contentType === 'text/plain' ? 'text/plain; charset=utf-8' : file.contentType,

@@ -1,4 +1,4 @@
-import { MEDIA_RPC, MediaFileReply, mediaIdFromUrl } from '@chat/contracts';
+import { MediaFileRpc, mediaIdFromUrl } from '@chat/contracts';
 import { type Bus, requestRpc } from '@chat/kit';
 import type { Logger } from 'pino';
 
@@ -16,7 +16,7 @@ export async function trackDurationMs(
   const mediaId = mediaIdFromUrl(track.url);
   if (!mediaId) return null;
   try {
-    const file = MediaFileReply.parse(await requestRpc<unknown>(deps.bus, MEDIA_RPC.fileGet, { id: mediaId }, { requestId }));
+    const file = await requestRpc(deps.bus, MediaFileRpc, { id: mediaId }, { requestId });
     return file.durationSeconds ? Math.round(file.durationSeconds * 1000) : null;
   } catch (err) {
     deps.log?.warn({ err, mediaId }, 'could not read the duration of an uploaded track');

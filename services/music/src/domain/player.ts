@@ -10,12 +10,12 @@ import {
   type PlayerUpdatedEvent,
   type QueueBody,
   type SkipBody,
+  VoiceAccessRpc,
   type VolumeBody,
 } from '@chat/contracts';
-import { type Bus, conflict, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { type Bus, conflict, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { askVoiceAccess } from '../bus/guilds.ts';
 import * as players from '../db/players.ts';
 import { assertCanControl, assertCanListen } from './access.ts';
 import { trackDurationMs } from './durations.ts';
@@ -31,7 +31,7 @@ type Change = (tx: Queryable, player: players.LockedPlayer) => Promise<boolean>;
 
 /** The channel's player as a member of its server sees it; idle when nothing was ever played. */
 export async function getPlayer(deps: PlayerDeps, ctx: RequestContext, channelId: string): Promise<PlayerState> {
-  const access = await askVoiceAccess(deps.bus, { channelId, userId: ctx.userId }, ctx.requestId);
+  const access = await requestRpc(deps.bus, VoiceAccessRpc, { channelId, userId: ctx.userId }, { requestId: ctx.requestId });
   assertCanListen(access);
   return (await players.readPlayerState(deps.pool, channelId)) ?? idlePlayer(channelId, access.channel.serverId);
 }
@@ -151,7 +151,12 @@ async function control(
   action: PlayerAction,
   change: Change,
 ): Promise<PlayerState> {
-  const access = await askVoiceAccess(deps.bus, { channelId: target.channelId, userId: ctx.userId }, ctx.requestId);
+  const access = await requestRpc(
+    deps.bus,
+    VoiceAccessRpc,
+    { channelId: target.channelId, userId: ctx.userId },
+    { requestId: ctx.requestId },
+  );
   assertCanControl(access, ctx.userId, target);
   return withTx(deps.pool, async (tx) => {
     const player = await players.lockPlayer(tx, target.channelId, access.channel.serverId);

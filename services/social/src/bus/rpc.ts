@@ -1,11 +1,9 @@
-import { REALTIME_RPC, UserConversationsRequest, UserFriendsRequest } from '@chat/contracts';
+import { UserConversationsRpc, UserFriendsRpc } from '@chat/contracts';
 import { type Bus, type Logger, type Pool, serveRpc } from '@chat/kit';
-import { conversationIdsOf, friendIdsOf } from '../db/audience.ts';
+import { conversationsOfUser, friendsOfUser } from '../domain/audience.ts';
 
 /** What the gateway's socket asks social: READY's conversations, and who sees a user's presence. */
 export function serveSocialRpc(bus: Bus, log: Logger, pool: Pool): void {
-  serveRpc(bus, log, REALTIME_RPC.userConversations, UserConversationsRequest, async ({ userId }) => ({
-    conversationIds: await conversationIdsOf(pool, userId),
-  }));
-  serveRpc(bus, log, REALTIME_RPC.userFriends, UserFriendsRequest, async ({ userId }) => ({ userIds: await friendIdsOf(pool, userId) }));
+  serveRpc(bus, log, UserConversationsRpc, ({ userId }) => conversationsOfUser(pool, userId));
+  serveRpc(bus, log, UserFriendsRpc, ({ userId }) => friendsOfUser(pool, userId));
 }

@@ -1,10 +1,10 @@
-import type { DirectMessageRecord as DirectMessage } from '@chat/contracts';
+import type { DirectMessageRecord as DirectMessage, MessageType } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
+import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Direct messages, with their sender's name, avatar and badges from the users read-model. */
 
-export type StoredFile = { url: string; filename: string; contentType: string; size: number };
 /** A message as stored; reactions depend on who looks, so they are added per viewer. */
 export type StoredMessage = Omit<DirectMessage, 'reactions'>;
 
@@ -15,6 +15,7 @@ type MessageRow = {
   content: string;
   attachments: Record<string, StoredFile>;
   reply_to_id: string | null;
+  type: MessageType;
   edited_at: string | null;
   created_at: string;
   sender_name: string | null;
@@ -22,7 +23,7 @@ type MessageRow = {
   sender_badges: string[] | null;
 };
 
-const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.edited_at, m.created_at,
+const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.edited_at, m.created_at,
   u.display_name AS sender_name, u.avatar_url AS sender_avatar, u.badges AS sender_badges`;
 
 function toMessage(row: MessageRow): StoredMessage {
@@ -39,8 +40,15 @@ function toMessage(row: MessageRow): StoredMessage {
     senderName: row.sender_name ?? 'Unknown user',
     senderAvatar: row.sender_avatar,
     senderBadges: row.sender_badges ?? [],
+    type: row.type,
   };
 }
+
+const DIRECT_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  select: `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id`,
+  scope: 'm.conversation_id',
+  toMessage,
+};
 
 export type NewMessage = {
   id: string;
@@ -49,36 +57,29 @@ export type NewMessage = {
   content: string;
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
+  type: MessageType;
 };
 
 export async function insertMessage(tx: Queryable, message: NewMessage): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *)
+       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
      SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
-    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId],
+    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId, message.type],
   );
   return toMessage(row);
 }
 
 export async function messageById(db: Queryable, id: string): Promise<StoredMessage | undefined> {
-  const row = await maybeOne<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = $1`,
-    [id],
-  );
+  const row = await maybeOne<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = $1`, [id]);
   return row && toMessage(row);
 }
 
 export async function messagesByIds(db: Queryable, ids: string[]): Promise<StoredMessage[]> {
   if (ids.length === 0) return [];
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.id = ANY($1::uuid[])`,
-    [ids],
-  );
+  const rows = await many<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = ANY($1::uuid[])`, [ids]);
   return rows.map(toMessage);
 }
 
@@ -86,32 +87,9 @@ export async function isMessageOf(db: Queryable, messageId: string, conversation
   return Boolean(await maybeOne(db, 'SELECT 1 FROM direct_messages WHERE id = $1 AND conversation_id = $2', [messageId, conversationId]));
 }
 
-export type Page = { limit: number; before?: string | undefined; after?: string | undefined };
-
-/**
- * A page of a conversation, newest first. Ids are UUID v7 issued in commit order per conversation,
- * so `before`/`after` an id neither skip nor repeat a message while others arrive. `after` takes
- * the messages right after the cursor (oldest of them first), then answers them newest first.
- */
-/** A page of the conversation as `viewerId` sees it: without messages of people they blocked. */
-export async function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
-  const from = `FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id
-    WHERE m.conversation_id = $1 AND ${NOT_FROM_BLOCKED('m', '$4')}`;
-  if (page.after) {
-    const rows = await many<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} ${from} AND m.id > $2 ORDER BY m.id ASC LIMIT $3`, [
-      conversationId,
-      page.after,
-      page.limit,
-      viewerId,
-    ]);
-    return rows.reverse().map(toMessage);
-  }
-  const rows = await many<MessageRow>(
-    db,
-    `SELECT ${MESSAGE_COLUMNS} ${from} AND ($2::uuid IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3`,
-    [conversationId, page.before ?? null, page.limit, viewerId],
-  );
-  return rows.map(toMessage);
+/** A page of the conversation as `viewerId` sees it (without messages of people they blocked), newest first. */
+export function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(db, DIRECT_MESSAGES, conversationId, page, { where: NOT_FROM_BLOCKED('m', '$4'), params: [viewerId] });
 }
 
 export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {

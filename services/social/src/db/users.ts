@@ -1,4 +1,4 @@
-import type { UserEventData, UserSummary } from '@chat/contracts';
+import type { UserSummary } from '@chat/contracts';
 import { many, maybeOne, type Queryable } from '@chat/kit';
 
 /** A user of the read-model. */
@@ -24,17 +24,6 @@ export function toUserSummary(id: string, row: UserSummaryRow | undefined): User
 
 export function knownToSummary(user: KnownUser): UserSummary {
   return { ...user, status: 'offline' };
-}
-
-/** Applies auth's view of a user unless a newer one (by the event's occurredAt) is already here. */
-export async function upsertUser(tx: Queryable, user: UserEventData, version: string): Promise<void> {
-  await tx.query(
-    `INSERT INTO users (id, username, display_name, avatar_url, badges, version) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (id) DO UPDATE SET username = EXCLUDED.username, display_name = EXCLUDED.display_name,
-       avatar_url = EXCLUDED.avatar_url, badges = EXCLUDED.badges, version = EXCLUDED.version
-     WHERE users.version <= EXCLUDED.version`,
-    [user.id, user.username, user.displayName, user.avatarUrl, user.badges, version],
-  );
 }
 
 type UserRow = { id: string; username: string; display_name: string; avatar_url: string | null };

@@ -11,6 +11,7 @@ import {
   type RequestContext,
   withTx,
 } from '@chat/kit';
+import { withReactions } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import {
   type ConversationAccess,
@@ -25,8 +26,8 @@ import {
   setOwner,
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
+import { dmReactions } from '../db/reactions.ts';
 import { relationBetween } from '../db/relationships.ts';
-import { withReactions } from './messages.ts';
 import { knownOrLearntUserIds } from './users.ts';
 
 /** Conversations: who may open them, who may see them, who may write in them. */
@@ -136,7 +137,7 @@ export async function listConversations(deps: Deps, ctx: RequestContext, page: K
 
 async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {
   const lastIds = views.flatMap((v) => (v.lastMessageId ? [v.lastMessageId] : []));
-  const messages = await withReactions(deps.pool, await messagesByIds(deps.pool, lastIds), ctx.userId);
+  const messages = await withReactions(deps.pool, dmReactions, await messagesByIds(deps.pool, lastIds), ctx.userId);
   const byId = new Map(messages.map((m) => [m.id, m]));
   return views.map(({ lastMessageId, ...view }) => ({ ...view, lastMessage: (lastMessageId && byId.get(lastMessageId)) || null }));
 }

@@ -1,13 +1,12 @@
 import {
   type Device,
-  GUILDS_RPC,
   KEYS_SUBJECTS,
   type KeyBundle,
   type KeysChangedEvent,
   MAX_ONE_TIME_KEYS_PER_DEVICE,
   type OneTimeKeyCount,
   type PutDeviceBody,
-  SharedServersReply,
+  SharedServersRpc,
   type UploadOneTimeKeysBody,
 } from '@chat/contracts';
 import {
@@ -147,9 +146,7 @@ async function mayReach(
   if (userId === ctx.userId) return true;
   if (reach.blocked) return false;
   if (reach.close) return true;
-  const reply = SharedServersReply.parse(
-    await requestRpc(deps.bus, GUILDS_RPC.sharedServers, { userId: ctx.userId, otherUserIds: [userId] }, { requestId: ctx.requestId }),
-  );
+  const reply = await requestRpc(deps.bus, SharedServersRpc, { userId: ctx.userId, otherUserIds: [userId] }, { requestId: ctx.requestId });
   return reply.sharing.includes(userId);
 }
 

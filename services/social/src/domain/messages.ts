@@ -1,5 +1,6 @@
 import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { assertHasBody, nextMessageId, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
 import { markActivity } from '../db/conversations.ts';
 import {
   deleteMessageRow,
@@ -8,36 +9,20 @@ import {
   type LockedMessage,
   lockMessage,
   messageById,
-  type Page,
   pageOfMessages,
-  type StoredFile,
   type StoredMessage,
   updateMessageContent,
 } from '../db/messages.ts';
-import { addReaction, reactionsOf, removeReaction } from '../db/reactions.ts';
-import { resolveAttachments } from './attachments.ts';
+import { dmReactions } from '../db/reactions.ts';
 import { assertMayWrite, participantAccess } from './conversations.ts';
-import { nextMessageId } from './message-ids.ts';
 
 /** Direct messages: sending, paging, editing, deleting, reacting. */
 
 type Deps = { pool: Pool; bus: Bus };
 
-/** A message needs words or files: content may be blank only when it carries attachments. */
-function assertHasBody(content: string, attachments: Record<string, StoredFile>): void {
-  if (content.trim() === '' && Object.keys(attachments).length === 0) {
-    throw badRequest('body.content: must be 1-4000 characters unless attachments are given');
-  }
-}
-
 /** Adds each message's reactions as `viewerId` sees them. */
-export async function withReactions(db: Queryable, messages: StoredMessage[], viewerId: string): Promise<DirectMessage[]> {
-  const reactions = await reactionsOf(
-    db,
-    messages.map((m) => m.id),
-    viewerId,
-  );
-  return messages.map((m) => ({ ...m, reactions: reactions.get(m.id) ?? {} }));
+export function withDmReactions(db: Queryable, messages: StoredMessage[], viewerId: string): Promise<DirectMessage[]> {
+  return withReactions(db, dmReactions, messages, viewerId);
 }
 
 export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDirectMessageBody): Promise<DirectMessage> {
@@ -50,14 +35,17 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
     if (body.replyToId && !(await isMessageOf(tx, body.replyToId, access.id))) {
       throw badRequest('body.replyToId: no such message in this conversation');
     }
-    const stored = await insertMessage(tx, {
+    const replyToId = body.replyToId ?? null;
+    const inserted = await insertMessage(tx, {
       id: nextMessageId(access.lastMessageId),
       conversationId: access.id,
       senderId: ctx.userId,
       content: body.content,
       attachments,
-      replyToId: body.replyToId ?? null,
+      replyToId,
+      type: writtenMessageType(replyToId),
     });
+    const stored = withNonce(inserted, body.nonce);
     await markActivity(tx, access.id, stored.id, stored.createdAt);
     await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.audienceIds }, ctx.requestId);
     return stored;
@@ -67,7 +55,7 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
 
 export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
   const access = await participantAccess(deps.pool, ctx, conversationId);
-  return withReactions(deps.pool, await pageOfMessages(deps.pool, access.id, ctx.userId, page), ctx.userId);
+  return withDmReactions(deps.pool, await pageOfMessages(deps.pool, access.id, ctx.userId, page), ctx.userId);
 }
 
 /**
@@ -96,7 +84,7 @@ export async function editMessage(deps: Deps, ctx: RequestContext, messageId: st
     await enqueueEvent(tx, SOCIAL_SUBJECTS.dmUpdated, { message, participantIds }, ctx.requestId);
     return message;
   });
-  const [withTheirReactions] = await withReactions(deps.pool, [updated], ctx.userId);
+  const [withTheirReactions] = await withDmReactions(deps.pool, [updated], ctx.userId);
   return withTheirReactions!;
 }
 
@@ -115,7 +103,9 @@ export async function react(deps: Deps, ctx: RequestContext, messageId: string, 
     if (!message) throw notFound('Message');
     const access = await participantAccess(tx, ctx, message.conversationId, { what: 'Message' });
     if (add) assertMayWrite(access);
-    const changed = add ? await addReaction(tx, messageId, emoji, ctx.userId) : await removeReaction(tx, messageId, emoji, ctx.userId);
+    const changed = add
+      ? await dmReactions.add(tx, messageId, emoji, ctx.userId)
+      : await dmReactions.remove(tx, messageId, emoji, ctx.userId);
     if (!changed) return;
     await enqueueEvent(
       tx,

@@ -1,4 +1,4 @@
-import { PresenceSeenReply, REALTIME_RPC } from '@chat/contracts';
+import { PresenceSeenReply, PresenceSeenRpc } from '@chat/contracts';
 import { type Bus, requestRpc } from '@chat/kit';
 
 const ASK_TIMEOUT_MS = 500;
@@ -12,7 +12,7 @@ export async function withSeenStatus<T extends { user: { id: string; status: str
   if (items.length === 0) return items;
   let statuses: Record<string, string> = {};
   try {
-    const reply = await requestRpc(bus, REALTIME_RPC.presenceSeen, { userIds: items.map((i) => i.user.id) }, { timeoutMs: ASK_TIMEOUT_MS });
+    const reply = await requestRpc(bus, PresenceSeenRpc, { userIds: items.map((i) => i.user.id) }, { timeoutMs: ASK_TIMEOUT_MS });
     statuses = PresenceSeenReply.parse(reply).statuses;
   } catch {
     statuses = {};

@@ -1,5 +1,6 @@
 import { type Bus, lookupUserFromAuth, type Pool, type RequestContext } from '@chat/kit';
-import { findUserById, findUserByUsername, type KnownUser, knownUserIds, upsertUser } from '../db/users.ts';
+import { upsertUser } from '@chat/messaging';
+import { findUserById, findUserByUsername, type KnownUser, knownUserIds } from '../db/users.ts';
 
 type Deps = { pool: Pool; bus: Bus };
 

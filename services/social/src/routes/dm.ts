@@ -1,5 +1,5 @@
 import { socialRoutes as r } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
@@ -7,7 +7,6 @@ import { deleteMessage, editMessage, listMessages, react, sendMessage } from '..
 import { startTyping } from '../domain/typing.ts';
 
 /** Answers of 204 routes carry no body. */
-const noBody = () => undefined;
 
 export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(
@@ -22,12 +21,12 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   );
   route(app, r.listConversations, (req) => listConversations(deps, contextOf(req), req.query));
   route(app, r.getConversation, (req) => conversationOf(deps, contextOf(req), req.params.id));
-  route(app, r.leaveConversation, (req) => leaveConversation(deps, contextOf(req), req.params.id).then(noBody));
+  route(app, r.leaveConversation, (req) => noContent(leaveConversation(deps, contextOf(req), req.params.id)));
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));
   route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body), IDEMPOTENT);
   route(app, r.editMessage, (req) => editMessage(deps, contextOf(req), req.params.id, req.body.content));
-  route(app, r.deleteMessage, (req) => deleteMessage(deps, contextOf(req), req.params.id).then(noBody));
-  route(app, r.addReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, true).then(noBody));
-  route(app, r.removeReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, false).then(noBody));
-  route(app, r.conversationTyping, (req) => startTyping(deps, contextOf(req), req.params.id).then(noBody));
+  route(app, r.deleteMessage, (req) => noContent(deleteMessage(deps, contextOf(req), req.params.id)));
+  route(app, r.addReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, true)));
+  route(app, r.removeReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, false)));
+  route(app, r.conversationTyping, (req) => noContent(startTyping(deps, contextOf(req), req.params.id)));
 }

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { AppError, type Logger, notFound } from '@chat/kit';
 import { Client } from 'minio';
-import type { MediaConfig } from './config.ts';
+import type { MediaConfig } from '../config.ts';
 
 /**
  * S3 wants every part but the last to be at least 5 MiB. An upload holds two parts in memory

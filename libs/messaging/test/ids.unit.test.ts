@@ -1,7 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { describe, expect, it } from 'vitest';
-import { mediaFileId } from '../src/domain/attachments.ts';
-import { msecsOf, nextMessageId } from '../src/domain/message-ids.ts';
+import { msecsOf, nextMessageId } from '../src/ids.ts';
 
 describe('nextMessageId', () => {
   it('uses a fresh UUID v7 when it is past the latest id', () => {
@@ -21,23 +20,5 @@ describe('nextMessageId', () => {
 
   it('reads the timestamp a UUID v7 carries', () => {
     expect(msecsOf(uuidv7({ msecs: 1_717_171_717_171 }))).toBe(1_717_171_717_171);
-  });
-});
-
-describe('mediaFileId', () => {
-  const id = '0190a6e2-7c1b-7cde-8f00-123456789abc';
-
-  it('takes the first segment after /v1/media/ of absolute and relative urls', () => {
-    expect(mediaFileId(`https://chat.example/v1/media/${id}/cat.png`)).toBe(id);
-    expect(mediaFileId(`/v1/media/${id}/cat.png`)).toBe(id);
-    expect(mediaFileId(`/v1/media/${id.toUpperCase()}`)).toBe(id);
-  });
-
-  it('rejects urls that do not name a media file', () => {
-    expect(mediaFileId('https://evil.example/cat.png')).toBeUndefined();
-    expect(mediaFileId('/v1/media/not-a-uuid/cat.png')).toBeUndefined();
-    expect(mediaFileId(`/v1/other/${id}`)).toBeUndefined();
-    expect(mediaFileId(`/x/v1/media/${id}`)).toBeUndefined();
-    expect(mediaFileId('http://[bad')).toBeUndefined();
   });
 });

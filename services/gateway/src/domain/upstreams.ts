@@ -1,5 +1,5 @@
 import { ROUTE_PREFIXES, type RouteContract, type ServiceName } from '@chat/contracts';
-import type { GatewayConfig } from './config.ts';
+import type { GatewayConfig } from '../config.ts';
 
 export type Upstream = Exclude<ServiceName, 'gateway'>;
 

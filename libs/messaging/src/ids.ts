@@ -6,9 +6,9 @@ export function msecsOf(id: string): number {
 }
 
 /**
- * The id of a conversation's next message: a fresh UUID v7, or one a millisecond past the latest
- * id when this process's clock is behind the one that issued it (another replica), so ids of a
- * conversation always grow in commit order and cursor paging never skips a message.
+ * The id of the next message of a channel or conversation: a fresh UUID v7, or one a millisecond
+ * past the latest id when this process's clock is behind the one that issued it (another replica),
+ * so that ids grow in commit order and cursor paging never skips a message.
  */
 export function nextMessageId(latestId: string | null, fresh: string = uuidv7()): string {
   if (latestId === null || fresh > latestId) return fresh;

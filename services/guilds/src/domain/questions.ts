@@ -1,0 +1,47 @@
+import type { Channel, ChannelPermissionsReply, MemberCheckReply, VoiceAccessReply } from '@chat/contracts';
+import { Permission, toMask } from '@chat/contracts';
+import { notFound } from '@chat/kit';
+import { findChannel } from '../db/channels.ts';
+import { usersSharingAServer } from '../db/members.ts';
+import { loadChannelAccess, loadServerAccess } from './access.ts';
+import type { Domain } from './context.ts';
+import { has } from './permissions.ts';
+import { isConnectedTo } from './voice.ts';
+
+/** The questions other services ask guilds over the bus; every answer comes from the same access module as HTTP. */
+
+export async function memberCheck(d: Domain, serverId: string, userId: string): Promise<MemberCheckReply> {
+  const access = await loadServerAccess(d.pool, serverId, userId);
+  if (!access) throw notFound('Server');
+  return { isMember: access.isMember, isOwner: access.isOwner };
+}
+
+/** Which of `otherUserIds` share a server with `userId`. */
+export async function sharedServers(d: Domain, userId: string, otherUserIds: string[]): Promise<{ sharing: string[] }> {
+  return { sharing: await usersSharingAServer(d.pool, userId, otherUserIds) };
+}
+
+export async function channelPermissionsOf(d: Domain, channelId: string, userId: string): Promise<ChannelPermissionsReply> {
+  const access = await loadChannelAccess(d.pool, channelId, userId);
+  if (!access) throw notFound('Channel');
+  return { channelId, serverId: access.channel.serverId, isMember: access.isMember, permissions: toMask(access.channelPermissions) };
+}
+
+export async function channelRecord(d: Domain, channelId: string): Promise<Channel> {
+  const channel = await findChannel(d.pool, channelId);
+  if (!channel) throw notFound('Channel');
+  return channel;
+}
+
+export async function voiceAccessOf(d: Domain, channelId: string, userId: string): Promise<VoiceAccessReply> {
+  const access = await loadChannelAccess(d.pool, channelId, userId);
+  if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
+  const { id, serverId, channelType, ownerId, musicLocked } = access.channel;
+  return {
+    channel: { id, serverId, channelType, ownerId, musicLocked },
+    isMember: access.isMember,
+    inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
+    canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
+    isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
+  };
+}
