@@ -38,7 +38,16 @@ export interface Runtime {
   checks: Record<string, HealthCheck>;
 }
 
-/** Logger, pool, migrations, bus, the service's stream and its outbox relay, in that order. */
+/**
+ * The command-line flag that makes a service apply its migrations and exit, without NATS: what the
+ * Kubernetes init container runs before the process itself (deploy/k8s).
+ */
+export const MIGRATE_ONLY_FLAG = '--migrate-only';
+
+/**
+ * Logger, pool, migrations, bus, the service's stream and its outbox relay, in that order. With
+ * `--migrate-only` among the arguments it stops after the migrations and exits 0.
+ */
 export async function startRuntime(options: {
   service: string;
   config: DatabaseServiceConfig;
@@ -48,7 +57,12 @@ export async function startRuntime(options: {
   const { config } = options;
   const log = createLogger({ service: options.service, level: config.LOG_LEVEL });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  await migrate(pool, options.migrationsDir, log);
+  const applied = await migrate(pool, options.migrationsDir, log);
+  if (process.argv.includes(MIGRATE_ONLY_FLAG)) {
+    log.info({ applied: applied.length }, 'migrations applied; exiting (--migrate-only)');
+    await pool.end();
+    process.exit(0);
+  }
   const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
   await ensureStream(bus, options.stream);
   const relay = startOutboxRelay({ pool, bus, log });
