@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STREAMS } from '@chat/contracts';
+import { metricsPort } from '@chat/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   K8S_DIR,
@@ -64,7 +65,11 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     it('has a Deployment of its own image and a Service on the port it listens on', () => {
       expect(container(name).image).toBe(`chat-${name}:latest`);
       const port = Number(containerEnv(objects, container(name)).PORT);
-      expect(container(name).ports).toContainEqual({ name: 'http', containerPort: port });
+      expect(container(name).ports).toEqual([
+        { name: 'http', containerPort: port },
+        { name: 'metrics', containerPort: metricsPort({ PORT: port }) },
+      ]);
+      expect(deployment(name).spec.template.metadata.annotations['prometheus.io/port']).toBe(String(metricsPort({ PORT: port })));
       expect(find('Service', name)?.spec.ports).toContainEqual({ name: 'http', port, targetPort: 'http' });
       expect(find('Service', name)?.spec.selector).toEqual(deployment(name).spec.selector.matchLabels);
     });
@@ -130,7 +135,7 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     expect(find('Deployment', 'livekit')?.spec.template.spec.containers[0].ports).toContainEqual({ name: 'signal', containerPort: 7880 });
   });
 
-  it('admits traffic from outside only to the gateway, and to the services only from the gateway', () => {
+  it('admits traffic from outside only to the gateway, to the services only from the gateway, to metrics only from monitoring', () => {
     const policies = objects.filter((m) => m.kind === 'NetworkPolicy');
     const selects = (policy: Manifest, labels: Record<string, string>) => {
       const { matchLabels = {}, matchExpressions = [] } = policy.spec.podSelector;
@@ -146,11 +151,19 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
       const applying = policies.filter((p) => selects(p, labels));
       expect(applying.length, name).toBeGreaterThan(0);
       const rules = applying.flatMap((p) => p.spec.ingress ?? []);
+      const metrics = rules.filter((rule) => rule.ports.some((p: { port: string }) => p.port === 'metrics'));
+      expect(metrics, name).toEqual([
+        {
+          from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+          ports: [{ port: 'metrics', protocol: 'TCP' }],
+        },
+      ]);
+      const http = rules.filter((rule) => !metrics.includes(rule));
       if (name === 'gateway') {
-        expect(rules).toContainEqual({ ports: [{ port: 'http', protocol: 'TCP' }] });
+        expect(http).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
       } else {
-        expect(rules.length, name).toBeGreaterThan(0);
-        for (const rule of rules) {
+        expect(http.length, name).toBeGreaterThan(0);
+        for (const rule of http) {
           expect(rule.from, name).toEqual([{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'chat-gateway' } } }]);
           expect(rule.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
         }

@@ -11,6 +11,7 @@ import {
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+import { natsRequestDuration, natsRequestFailures } from './metrics.ts';
 
 /** A NATS connection with JetStream, scoped to a namespace (empty in production). */
 export interface Bus {
@@ -143,19 +144,30 @@ export async function requestRpc<T>(
   options: { requestId?: string; timeoutMs?: number } = {},
 ): Promise<T> {
   let msg: Awaited<ReturnType<NatsConnection['request']>>;
+  const timer = natsRequestDuration.startTimer({ subject });
+  const failed = (reason: string) => {
+    timer({ outcome: reason });
+    natsRequestFailures.inc({ subject, reason });
+  };
   try {
     msg = await bus.nc.request(bus.subject(subject), JSON.stringify(data), {
       timeout: options.timeoutMs ?? 3_000,
       headers: requestHeaders(options.requestId),
     });
   } catch (err) {
-    if (err instanceof RequestError && err.isNoResponders()) throw new AppError(503, `No service answers ${subject}`, { cause: err });
+    if (err instanceof RequestError && err.isNoResponders()) {
+      failed('no_responders');
+      throw new AppError(503, `No service answers ${subject}`, { cause: err });
+    }
     if (err instanceof TimeoutError || (err as Error).cause instanceof TimeoutError) {
+      failed('timeout');
       throw new AppError(504, `Timed out waiting for ${subject}`, { cause: err });
     }
+    failed('unavailable');
     throw new AppError(503, 'Message bus unavailable', { cause: err });
   }
   const status = Number(msg.headers?.get(STATUS_HEADER) || 200);
+  timer({ outcome: status >= 400 ? `${Math.floor(status / 100)}xx` : 'ok' });
   const body = msg.json<T & { error?: string }>();
   if (status >= 400) throw new AppError(status, body?.error ?? 'Request failed');
   return body as T;

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { type Bus, type DurableConsumerSpec, type EventEnvelope, ensureConsumer, REQUEST_ID_HEADER, requestHeaders } from './bus.ts';
 import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
+import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -56,6 +57,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
     committedSinceDrain = true;
     wake?.();
   });
+  const unwatch = watchOutbox(pool);
 
   async function publishBatch(): Promise<number> {
     return withTx(pool, async (tx) => {
@@ -128,6 +130,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       wake?.();
       await queue;
       unsubscribe();
+      unwatch();
     },
   };
 }
@@ -153,8 +156,10 @@ export async function consumeEvents(options: {
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   const log = options.log.child({ consumer: spec.durable });
+  const unwatch = watchConsumer(bus, spec);
   const done = (async () => {
     for await (const msg of messages) {
+      if (msg.info.deliveryCount > 1) consumerRedeliveries.inc({ consumer: spec.durable });
       const event = envelopeOf(msg.data, bus.logical(msg.subject));
       if (!event) {
         // Redelivering it would fail the same way for ever; drop it and say so.
@@ -173,6 +178,7 @@ export async function consumeEvents(options: {
   })().catch((err) => log.error({ err }, 'event consumer stopped'));
   return {
     async stop() {
+      unwatch();
       await messages.close();
       await done;
     },

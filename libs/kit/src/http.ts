@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
 
 declare module 'fastify' {
@@ -78,6 +79,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  // By route pattern, never by path: ids in paths would make a series per id.
+  app.addHook('onResponse', async (req, reply) => {
+    const route = metricsRoutes.get(req) ?? req.routeOptions.url ?? 'unmatched';
+    httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
   // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
   // (the gateway keeps them 60 s) would hold close() open past the grace period.
   let closing = false;
@@ -146,6 +152,16 @@ function unusedConnections(app: FastifyInstance) {
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
     },
   };
+}
+
+const metricsRoutes = new WeakMap<FastifyRequest, string>();
+
+/**
+ * Names the route pattern a request is counted under in the metrics, where Fastify's own route is
+ * coarser: the gateway proxies a whole prefix (`/v1/guilds/*`) but knows each request's contract.
+ */
+export function setMetricsRoute(req: FastifyRequest, pattern: string): void {
+  metricsRoutes.set(req, pattern);
 }
 
 /** Maps any error (ours, Fastify's, a validation failure) onto a status and a public message. */

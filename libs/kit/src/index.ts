@@ -6,6 +6,7 @@ export * from './events.ts';
 export * from './health.ts';
 export * from './http.ts';
 export * from './logger.ts';
+export * from './metrics.ts';
 export * from './migrate.ts';
 export * from './service.ts';
 export * from './tokens.ts';

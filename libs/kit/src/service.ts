@@ -8,6 +8,7 @@ import { createPool, type Pool } from './db.ts';
 import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
 import type { HealthCheck } from './health.ts';
 import { createLogger } from './logger.ts';
+import { type MetricsServer, startMetricsServer } from './metrics.ts';
 import { migrate } from './migrate.ts';
 
 /** Parses the environment or stops the process with a message naming every bad variable. */
@@ -80,17 +81,19 @@ export async function natsCheck(bus: Bus): Promise<void> {
  */
 export async function serve(options: {
   app: FastifyInstance;
-  config: { HOST: string; PORT: number; SHUTDOWN_GRACE_MS: number };
+  config: { HOST: string; PORT: number; SHUTDOWN_GRACE_MS: number; METRICS_PORT?: number };
   log: Logger;
   runtime?: Runtime;
   consumers?: ConsumerHandle[];
   onClose?: () => Promise<unknown>;
 }): Promise<void> {
-  const { app, log, runtime } = options;
+  const { app, log, runtime, config } = options;
+  let metrics: MetricsServer | undefined;
   closeWithGrace({ delay: options.config.SHUTDOWN_GRACE_MS, logger: log }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await app.close();
+    await metrics?.close();
     // A client that hung up does not stop its handler: its transaction still needs the pool.
     await app.handlersSettled();
     await Promise.all((options.consumers ?? []).map((c) => c.stop()));
@@ -101,7 +104,14 @@ export async function serve(options: {
       await runtime.pool.end();
     }
   });
-  await app.listen({ host: options.config.HOST, port: options.config.PORT });
+  await app.listen({ host: config.HOST, port: config.PORT });
+  metrics = await startMetricsServer({ host: config.HOST, port: metricsPort(config), log });
   // The runtime is the project's choice (Node 24, see scripts/node-env.sh): say which one runs.
-  log.info({ node: process.version, port: options.config.PORT }, 'started');
+  log.info({ node: process.version, port: config.PORT, metricsPort: metrics.port }, 'started');
+}
+
+/** METRICS_PORT, or PORT + 1000 (the gateway's 8080 gives 9080, auth's 3001 gives 4001); any free port when PORT is 0. */
+export function metricsPort(config: { PORT: number; METRICS_PORT?: number }): number {
+  if (config.METRICS_PORT !== undefined) return config.METRICS_PORT;
+  return config.PORT === 0 ? 0 : config.PORT + 1000;
 }

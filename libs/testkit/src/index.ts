@@ -6,4 +6,5 @@ export * from './media-stand-in.ts';
 export * from './minio.ts';
 export * from './platform.ts';
 export * from './runtime.ts';
+export * from './tcp-proxy.ts';
 export * from './tokens.ts';

@@ -22,6 +22,8 @@ const ROOT = new URL('../../../', import.meta.url).pathname;
 export interface PlatformOptions {
   backing: Backing;
   ports: Record<ServiceProcess, number>;
+  /** Each process's metrics port; default PORT + 1000 (the kit's default). */
+  metricsPorts?: Record<ServiceProcess, number>;
   /** The database URL of each service. */
   databases: Record<(typeof SERVICES)[number], string>;
   namespace: string;
@@ -34,6 +36,8 @@ export interface PlatformOptions {
 
 export interface Platform {
   urls: Record<ServiceProcess, string>;
+  /** Where each process serves GET /metrics. */
+  metricsUrls: Record<ServiceProcess, string>;
   logFile(name: ServiceProcess): string;
   stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
   startService(name: ServiceProcess): Promise<void>;
@@ -46,6 +50,7 @@ export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<str
   const common = {
     HOST: '127.0.0.1',
     PORT: String(o.ports[name]),
+    ...(o.metricsPorts ? { METRICS_PORT: String(o.metricsPorts[name]) } : {}),
     NATS_URL: o.backing.natsUrl,
     BUS_NAMESPACE: o.namespace,
     AUTH_JWKS_URL: `${url('auth')}/v1/auth/jwks`,
@@ -81,6 +86,9 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   await buildBundles();
   const children = new Map<ServiceProcess, ChildProcess>();
   const urls = Object.fromEntries(Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${p}`])) as Record<ServiceProcess, string>;
+  const metricsUrls = Object.fromEntries(
+    Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${o.metricsPorts?.[n as ServiceProcess] ?? p + 1000}/metrics`]),
+  ) as Record<ServiceProcess, string>;
   const logFile = (name: ServiceProcess) => join(o.logDir, `${name}.log`);
 
   async function startService(name: ServiceProcess) {
@@ -119,7 +127,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, logFile, stopService, startService, stop };
+  return { urls, metricsUrls, logFile, stopService, startService, stop };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

@@ -33,11 +33,17 @@ describe('route classification', () => {
       tier: 'webhook',
       webhookId: hook,
       multipart: false,
+      pattern: '/v1/webhooks/:id/:token',
     });
   });
 
+  it('names the contract path pattern a request is counted under, and none for a path no contract describes', () => {
+    expect(classify('GET', `/V1/Channels/${hook}/messages?limit=5`)).toMatchObject({ pattern: '/v1/channels/:channelId/messages' });
+    expect(classify('HEAD', '/v1/users/@me')).toMatchObject({ pattern: '/v1/users/@me' });
+  });
+
   it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {
-    expect(classify('GET', '/v1/servers/not-yet-built')).toEqual({ auth: true, tier: 'general', multipart: false });
+    expect(classify('GET', `/v1/servers/${hook}/not-yet-built`)).toEqual({ auth: true, tier: 'general', multipart: false });
     expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
     expect(classify('GET', '/v1/nothing-here')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('GET', '/v1/%E0%A4%A')).toMatchObject({ tier: 'general' });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RateTier } from '@chat/contracts';
+import { rateLimitDecisions } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createMemoryWindows, type WindowVerdict } from './memory-window.ts';
@@ -64,20 +65,26 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
 
   return {
     async hit(tier, subject) {
-      const { limit, windowMs } = TIERS[tier];
-      const key = `${options.keyPrefix}${tier}:${subject}`;
-      try {
-        const [allowed, remaining, resetAtMs, nowMs] = await redis.slidingWindow(key, limit, windowMs, member());
-        return { allowed: allowed === 1, limit, remaining, resetAtMs, nowMs };
-      } catch (err) {
-        if (Date.now() - lastWarning >= WARN_EVERY_MS) {
-          lastWarning = Date.now();
-          options.log.warn({ err }, 'Redis unavailable: rate limits fall back to this process (Auth tier strict)');
-        }
-        return memory(tier === 'auth' ? 'auth:*' : key, limit, windowMs);
-      }
+      const verdict = await windowHit(tier, subject);
+      rateLimitDecisions.inc({ tier, decision: verdict.allowed ? 'allowed' : 'limited' });
+      return verdict;
     },
   };
+
+  async function windowHit(tier: RateTier, subject: string): Promise<WindowVerdict> {
+    const { limit, windowMs } = TIERS[tier];
+    const key = `${options.keyPrefix}${tier}:${subject}`;
+    try {
+      const [allowed, remaining, resetAtMs, nowMs] = await redis.slidingWindow(key, limit, windowMs, member());
+      return { allowed: allowed === 1, limit, remaining, resetAtMs, nowMs };
+    } catch (err) {
+      if (Date.now() - lastWarning >= WARN_EVERY_MS) {
+        lastWarning = Date.now();
+        options.log.warn({ err }, 'Redis unavailable: rate limits fall back to this process (Auth tier strict)');
+      }
+      return memory(tier === 'auth' ? 'auth:*' : key, limit, windowMs);
+    }
+  }
 }
 
 /** Replicas of one platform share their windows; platforms that share a Redis (tests) do not. */

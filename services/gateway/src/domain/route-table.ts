@@ -9,6 +9,8 @@ export interface RouteClass {
   webhookId?: string;
   /** multipart routes (uploads) have the service's own size limit, not the edge's JSON one. */
   multipart: boolean;
+  /** The contract's path pattern (`/v1/channels/:id/messages`), what metrics count by; undefined when none matches. */
+  pattern?: string;
 }
 
 type Method = RouteContract['method'] | 'HEAD';
@@ -34,7 +36,7 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
-      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true };
+      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true, pattern: contract.path };
     }
     const proxied = prefixes.some((p) => path === p || path.startsWith(`${p}/`));
     return { auth: proxied && method !== 'OPTIONS', tier: 'general', multipart: false };

@@ -1,5 +1,5 @@
 import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
-import { AppError, bearerToken, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
+import { AppError, bearerToken, setMetricsRoute, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
@@ -41,6 +41,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
+    if (route.pattern) setMetricsRoute(req, route.pattern);
     const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? req.clientIp);
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
