@@ -1,9 +1,18 @@
 import type { ConsumerMessages } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
-import { type Bus, type DurableConsumerSpec, type EventEnvelope, ensureConsumer, REQUEST_ID_HEADER, requestHeaders } from './bus.ts';
+import {
+  type Bus,
+  type DurableConsumerSpec,
+  type EventEnvelope,
+  ensureConsumer,
+  headerRecord,
+  REQUEST_ID_HEADER,
+  requestHeaders,
+} from './bus.ts';
 import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
 import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
+import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -16,7 +25,8 @@ export async function enqueueEvent(tx: Queryable, subject: string, data: unknown
     id,
     subject,
     envelope,
-    requestId ? { [REQUEST_ID_HEADER]: requestId } : {},
+    // The trace context of the change travels with its event, through the relay into the consumers.
+    { ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...traceHeaders() },
   ]);
   markEventsWritten(tx);
   return id;
@@ -76,12 +86,24 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       if (rows.length === 0) return 0;
       // One connection keeps publish order; awaiting all acks together keeps the batch fast.
       await Promise.all(
-        rows.map((row) =>
-          bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
-            msgID: row.id,
-            headers: requestHeaders(row.headers[REQUEST_ID_HEADER]),
-          }),
-        ),
+        rows.map(async (row) => {
+          // A span of the publication, under the change that wrote the event; consumers continue from it.
+          const span = startSpan(`publish ${row.subject}`, {
+            kind: SpanKind.PRODUCER,
+            parent: extractContext(row.headers),
+            attributes: { 'messaging.system': 'nats', 'messaging.destination.name': row.subject, 'messaging.message.id': row.id },
+          });
+          try {
+            await bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
+              msgID: row.id,
+              headers: requestHeaders(row.headers[REQUEST_ID_HEADER], traceHeaders(contextWithSpan(span))),
+            });
+            endSpan(span);
+          } catch (err) {
+            endSpan(span, err);
+            throw err;
+          }
+        }),
       );
       await tx.query('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)', [rows.map((r) => r.seq)]);
       return rows.length;
@@ -167,12 +189,20 @@ export async function consumeEvents(options: {
         msg.term();
         continue;
       }
+      const span = startSpan(`${spec.durable} process ${event.subject}`, {
+        kind: SpanKind.CONSUMER,
+        parent: extractContext(headerRecord(msg.headers)),
+        attributes: { 'messaging.system': 'nats', 'messaging.consumer.group.name': spec.durable, 'messaging.message.id': event.id },
+      });
       try {
-        await applyOnce(pool, spec.durable, event, options.handle);
+        await withSpan(span, () => applyOnce(pool, spec.durable, event, options.handle));
         msg.ack();
+        endSpan(span);
       } catch (err) {
-        log.error({ err, eventId: event.id, subject: event.subject }, 'event handler failed; will be redelivered');
+        const traceId = span?.spanContext().traceId;
+        log.error({ err, eventId: event.id, subject: event.subject, traceId }, 'event handler failed; will be redelivered');
         msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
+        endSpan(span, err);
       }
     }
   })().catch((err) => log.error({ err }, 'event consumer stopped'));

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
+import type { Span } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
@@ -8,6 +9,7 @@ import type { z } from 'zod';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
 import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
+import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, withSpan } from './tracing.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,6 +81,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  if (tracingEnabled()) traceRequests(app);
   // By route pattern, never by path: ids in paths would make a series per id.
   app.addHook('onResponse', async (req, reply) => {
     const route = metricsRoutes.get(req) ?? req.routeOptions.url ?? 'unmatched';
@@ -155,6 +158,41 @@ function unusedConnections(app: FastifyInstance) {
 }
 
 const metricsRoutes = new WeakMap<FastifyRequest, string>();
+const requestSpans = new WeakMap<FastifyRequest, Span>();
+
+/**
+ * A server span per request, continuing the caller's trace (W3C traceparent) or starting one; its
+ * trace id joins the request id in the request's log lines. Installed only when tracing is on.
+ */
+function traceRequests(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    const span = startSpan(req.method, {
+      kind: SpanKind.SERVER,
+      parent: extractContext(req.headers),
+      attributes: { 'http.request.method': req.method, 'url.path': req.url.split('?')[0] ?? '/' },
+    });
+    if (!span) return;
+    requestSpans.set(req, span);
+    // The reply logs "request completed" with a logger of its own.
+    req.log = reply.log = req.log.child({ traceId: span.spanContext().traceId });
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const span = requestSpans.get(req);
+    if (!span) return;
+    const route = metricsRoutes.get(req) ?? req.routeOptions.url;
+    if (route) {
+      span.updateName(`${req.method} ${route}`);
+      span.setAttribute('http.route', route);
+    }
+    span.setAttribute('http.response.status_code', reply.statusCode);
+    endSpan(span, reply.statusCode >= 500 ? new Error(`answered ${reply.statusCode}`) : undefined);
+  });
+}
+
+/** The request's server span, for a hop the request makes that the kit does not (the gateway's proxy). */
+export function requestSpan(req: FastifyRequest): Span | undefined {
+  return requestSpans.get(req);
+}
 
 /**
  * Names the route pattern a request is counted under in the metrics, where Fastify's own route is
@@ -216,7 +254,11 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
         }
       : undefined,
     handler: async (req, reply) => {
-      const result = await tracked(app.runningHandlers, handler(req as never, reply));
+      // Under the request's span, so that its NATS requests and events continue the trace.
+      const result = await tracked(
+        app.runningHandlers,
+        withSpan(requestSpans.get(req), () => handler(req as never, reply)),
+      );
       if (reply.sent) return reply;
       if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
       const schema = reply.statusCode === contract.status ? contract.response : contract.alternatives?.[reply.statusCode]?.response;

@@ -10,3 +10,4 @@ export * from './metrics.ts';
 export * from './migrate.ts';
 export * from './service.ts';
 export * from './tokens.ts';
+export * from './tracing.ts';

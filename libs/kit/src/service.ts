@@ -10,6 +10,7 @@ import type { HealthCheck } from './health.ts';
 import { createLogger } from './logger.ts';
 import { type MetricsServer, startMetricsServer } from './metrics.ts';
 import { migrate } from './migrate.ts';
+import { startTracing, stopTracing } from './tracing.ts';
 
 /** Parses the environment or stops the process with a message naming every bad variable. */
 export function configOrExit<S extends z.ZodType>(schema: S, service: string): z.output<S> {
@@ -24,6 +25,7 @@ export function configOrExit<S extends z.ZodType>(schema: S, service: string): z
 
 interface DatabaseServiceConfig {
   LOG_LEVEL: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
   NATS_URL: string;
   BUS_NAMESPACE: string;
   DATABASE_URL: string;
@@ -57,6 +59,7 @@ export async function startRuntime(options: {
 }): Promise<Runtime> {
   const { config } = options;
   const log = createLogger({ service: options.service, level: config.LOG_LEVEL });
+  startTracing({ service: options.service, endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
   const applied = await migrate(pool, options.migrationsDir, log);
   if (process.argv.includes(MIGRATE_ONLY_FLAG)) {
@@ -103,6 +106,8 @@ export async function serve(options: {
       await runtime.bus.nc.drain();
       await runtime.pool.end();
     }
+    // Last: the spans of everything above are exported before the process ends.
+    await stopTracing().catch((err) => log.warn({ err }, 'could not export the last spans'));
   });
   await app.listen({ host: config.HOST, port: config.PORT });
   metrics = await startMetricsServer({ host: config.HOST, port: metricsPort(config), log });

@@ -1,4 +1,4 @@
-import { configOrExit, connectBus, createLogger, natsCheck, serve, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, connectBus, createLogger, natsCheck, serve, startTracing, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
@@ -6,6 +6,7 @@ import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+startTracing({ service: 'gateway', endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
 const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');

@@ -1,7 +1,8 @@
 import { Buffer } from 'node:buffer';
 import type { Readable } from 'node:stream';
+import { contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { proxyTargets } from '../upstreams.ts';
 
@@ -27,7 +28,12 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
         bodyTimeout: config.UPSTREAM_TIMEOUT_MS,
       },
       replyOptions: {
-        rewriteRequestHeaders: (req, headers) => ({ ...headers, 'x-request-id': req.id }),
+        // The service continues the gateway's span (W3C traceparent) when tracing is on.
+        rewriteRequestHeaders: (req, headers) => ({
+          ...headers,
+          'x-request-id': req.id,
+          ...traceHeaders(contextWithSpan(requestSpan(req as FastifyRequest))),
+        }),
         onResponse: (_req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, service),
         onError: (reply, { error }) => {
           const timedOut = /timeout/i.test(`${(error as { code?: string }).code} ${error.message}`);
