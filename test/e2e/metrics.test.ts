@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { createClient } from '@chat/client';
 import { type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform, startTcpProxy, type TcpProxy } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
@@ -67,25 +68,18 @@ async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolea
   }
 }
 
-async function api(method: string, path: string, body?: unknown, token?: string) {
-  const res = await fetch(`${run.platform.urls.gateway}${path}`, {
-    method,
-    headers: {
-      'content-type': 'application/json',
-      'x-forwarded-for': '10.201.0.1',
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+/** A client of the platform's gateway, signed up as a fresh user. */
+async function signedUp(prefix: string) {
+  const chat = createClient({ baseUrl: run.platform.urls.gateway, headers: { 'x-forwarded-for': '10.201.0.1' } });
+  const username = `${prefix}_${crypto.randomUUID().slice(0, 8)}`;
+  await chat.auth.register({ body: { username, email: `${username}@example.test`, password: 'metrics-pass' } });
+  return chat;
 }
 
 describe('metrics', () => {
   it('are served by every process on its operator port, never through the gateway', async () => {
-    const name = `met_${crypto.randomUUID().slice(0, 8)}`;
-    const registered = await api('POST', '/v1/auth/register', { username: name, email: `${name}@example.test`, password: 'metrics-pass' });
-    expect(registered.status).toBe(201);
-    expect((await api('GET', '/v1/users/@me', undefined, registered.body.token as string)).status).toBe(200);
+    const chat = await signedUp('met');
+    expect((await chat.auth.me()).username).toMatch(/^met_/);
 
     for (const process of PROCESSES) {
       const { types } = await scrape(process);
@@ -129,10 +123,7 @@ describe('metrics', () => {
   });
 
   it('show the outbox growing older while NATS is unreachable, and emptied once it is back', async () => {
-    const name = `mob_${crypto.randomUUID().slice(0, 8)}`;
-    const registered = await api('POST', '/v1/auth/register', { username: name, email: `${name}@example.test`, password: 'metrics-pass' });
-    expect(registered.status).toBe(201);
-    const token = registered.body.token as string;
+    const chat = await signedUp('mob');
     await eventually(
       () => outbox('auth'),
       (o) => o.unsent === 0 && o.age === 0,
@@ -141,8 +132,8 @@ describe('metrics', () => {
 
     nats.cut();
     try {
-      const updated = await api('PATCH', '/v1/users/@me', { displayName: 'Written while NATS is away' }, token);
-      expect(updated.status).toBe(200);
+      const updated = await chat.auth.updateMe({ body: { displayName: 'Written while NATS is away' } });
+      expect(updated.displayName).toBe('Written while NATS is away');
       const first = await eventually(
         () => outbox('auth'),
         (o) => o.unsent >= 1 && o.age > 0,
