@@ -19,7 +19,7 @@ const alerts = rules.groups.flatMap((g) => g.rules);
 const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'by', 'without', 'on', 'ignoring']);
 
 /** The metric names a PromQL expression selects: words that are neither functions, labels, keywords nor literals. */
-export function metricNames(expr: string): string[] {
+function metricNames(expr: string): string[] {
   const bare = expr
     .replace(/"(?:[^"\\]|\\.)*"/g, '')
     .replace(/\{[^}]*\}/g, ' ')
