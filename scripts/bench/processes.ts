@@ -34,7 +34,12 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       backing: resolved.backing,
       label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
-      extraEnv: { gateway: { TRUSTED_PROXIES: '127.0.0.1' }, auth: { EMAIL_VERIFICATION: 'false' }, media: { MEDIA_BUCKET: bucket } },
+      extraEnv: {
+        gateway: { TRUSTED_PROXIES: '127.0.0.1' },
+        auth: { EMAIL_VERIFICATION: 'false' },
+        // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
+        media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
+      },
     });
     return {
       value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing },

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Permission } from '@chat/contracts';
 import { describe, expect, it } from 'vitest';
 import { api, newUser } from './helpers.ts';
@@ -66,5 +67,35 @@ describe('guilds through the gateway', () => {
     const rejoin = await api('POST', `/v1/servers/${server.id}/join`, { user: troll });
     expect(rejoin.status).toBe(400);
     expect(rejoin.body.error).toMatch(/banned/);
+  });
+});
+
+describe('Discord templates through the gateway', () => {
+  it('imports a template and exports the server in the same format', async () => {
+    const owner = await newUser('tpl');
+    const template = JSON.parse(
+      readFileSync(new URL('../../services/guilds/test/fixtures/templates/gaming.json', import.meta.url), 'utf8'),
+    );
+    const created = await api('POST', '/v1/servers/import', { user: owner, body: { template } });
+    expect(created.status).toBe(201);
+    expect(created.body.server).toMatchObject({ name: 'Gaming Night', ownerId: owner.id });
+    expect(created.body.report.find((r: { sourceId: string; kind: string }) => r.kind === 'channel' && r.sourceId === '8')).toMatchObject({
+      outcome: 'changed',
+    });
+    const exported = await api('GET', `/v1/servers/${created.body.server.id}/template`, { user: owner });
+    expect(exported.status).toBe(200);
+    expect(exported.body.serialized_source_guild.channels.map((c: { name: string }) => c.name)).toEqual([
+      'Text',
+      'Voice',
+      'lfg',
+      'clips',
+      'Squad 1',
+      'Squad 2',
+      'Event Stage',
+      'AFK',
+    ]);
+    const refused = await api('POST', '/v1/servers/import', { user: owner, body: { template: 'gAmInG3' } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatch(/paste the JSON/);
   });
 });

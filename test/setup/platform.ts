@@ -7,13 +7,20 @@ declare module 'vitest' {
   }
 }
 
+/** media's MEDIA_QUOTA_FILES_PER_HOUR in the end-to-end platform. */
+export const E2E_UPLOADS_PER_HOUR = 10;
+
 /**
- * Settings the end-to-end tests rely on: a trusted proxy so tests can pick their client IP, and
- * registration without email verification (newUser() expects 201 with a token pair).
+ * Settings the end-to-end tests rely on: a trusted proxy so tests can pick their client IP,
+ * registration without email verification (newUser() expects 201 with a token pair), an hourly
+ * upload quota small enough that the quota test passes it with a handful of uploads (every test
+ * user is new, and none uploads more than a few files), and link previews allowed to fetch from
+ * 127.0.0.1 (the tests' own page server, and nowhere else).
  */
 export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = {
   gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
   auth: { EMAIL_VERIFICATION: 'false' },
+  media: { MEDIA_QUOTA_FILES_PER_HOUR: String(E2E_UPLOADS_PER_HOUR), LINK_PREVIEW_ALLOWLIST: '127.0.0.1' },
 };
 
 /** The platform of the whole end-to-end run (see startIsolatedPlatform). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id } from './common.ts';
+import { Id, ImageUrl } from './common.ts';
 import { UserStatus } from './records.ts';
 
 /** Schemas of the auth area: request bodies, events and RPC messages. */
@@ -37,7 +37,7 @@ export const ResetPasswordBody = z.object({ email: Email, code: EmailCode, passw
 
 export const UpdateProfileBody = z.object({
   displayName: DisplayName.optional(),
-  avatarUrl: z.url().max(2048).nullable().optional(),
+  avatarUrl: ImageUrl.nullable().optional(),
   bio: z.string().max(190).optional(),
   status: UserStatus.optional(),
   customStatus: z.string().max(128).optional(),

@@ -15,5 +15,45 @@ export const PageQuery = z.object({
   after: Id.optional(),
 });
 
+export const MAX_URL_LENGTH = 2048;
+
+/** This platform's own uploads, path-relative: `/v1/media/{id}/{filename}` (a name, never `.` or `..`). */
+const OWN_MEDIA_PATH = /^\/v1\/media\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/(?!\.\.?$)[^/?#\\]+$/i;
+
+function parseUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined;
+  }
+}
+
+function isImageUrl(value: string): boolean {
+  // No whitespace or control characters anywhere: URL parsers drop some of them (`java\tscript:`).
+  if (/[\s\p{Cc}]/u.test(value)) return false;
+  if (OWN_MEDIA_PATH.test(value)) return true;
+  const url = parseUrl(value);
+  return (
+    url !== undefined &&
+    (url.protocol === 'https:' || url.protocol === 'http:') &&
+    /^https?:\/\/[^/]/i.test(value) &&
+    url.username === '' &&
+    url.password === ''
+  );
+}
+
+/**
+ * Every URL a client stores for others to load (avatarUrl, iconUrl, bannerUrl, webhook avatars):
+ * `https:` or `http:` with a host and no credentials, or a path of this platform's own media
+ * (`/v1/media/{id}/{filename}`); at most 2,048 characters. Never `javascript:`, `data:`, `file:`
+ * or any other scheme a client might open (issue 16).
+ */
+export const ImageUrl = z
+  .string()
+  .refine((value) => value.length <= MAX_URL_LENGTH && isImageUrl(value), {
+    error: `must be an http(s) URL or a /v1/media/ URL of this platform, at most ${MAX_URL_LENGTH} characters`,
+  })
+  .meta({ id: 'ImageUrl', format: 'uri-reference', maxLength: MAX_URL_LENGTH });
+
 /** A Discord-style permission mask; all bits used stay below 2^53 so JSON numbers carry them. */
 export const PermissionMask = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Id, ImageUrl, PermissionMask, Timestamp } from './common.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
 /**
@@ -98,7 +98,6 @@ export const PermissionsReply = z.object({ permissions: PermissionMask }).meta({
 
 const ServerName = z.string().trim().min(2).max(100);
 const Description = z.string().max(1000);
-const ImageUrl = z.url().max(2048);
 const Tags = z
   .array(z.string().trim().min(1).max(24))
   .max(10)

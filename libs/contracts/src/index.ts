@@ -11,4 +11,5 @@ export * from './records.ts';
 export * from './route.ts';
 export * from './routes/index.ts';
 export * from './social.ts';
+export * from './templates.ts';
 export * from './voice.ts';

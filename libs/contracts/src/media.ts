@@ -14,7 +14,7 @@ export const MediaFileReply = UploadedFile.extend({ id: Id, uploaderId: Id });
 export type MediaFileReply = z.infer<typeof MediaFileReply>;
 
 export const MEDIA_RPC = { fileGet: 'rpc.media.file.get' } as const;
-export const MEDIA_SUBJECTS = { fileUploaded: 'media.file.uploaded' } as const;
+export const MEDIA_SUBJECTS = { fileUploaded: 'media.file.uploaded', embedsResolved: 'media.embeds.resolved' } as const;
 
 /** The answer of POST /v1/media: the spec's Uploaded file, plus the id that names it. */
 export const MediaUpload = UploadedFile.extend({ id: Id }).meta({ id: 'MediaUpload' });
@@ -42,3 +42,34 @@ export function mediaIdFromUrl(url: string): string | undefined {
   const match = path ? /^\/v1\/media\/([0-9a-f-]{36})\/[^/]+$/i.exec(path) : null;
   return match && Id.safeParse(match[1]).success ? match[1]?.toLowerCase() : undefined;
 }
+
+/**
+ * A link preview (an embed on a message): what a page says about itself in its OpenGraph,
+ * Twitter-card and head tags, or its oEmbed. `imageUrl` is a copy kept by this platform's media
+ * service, never the other site's url, so that clients never contact it.
+ */
+export const LinkPreview = z
+  .object({
+    /** The url as the message (or the query) gave it, normalised. */
+    url: z.url(),
+    title: z.string().nullable(),
+    description: z.string().nullable(),
+    siteName: z.string().nullable(),
+    imageUrl: z.url().nullable(),
+    /** `og:type` or the oEmbed type (`website`, `article`, `video`, `photo`, ...); `image` for a direct image link; `link` when the page said nothing. */
+    type: z.string(),
+  })
+  .meta({ id: 'LinkPreview' });
+export type LinkPreview = z.infer<typeof LinkPreview>;
+
+export const LinkPreviewQuery = z.object({ url: z.string().min(1).max(2048) });
+
+/** Where a message with links lives: a server channel (guilds) or a DM conversation (social). */
+export const EmbedTarget = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('channel'), channelId: Id, messageId: Id }),
+  z.object({ kind: z.literal('dm'), conversationId: Id, messageId: Id }),
+]);
+
+/** Payload of `media.embeds.resolved`: the previews of a message's first links, for its owner to store. */
+export const EmbedsResolved = z.object({ target: EmbedTarget, embeds: z.array(LinkPreview).max(5) });
+export type EmbedsResolved = z.infer<typeof EmbedsResolved>;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, PageQuery, Timestamp } from './common.ts';
+import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
 import { Attachments, Reactions } from './records.ts';
 
 /**
@@ -56,7 +56,6 @@ const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MA
   error: `at most ${MAX_MESSAGE_ATTACHMENTS} attachments`,
 });
 const WebhookName = z.string().trim().min(1).max(80);
-const AvatarUrl = z.url().max(2048);
 
 /**
  * One RGI emoji (sequences and modifiers included), as Unicode defines them. The `v` flag (Node 20
@@ -100,7 +99,7 @@ export const ReactionUsersQuery = z.object({
 export const MessageParams = z.object({ channelId: Id, messageId: Id });
 export const MessageReactionParams = MessageParams.extend({ emoji: Emoji });
 
-export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: AvatarUrl.nullish() });
+export const CreateWebhookBody = z.object({ name: WebhookName, avatarUrl: ImageUrl.nullish() });
 export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
 
 export const WebhookParams = z.object({ id: Id });
@@ -109,7 +108,7 @@ export const ExecuteWebhookParams = z.object({ id: Id, token: z.string().min(1).
 export const ExecuteWebhookBody = z.object({
   content: Content.refine((c) => c.trim() !== '', { error: 'must not be empty' }),
   username: WebhookName.optional(),
-  avatarUrl: AvatarUrl.optional(),
+  avatarUrl: ImageUrl.optional(),
 });
 export type ExecuteWebhookBody = z.infer<typeof ExecuteWebhookBody>;
 export const ExecuteWebhookQuery = z.object({

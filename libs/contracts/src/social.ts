@@ -90,6 +90,7 @@ export const SOCIAL_SUBJECTS = {
   blockCreated: 'social.block.created',
   blockRemoved: 'social.block.removed',
   conversationCreated: 'social.conversation.created',
+  conversationLeft: 'social.conversation.left',
   dmCreated: 'social.dm.created',
   dmUpdated: 'social.dm.updated',
   dmDeleted: 'social.dm.deleted',
@@ -111,7 +112,13 @@ export type FriendRemovedEvent = z.infer<typeof FriendRemovedEvent>;
 export const BlockEvent = z.object({ userId: Id, blockedUserId: Id });
 
 export const ConversationCreatedEvent = z.object({ conversationId: Id, type: ConversationType, participantIds: z.array(Id) });
-/** Reactions are per viewer (`me`), so message events leave them out; reaction events carry them. */
+/** `userId` left the group; `ownerId` is its owner now and `participantIds` who remain (empty: the group is gone). */
+export const ConversationLeftEvent = z.object({ conversationId: Id, userId: Id, ownerId: Id.nullable(), participantIds: z.array(Id) });
+/**
+ * Reactions are per viewer (`me`), so message events leave them out; reaction events carry them.
+ * `participantIds` of message and reaction events are the people it is delivered to: the
+ * participants minus those who blocked its author (issue 16).
+ */
 export const DmMessageEvent = z.object({ message: DirectMessage.omit({ reactions: true }), participantIds: z.array(Id) });
 export const DmDeletedEvent = z.object({ id: Id, conversationId: Id, participantIds: z.array(Id) });
 export const DmReactionEvent = z.object({ messageId: Id, conversationId: Id, userId: Id, emoji: z.string(), participantIds: z.array(Id) });

@@ -254,6 +254,10 @@ describe('profile', () => {
     { status: 'away' },
     { customStatus: 'x'.repeat(129) },
     { avatarUrl: 'not a url' },
+    { avatarUrl: 'javascript:alert(document.cookie)' },
+    { avatarUrl: 'data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=' },
+    { avatarUrl: 'file:///etc/passwd' },
+    { avatarUrl: `https://cdn.example/${'a'.repeat(2030)}` },
   ])('PATCH /v1/users/@me answers 400 for %o and changes nothing', async (patch) => {
     const { pair } = await register();
     const res = await app.inject({ method: 'PATCH', url: '/v1/users/@me', headers: bearer(pair.token), payload: patch });

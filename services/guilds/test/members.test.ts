@@ -1,6 +1,6 @@
 import { Permission, toMask } from '@chat/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { newId, startGuilds } from './harness.ts';
+import { newId, startGuilds, until } from './harness.ts';
 
 const g = await startGuilds();
 afterAll(() => g.close());
@@ -139,6 +139,51 @@ describe('roles', () => {
     ]);
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { position: 9 })).status).toBe(400);
     expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/roles/${low.body.id}`, { color: 0x1000000 })).status).toBe(400);
+  });
+
+  it('never moves a role above the actor’s own, even while another change lowers the actor’s role (issue 16)', async () => {
+    const [owner, manager] = [newId(), newId()];
+    const server = await publicServer(owner);
+    await join(server.id, manager);
+    // Bottom-up: low (1) < b (2) < a (3) < managers (4).
+    const managers = await role(owner, server.id, Permission.MANAGE_ROLES, 'managers');
+    await role(owner, server.id, 0n, 'a');
+    await role(owner, server.id, 0n, 'b');
+    const low = await role(owner, server.id, 0n, 'low');
+    await give(owner, server.id, manager, managers.id);
+    const positions = async () =>
+      Object.fromEntries(
+        (await g.db.query('SELECT name, position FROM roles WHERE server_id = $1 AND position > 0', [server.id])).rows.map((r) => [
+          r.name,
+          r.position,
+        ]),
+      );
+    expect(await positions()).toEqual({ low: 1, b: 2, a: 3, managers: 4 });
+
+    // The owner's concurrent change: managers drops to 2 in a transaction that holds the roles.
+    const owners = await g.db.connect();
+    try {
+      await owners.query('BEGIN');
+      await owners.query('SELECT 1 FROM roles WHERE server_id = $1 FOR UPDATE', [server.id]);
+      await owners.query(
+        `UPDATE roles SET position = CASE name WHEN 'managers' THEN 2 WHEN 'b' THEN 3 WHEN 'a' THEN 4 ELSE position END
+         WHERE server_id = $1 AND position > 0`,
+        [server.id],
+      );
+      const move = g.call(manager, 'PATCH', `/v1/servers/${server.id}/roles/${low.id}`, { position: 3 });
+      await until(
+        async () =>
+          (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! >
+          0,
+      );
+      await owners.query('COMMIT');
+      const res = await move;
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'You can only move roles below your highest role' });
+    } finally {
+      owners.release();
+    }
+    expect(await positions()).toEqual({ low: 1, managers: 2, b: 3, a: 4 });
   });
 
   it('keeps @everyone: not deletable, not renamable, not assignable', async () => {

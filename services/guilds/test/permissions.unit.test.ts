@@ -4,10 +4,13 @@ import { describe, expect, it } from 'vitest';
 import {
   type ApplicableOverrides,
   bitsBeyondActor,
+  canEditOverrideOf,
   canManageRoleAt,
   channelPermissions,
   type MemberPermissionInput,
+  type OverrideBits,
   outranks,
+  overrideChangeBeyondActor,
   serverPermissions,
 } from '../src/domain/permissions.ts';
 
@@ -187,5 +190,88 @@ describe('hierarchy', () => {
     );
     expect(bitsBeyondActor(Permission.KICK_MEMBERS, Permission.BAN_MEMBERS, Permission.BAN_MEMBERS | Permission.KICK_MEMBERS)).toBe(0n);
     expect(bitsBeyondActor(Permission.KICK_MEMBERS, 0n, Permission.BAN_MEMBERS)).toBe(Permission.BAN_MEMBERS);
+  });
+});
+
+/** The reference of issue 16's override rule, bit by bit: a bit whose allow or deny changes must be the actor's. */
+function referenceChangeBeyond(actor: bigint, before: OverrideBits | undefined, after: OverrideBits | undefined): boolean[] {
+  const [b, a] = [before ?? { allow: 0n, deny: 0n }, after ?? { allow: 0n, deny: 0n }];
+  return Array.from(
+    { length: BIT_COUNT },
+    (_, i) => !bitOf(actor, i) && (bitOf(b.allow, i) !== bitOf(a.allow, i) || bitOf(b.deny, i) !== bitOf(a.deny, i)),
+  );
+}
+
+const maybeOverride = fc.option(override, { nil: undefined });
+/** Which override of the channel the actor changes: @everyone's, the i-th role's, or the member's. */
+const slot = fc.oneof(fc.constant('everyone' as const), fc.constant('member' as const), fc.nat(4));
+
+function withSlot(o: ApplicableOverrides, at: 'everyone' | 'member' | number, value: OverrideBits | undefined): ApplicableOverrides {
+  if (at === 'everyone') return { ...o, everyone: value };
+  if (at === 'member') return { ...o, member: value };
+  const roles = [...o.roles];
+  roles.splice(Math.min(at, roles.length), 1, ...(value ? [value] : []));
+  return { ...o, roles };
+}
+
+function slotOf(o: ApplicableOverrides, at: 'everyone' | 'member' | number): OverrideBits | undefined {
+  if (at === 'everyone') return o.everyone;
+  if (at === 'member') return o.member;
+  return o.roles[Math.min(at, o.roles.length)];
+}
+
+describe('changing an override (issue 16)', () => {
+  it('names exactly the bits whose allow or deny changes and the actor lacks', () => {
+    fc.assert(
+      fc.property(mask, maybeOverride, maybeOverride, (actor, before, after) => {
+        return overrideChangeBeyondActor(actor, before, after) === fromBits(referenceChangeBeyond(actor, before, after));
+      }),
+      { numRuns: 2_000 },
+    );
+    const deny = { allow: 0n, deny: Permission.SEND_MESSAGES };
+    expect(overrideChangeBeyondActor(Permission.MANAGE_ROLES, deny, undefined)).toBe(Permission.SEND_MESSAGES);
+    expect(overrideChangeBeyondActor(Permission.MANAGE_ROLES, deny, { allow: 0n, deny: 0n })).toBe(Permission.SEND_MESSAGES);
+    expect(overrideChangeBeyondActor(Permission.MANAGE_ROLES, deny, deny)).toBe(0n);
+  });
+
+  it('never changes, for any member who sees the channel, a bit the actor lacks (checked on the reference model)', () => {
+    fc.assert(
+      fc.property(plainMask, plainMember, overrides, slot, maybeOverride, (actor, m, o, at, next) => {
+        const before = slotOf(o, at);
+        fc.pre(overrideChangeBeyondActor(actor, before, next) === 0n);
+        const server = referenceServer(m);
+        const was = fromBits(referenceChannel(server, o));
+        const now = fromBits(referenceChannel(server, withSlot(o, at, next)));
+        // Losing or gaining VIEW_CHANNEL takes or gives the whole channel, as on Discord.
+        fc.pre((was & now & Permission.VIEW_CHANNEL) !== 0n);
+        return ((was ^ now) & ~actor) === 0n;
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('leaves nothing beyond the owner or an ADMINISTRATOR, whose channel mask is every bit', () => {
+    fc.assert(
+      fc.property(member, overrides, maybeOverride, maybeOverride, (m, o, before, after) => {
+        const owner = channelPermissions(serverPermissions({ ...m, isOwner: true }), o);
+        const admin = channelPermissions(serverPermissions({ ...m, roles: [...m.roles, Permission.ADMINISTRATOR] }), o);
+        return overrideChangeBeyondActor(owner, before, after) === 0n && overrideChangeBeyondActor(admin, before, after) === 0n;
+      }),
+    );
+  });
+
+  it('lets one edit the overrides of @everyone, of roles below one’s highest and of members one outranks, never one’s own', () => {
+    const moderator = { isOwner: false, highest: 3 };
+    expect(canEditOverrideOf(moderator, { kind: 'everyone' })).toBe(true);
+    expect(canEditOverrideOf({ isOwner: false, highest: 0 }, { kind: 'everyone' })).toBe(true);
+    expect(canEditOverrideOf(moderator, { kind: 'role', position: 2 })).toBe(true);
+    expect(canEditOverrideOf(moderator, { kind: 'role', position: 3 })).toBe(false);
+    expect(canEditOverrideOf(moderator, { kind: 'role', position: 4 })).toBe(false);
+    expect(canEditOverrideOf(moderator, { kind: 'member', rank: { isOwner: false, highest: 2 } })).toBe(true);
+    expect(canEditOverrideOf(moderator, { kind: 'member', rank: moderator })).toBe(false);
+    expect(canEditOverrideOf(moderator, { kind: 'member', rank: { isOwner: true, highest: 0 } })).toBe(false);
+    const owner = { isOwner: true, highest: 0 };
+    expect(canEditOverrideOf(owner, { kind: 'member', rank: owner })).toBe(true);
+    expect(canEditOverrideOf(owner, { kind: 'role', position: 9 })).toBe(true);
   });
 });

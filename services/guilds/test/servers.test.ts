@@ -64,6 +64,7 @@ describe('POST /v1/servers', () => {
       { name: 'ok name', tags: Array(11).fill('t') },
       { name: 'ok name', tags: ['x'.repeat(25)] },
       { name: 'ok name', iconUrl: 'not a url' },
+      { name: 'ok name', iconUrl: 'javascript:alert(1)' },
     ]) {
       const res = await g.call(owner, 'POST', '/v1/servers', body);
       expect(res.status, JSON.stringify(body)).toBe(400);
@@ -136,6 +137,9 @@ describe('PATCH /v1/servers/{id}', () => {
       { tags: Array(11).fill('t') },
       { isPublic: 'yes' },
       { entranceChannelId: 'nope' },
+      { iconUrl: 'javascript:alert(1)' },
+      { bannerUrl: 'data:text/html,<script>alert(1)</script>' },
+      { bannerUrl: 'file:///etc/passwd' },
     ]) {
       const res = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
@@ -247,5 +251,22 @@ describe('GET /v1/discovery/servers', () => {
     expect([page1.body[0].id, page2.body[0].id]).toEqual([big.id, small.id]);
     expect((await g.call(owner, 'GET', '/v1/discovery/servers?q=%25%25%25_')).body).toEqual([]);
     expect((await g.call(owner, 'GET', '/v1/discovery/servers?limit=1000')).status).toBe(400);
+  });
+
+  it('answers a private server’s id as cursor like an unknown id, so its member count cannot be probed (issue 16)', async () => {
+    const owner = newId();
+    const tag = `p${newId().slice(0, 8)}`;
+    const listed = await makeServer(owner, { name: `Listed ${tag}`, isPublic: true, tags: [tag] });
+    const hidden = await makeServer(owner, { name: 'Hidden' });
+    const code = (await g.call(owner, 'POST', `/v1/servers/${hidden.id}/invites`, {})).body.code;
+    for (let i = 0; i < 2; i++) expect((await g.call(newId(), 'POST', `/v1/invites/${code}/accept`)).status).toBe(200);
+
+    // Listed (1 member) ranks below Hidden (3): a private cursor would page on from Hidden's count.
+    const fromHidden = await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&before=${hidden.id}`);
+    const fromUnknown = await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&before=${newId()}`);
+    expect(fromHidden.status).toBe(200);
+    expect(fromHidden.body).toEqual([]);
+    expect(fromUnknown.body).toEqual([]);
+    expect((await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}`)).body.map((s: { id: string }) => s.id)).toEqual([listed.id]);
   });
 });

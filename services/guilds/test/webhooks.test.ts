@@ -76,7 +76,9 @@ describe('managing webhooks', () => {
       expect((await g.call(newId(), method, url, payload)).status, `stranger ${method} ${url}`).toBe(404);
     }
     expect((await g.call(owner, 'POST', `/v1/channels/${channel}/webhooks`, { name: '' })).status).toBe(400);
-    expect((await g.call(owner, 'POST', `/v1/channels/${channel}/webhooks`, { name: 'x', avatarUrl: 'not a url' })).status).toBe(400);
+    for (const avatarUrl of ['not a url', 'javascript:alert(1)', 'data:image/png;base64,iVBORw0KGgo=']) {
+      expect((await g.call(owner, 'POST', `/v1/channels/${channel}/webhooks`, { name: 'x', avatarUrl })).status, avatarUrl).toBe(400);
+    }
     expect((await g.db.query('SELECT count(*)::int AS n FROM webhooks')).rows[0].n).toBe(1);
 
     // A role with MANAGE_WEBHOOKS is enough.
@@ -143,7 +145,14 @@ describe('executing a webhook', () => {
 
   it('answers 400 for a bad body and stores nothing', async () => {
     const before = await messageCount();
-    for (const payload of [{}, { content: '' }, { content: '  ' }, { content: 'x'.repeat(4001) }, { content: 'x', avatarUrl: 'nope' }]) {
+    for (const payload of [
+      {},
+      { content: '' },
+      { content: '  ' },
+      { content: 'x'.repeat(4001) },
+      { content: 'x', avatarUrl: 'nope' },
+      { content: 'x', avatarUrl: 'javascript:alert(1)' },
+    ]) {
       expect((await execute(hook.id, hook.token, payload)).status, JSON.stringify(payload)).toBe(400);
     }
     expect(await messageCount()).toBe(before);

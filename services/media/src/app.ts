@@ -2,6 +2,7 @@ import { createHttpApp, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { MediaDeps } from './deps.ts';
 import { fileRoutes } from './routes/files.ts';
+import { linkPreviewRoutes } from './routes/link-preview.ts';
 import { uploadRoutes } from './routes/upload.ts';
 
 /**
@@ -21,5 +22,6 @@ export async function buildApp(deps: MediaDeps): Promise<FastifyInstance> {
   registerHealth(app, { ...deps.checks, minio: () => deps.storage.ensureBucket() });
   await uploadRoutes(app, deps);
   await fileRoutes(app, deps);
+  linkPreviewRoutes(app, deps);
   return app;
 }

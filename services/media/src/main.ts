@@ -1,8 +1,12 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { consumeMessagesForEmbeds } from './bus/embeds.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
 import { MediaConfig } from './config.ts';
+import { linkFetcher } from './domain/link-fetcher.ts';
+import { purgeExpiredPreviews } from './domain/link-previews.ts';
+import { startMediaSweeper } from './domain/sweeper.ts';
 import { createObjectStore } from './storage.ts';
 
 const config = configOrExit(MediaConfig, 'media');
@@ -16,7 +20,32 @@ const tokens = tokenVerifierFor(config);
 const storage = createObjectStore({ minio: config.MINIO_URL, bucket: config.MEDIA_BUCKET, log: runtime.log });
 // MinIO down at boot is not fatal: readiness reports it, and its check creates the bucket later.
 await storage.ensureBucket().catch((err) => runtime.log.error({ err }, 'could not create the media bucket; readiness will retry'));
-const deps = { ...runtime, config, tokens, storage };
+if (config.LINK_PREVIEW_ALLOWLIST.length > 0) {
+  runtime.log.warn({ allowlist: config.LINK_PREVIEW_ALLOWLIST }, 'link previews may fetch from these non-public addresses');
+}
+const deps = { ...runtime, config, tokens, storage, now: () => new Date(), fetchLink: linkFetcher(config) };
 const app = await buildApp(deps);
 serveMediaRpc(deps);
-await serve({ app, config, log: runtime.log, runtime });
+const consumers = await consumeMessagesForEmbeds(deps);
+const sweeper = startMediaSweeper(deps, runtime.log, {
+  intervalSeconds: config.MEDIA_SWEEP_INTERVAL_SECONDS,
+  orphanAgeSeconds: config.MEDIA_ORPHAN_AGE_SECONDS,
+});
+// Expired cached previews are dead weight; an hourly sweep keeps the table to about a day of links.
+const purge = setInterval(
+  () => {
+    purgeExpiredPreviews(deps).catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
+  },
+  60 * 60 * 1000,
+).unref();
+await serve({
+  app,
+  config,
+  log: runtime.log,
+  runtime,
+  consumers,
+  onClose: async () => {
+    clearInterval(purge);
+    await sweeper.stop();
+  },
+});

@@ -24,6 +24,17 @@ export interface ObjectStore {
   read(key: string, range?: { start: number; end: number }): Promise<Readable>;
   /** Best effort: a failure is logged, never thrown (callers are already cleaning up). */
   remove(key: string): Promise<void>;
+  /** Every object, in the byte order of the keys (S3's listing order); a failure of the store is a 503. */
+  list(): AsyncIterable<StoredObject>;
+  /** Multipart uploads begun and never completed nor aborted (their process died), with when they began. */
+  listUnfinished(): AsyncIterable<{ key: string; initiated: Date }>;
+  /** Aborts every unfinished multipart upload of `key`; best effort, as `remove`. */
+  abortUnfinished(key: string): Promise<void>;
+}
+
+export interface StoredObject {
+  key: string;
+  lastModified: Date;
 }
 
 export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bucket: string; log: Logger }): ObjectStore {
@@ -100,7 +111,31 @@ export function createObjectStore(options: { minio: MediaConfig['MINIO_URL']; bu
     await client.removeObject(bucket, key).catch((err) => log.warn({ err, key }, 'could not remove an object'));
   }
 
-  return { bucket, ensureBucket, put, read, remove };
+  async function* list(): AsyncGenerator<StoredObject, void> {
+    try {
+      for await (const item of client.listObjectsV2(bucket, '', true) as AsyncIterable<{ name?: string; lastModified?: Date }>) {
+        // Only prefixes come without a name or date, and a recursive listing has none.
+        if (item.name && item.lastModified) yield { key: item.name, lastModified: item.lastModified };
+      }
+    } catch (err) {
+      throw unavailableStore(err);
+    }
+  }
+
+  async function* listUnfinished(): AsyncGenerator<{ key: string; initiated: Date }, void> {
+    try {
+      const uploads = client.listIncompleteUploads(bucket, '', true) as AsyncIterable<{ key?: string; initiated?: Date }>;
+      for await (const upload of uploads) if (upload.key && upload.initiated) yield { key: upload.key, initiated: upload.initiated };
+    } catch (err) {
+      throw unavailableStore(err);
+    }
+  }
+
+  async function abortUnfinished(key: string) {
+    await client.removeIncompleteUpload(bucket, key).catch((err) => log.warn({ err, key }, 'could not abort an unfinished upload'));
+  }
+
+  return { bucket, ensureBucket, put, read, remove, list, listUnfinished, abortUnfinished };
 }
 
 function unavailableStore(cause: unknown): AppError {

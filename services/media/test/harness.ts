@@ -8,6 +8,8 @@ import { buildApp } from '../src/app.ts';
 import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
 import type { MediaDeps } from '../src/deps.ts';
+import { linkFetcher } from '../src/domain/link-fetcher.ts';
+import type { SafeFetch } from '../src/domain/safe-fetch.ts';
 import { createObjectStore } from '../src/storage.ts';
 
 export type MinioOptions = Backing['minio'];
@@ -16,7 +18,9 @@ export type MinioOptions = Backing['minio'];
  * The media app as main wires it, on this test file's own database, bus namespace and bucket,
  * with a direct MinIO client to check what the store holds.
  */
-export async function createMediaHarness(options: { minio?: MinioOptions; env?: Record<string, string>; createBucket?: boolean } = {}) {
+export async function createMediaHarness(
+  options: { minio?: MinioOptions; env?: Record<string, string>; createBucket?: boolean; now?: () => Date; fetchLink?: SafeFetch } = {},
+) {
   const backing = inject('backing');
   const minio = options.minio ?? backing.minio;
   const runtime = await createTestRuntime({
@@ -37,13 +41,21 @@ export async function createMediaHarness(options: { minio?: MinioOptions; env?: 
   const tokens = issuer.verifier();
   const storage = createObjectStore({ minio: config.MINIO_URL, bucket, log: runtime.log });
   if (options.createBucket !== false) await storage.ensureBucket();
-  const deps: MediaDeps = { ...runtime, config, tokens, storage };
+  const deps: MediaDeps = {
+    ...runtime,
+    config,
+    tokens,
+    storage,
+    now: options.now ?? (() => new Date()),
+    fetchLink: options.fetchLink ?? linkFetcher(config),
+  };
   const app = await buildApp(deps);
   serveMediaRpc(deps);
   const s3 = new Client(minio);
 
   return {
     app,
+    deps,
     runtime,
     config,
     issuer,

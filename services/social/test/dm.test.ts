@@ -81,7 +81,7 @@ describe('conversations', () => {
     expect(tooMany.body.error).toMatch(/userIds/);
   });
 
-  it('answers 404 for an unknown user, 400 for only yourself, 403 across a block, and creates nothing', async () => {
+  it('answers 404 for an unknown user or one who blocked you, 400 for only yourself, 403 for one you blocked, and creates nothing', async () => {
     const alice = await h.addUser();
     const bob = await h.addUser();
     const before = (await rows('SELECT count(*) FROM conversations'))[0].count;
@@ -92,7 +92,8 @@ describe('conversations', () => {
     expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [alice.id] })).status).toBe(400);
     expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [] })).status).toBe(400);
     await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id });
-    expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).status).toBe(403);
+    expect((await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).status).toBe(404);
+    expect((await h.call(bob, 'POST', '/v1/dm/conversations', { userIds: [alice.id] })).status).toBe(403);
     expect((await rows('SELECT count(*) FROM conversations'))[0].count).toBe(before);
   });
 

@@ -40,5 +40,6 @@ export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
   '/v1/friends': 'social',
   '/v1/dm': 'social',
   '/v1/media': 'media',
+  '/v1/link-preview': 'media',
   '/v1/music': 'music',
 };

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { Id } from '../common.ts';
-import { MediaFile, MediaUpload } from '../media.ts';
+import { LinkPreview, LinkPreviewQuery, MediaFile, MediaUpload } from '../media.ts';
 import { defineRoute } from '../route.ts';
 
 /** The bytes of a stored file, streamed with the upload's own Content-Type. */
@@ -19,6 +19,7 @@ export const mediaRoutes = {
     errors: {
       413: 'The file is larger than the configured limit (default 25 MiB)',
       415: 'The body is not multipart/form-data',
+      429: "Over the uploader's quota (files per hour or bytes per day; the message names it), with Retry-After",
       503: 'File storage is unavailable',
     },
   }),
@@ -43,5 +44,18 @@ export const mediaRoutes = {
     status: 200,
     response: FileBytes,
     errors: { 404: 'No such file', 416: 'Range not satisfiable' },
+  }),
+  linkPreview: defineRoute({
+    method: 'GET',
+    path: '/v1/link-preview',
+    service: 'media',
+    summary:
+      "A link's preview from its OpenGraph, Twitter-card and head tags or oEmbed, cached for a day. Fetched SSRF-safe: only public addresses, at most five redirects, 5 s, 1 MiB; the image is copied and served by this platform.",
+    query: LinkPreviewQuery,
+    status: 200,
+    response: LinkPreview,
+    errors: {
+      400: 'The url is not http(s), points to an address that is not public, redirects too often, or could not be fetched in time',
+    },
   }),
 };

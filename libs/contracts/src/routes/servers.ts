@@ -35,6 +35,7 @@ import {
 } from '../guilds.ts';
 import { Ban, Category, Channel, PermissionOverride, Server } from '../records.ts';
 import { defineRoute } from '../route.ts';
+import { ExportedTemplate, ImportedServer, ImportTemplateBody } from '../templates.ts';
 
 /**
  * Servers, discovery, categories, channels, members, roles, bans, invites, join requests and
@@ -540,4 +541,37 @@ const joinRequests = {
   }),
 };
 
-export const serversRoutes = { ...servers, ...categories, ...channels, ...members, ...roles, ...bans, ...invites, ...joinRequests };
+const templates = {
+  importTemplate: defineRoute({
+    method: 'POST',
+    path: '/v1/servers/import',
+    service: g,
+    summary:
+      "Create a server from a Discord server template object (as Discord's API returns it), in one transaction; the report says what each role, channel and override became, or why it was changed or dropped. Nothing is fetched: a code or link is a 400.",
+    body: ImportTemplateBody,
+    status: 201,
+    response: ImportedServer,
+  }),
+  exportTemplate: defineRoute({
+    method: 'GET',
+    path: '/v1/servers/:serverId/template',
+    service: g,
+    summary: 'The server as a Discord server template object (MANAGE_SERVER); importing it gives back the same server',
+    params: ServerParams,
+    status: 200,
+    response: ExportedTemplate,
+    errors: MANAGE,
+  }),
+};
+
+export const serversRoutes = {
+  ...servers,
+  ...templates,
+  ...categories,
+  ...channels,
+  ...members,
+  ...roles,
+  ...bans,
+  ...invites,
+  ...joinRequests,
+};

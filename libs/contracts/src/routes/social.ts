@@ -130,7 +130,7 @@ export const dmRoutes = {
     status: 200,
     response: Conversation,
     alternatives: { 201: { description: 'A new conversation', response: Conversation } },
-    errors: { 403: 'Blocked between you and a user', ...UNKNOWN_USER },
+    errors: { 403: 'You have blocked one of these users', ...UNKNOWN_USER },
   }),
   listConversations: defineRoute({
     method: 'GET',
@@ -149,6 +149,17 @@ export const dmRoutes = {
     status: 200,
     response: Conversation,
     errors: NOT_PARTICIPANT,
+  }),
+  leaveConversation: defineRoute({
+    method: 'DELETE',
+    path: '/v1/dm/conversations/:id/members/@me',
+    service: 'social',
+    summary:
+      'Leave a group: it disappears from your list; when the owner leaves, the longest-standing participant becomes owner; the last one to leave removes it',
+    params: IdParams,
+    status: 204,
+    response: null,
+    errors: { 400: 'A direct conversation cannot be left', ...NOT_PARTICIPANT },
   }),
   listMessages: defineRoute({
     method: 'GET',

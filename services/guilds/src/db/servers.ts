@@ -126,7 +126,9 @@ export interface DiscoveryFilter {
 
 /**
  * Public servers, most members first, then newest id. `before` is the last server of the previous
- * page; its current (member_count, id) is the cursor.
+ * page; its current (member_count, id) is the cursor. Only a public server serves as cursor: a
+ * private one's id gives the same empty page as an unknown id, so nobody can learn that it exists
+ * or bisect its member count (issue 16).
  */
 export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<ServerRow[]> {
   return many<ServerRow>(
@@ -135,7 +137,7 @@ export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<Serv
      WHERE s.is_public
        AND ($1::text IS NULL OR s.name ILIKE $1 OR s.description ILIKE $1)
        AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM unnest(s.tags) t WHERE lower(t) = lower($2)))
-       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3))
+       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3 AND c.is_public))
      ORDER BY s.member_count DESC, s.id DESC
      LIMIT $4`,
     [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit],

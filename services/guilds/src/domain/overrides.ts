@@ -1,5 +1,5 @@
 import { Permission, type PutOverrideBody } from '@chat/contracts';
-import { badRequest, forbidden, notFound, withTx } from '@chat/kit';
+import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
 import {
@@ -11,9 +11,9 @@ import {
 } from '../db/overrides.ts';
 import { findServerRole } from '../db/roles.ts';
 import type { PermissionOverride } from '../records.ts';
-import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
+import { type ChannelAccess, channelAccess, loadServerAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { bitsBeyondActor } from './permissions.ts';
+import { canEditOverrideOf, type OverrideBits, type OverrideTarget, overrideChangeBeyondActor } from './permissions.ts';
 
 export async function listOverrides(d: Domain, ctx: Ctx, channelId: string): Promise<PermissionOverride[]> {
   await channelAccess(d.pool, channelId, ctx.userId);
@@ -25,24 +25,46 @@ function requireOverrideManager(access: ChannelAccess) {
   requirePermission(access.channelPermissions, Permission.MANAGE_ROLES, 'MANAGE_ROLES');
 }
 
+/** Where the override's role or member stands, or undefined when it is not of this server. */
+async function targetOf(tx: Queryable, serverId: string, target: { roleId?: string | null; userId?: string | null }) {
+  if (target.roleId) {
+    if (target.roleId === serverId) return { kind: 'everyone' } satisfies OverrideTarget;
+    const role = await findServerRole(tx, serverId, target.roleId);
+    return role && ({ kind: 'role', position: role.position } satisfies OverrideTarget);
+  }
+  const member = await loadServerAccess(tx, serverId, target.userId!);
+  return member && ({ kind: 'member', rank: member.rank } satisfies OverrideTarget);
+}
+
+const bitsOf = (o: PermissionOverride | undefined): OverrideBits | undefined =>
+  o && { allow: BigInt(o.allowBits), deny: BigInt(o.denyBits) };
+
 /**
- * Creates or replaces the override of a role or member of this channel's server. Newly allowed or
- * newly denied bits must be ones the actor holds in this channel.
+ * Issue 16: the actor may change only overrides of targets below them (canEditOverrideOf) and only
+ * bits they hold in this channel, whether the change grants, denies or lifts them.
  */
+function requireOverrideChange(access: ChannelAccess, target: OverrideTarget, before?: OverrideBits, after?: OverrideBits) {
+  if (!canEditOverrideOf(access.rank, target)) {
+    throw forbidden('You can only change the overrides of @everyone, of roles below your highest role and of members below it');
+  }
+  if (overrideChangeBeyondActor(access.channelPermissions, before, after) !== 0n) {
+    throw forbidden('You cannot allow, deny or lift a permission you do not have in this channel');
+  }
+}
+
+/** Creates or replaces the override of a role or member of this channel's server. */
 export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOverrideBody): Promise<PermissionOverride> {
   return withTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requireOverrideManager(access);
     const serverId = access.channel.serverId;
-    if (body.roleId && !(await findServerRole(tx, serverId, body.roleId))) throw badRequest('roleId is not a role of this server');
+    const target = await targetOf(tx, serverId, body);
+    if (body.roleId && !target) throw badRequest('roleId is not a role of this server');
     if (body.userId && !(await findMember(tx, serverId, body.userId))) throw badRequest('userId is not a member of this server');
     const previous = await findOverride(tx, channelId, body);
     const [allow, deny] = [BigInt(body.allowBits), BigInt(body.denyBits)];
     if (allow & deny) throw badRequest('allowBits and denyBits must not share a bit');
-    const beyond =
-      bitsBeyondActor(access.channelPermissions, BigInt(previous?.allowBits ?? 0), allow) |
-      bitsBeyondActor(access.channelPermissions, BigInt(previous?.denyBits ?? 0), deny);
-    if (beyond !== 0n) throw forbidden('You cannot allow or deny a permission you do not have in this channel');
+    requireOverrideChange(access, target!, bitsOf(previous), { allow, deny });
     const override = await upsertOverride(tx, {
       id: uuidv7(),
       channelId,
@@ -60,7 +82,11 @@ export async function deleteOverride(d: Domain, ctx: Ctx, channelId: string, ove
   await withTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requireOverrideManager(access);
-    if (!(await findOverrideById(tx, channelId, overrideId))) throw notFound('Permission override');
+    const override = await findOverrideById(tx, channelId, overrideId);
+    if (!override) throw notFound('Permission override');
+    // A role's override goes with its role (cascade) and a departed member ranks lowest: always a target.
+    const target = await targetOf(tx, access.channel.serverId, override);
+    requireOverrideChange(access, target!, bitsOf(override), undefined);
     await deleteOverrideRow(tx, overrideId);
     await emit(tx, ctx, 'guilds.override.deleted', { id: overrideId, channelId });
   });

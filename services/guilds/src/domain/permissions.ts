@@ -83,3 +83,29 @@ export function canManageRoleAt(actor: Rank, position: number): boolean {
 export function bitsBeyondActor(actorMask: bigint, before: bigint, after: bigint): bigint {
   return after & ~before & ~actorMask;
 }
+
+const NO_OVERRIDE: OverrideBits = { allow: 0n, deny: 0n };
+
+/**
+ * The bits an override change touches that the actor does not hold in the channel. Every change
+ * counts, lifting a deny as much as adding one: otherwise a moderator could give back what the
+ * channel takes from everyone (or from themself). `undefined` is no override (created or deleted).
+ * The owner and ADMINISTRATOR hold every bit in every channel, so nothing is beyond them.
+ */
+export function overrideChangeBeyondActor(actorMask: bigint, before: OverrideBits | undefined, after: OverrideBits | undefined): bigint {
+  const [b, a] = [before ?? NO_OVERRIDE, after ?? NO_OVERRIDE];
+  return ((b.allow ^ a.allow) | (b.deny ^ a.deny)) & ~actorMask;
+}
+
+/** Whose override is being changed: @everyone's, another role's, or one member's. */
+export type OverrideTarget = { kind: 'everyone' } | { kind: 'role'; position: number } | { kind: 'member'; rank: Rank };
+
+/**
+ * May `actor` change this target's override at all? @everyone's, yes; a role's, only below the
+ * actor's highest (as for editing the role); a member's, only one the actor outranks, so nobody edits
+ * their own override or that of a peer or a superior. The owner may change any.
+ */
+export function canEditOverrideOf(actor: Rank, target: OverrideTarget): boolean {
+  if (actor.isOwner || target.kind === 'everyone') return true;
+  return target.kind === 'role' ? canManageRoleAt(actor, target.position) : outranks(actor, target.rank);
+}

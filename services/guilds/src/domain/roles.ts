@@ -21,11 +21,15 @@ export async function listRoles(d: Domain, ctx: Ctx, serverId: string): Promise<
   return listRoleRows(d.pool, serverId);
 }
 
-/** MANAGE_ROLES, with role changes of the server serialised (positions move together). */
+/**
+ * MANAGE_ROLES, with role changes of the server serialised (positions move together). The lock comes
+ * before the actor's rank is read: read first, a concurrent change that lowers the actor's role
+ * would leave a stale rank that lets them move a role above their own (issue 16).
+ */
 async function roleManager(tx: Queryable, serverId: string, userId: string): Promise<ServerAccess> {
+  await lockRoles(tx, serverId);
   const access = await memberAccess(tx, serverId, userId);
   requirePermission(access.permissions, Permission.MANAGE_ROLES, 'MANAGE_ROLES');
-  await lockRoles(tx, serverId);
   return access;
 }
 

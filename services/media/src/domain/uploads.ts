@@ -2,12 +2,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
 import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
 import { insertMediaFile } from '../db/media-files.ts';
+import { lockUploader } from '../db/quota.ts';
 import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
 import { sanitizeFilename } from './filename.ts';
 import { toMediaFile } from './files.ts';
+import { requireRoomFor } from './quota.ts';
 
-type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config'>;
+type Deps = Pick<MediaDeps, 'pool' | 'storage' | 'config' | 'now'>;
 
 /** A file as the client sent it: its declared name and its bytes (which end early on error). */
 export interface IncomingFile {
@@ -45,11 +47,16 @@ export async function storeFile(deps: Deps, file: IncomingFile): Promise<StoredF
   return { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
 }
 
-/** Records a stored file and its event in one transaction; if that fails, the bytes go too. */
+/**
+ * Records a stored file and its event in one transaction, if it fits in the uploader's quotas
+ * (checked under their lock); if anything fails, the bytes go too.
+ */
 export async function recordFile(deps: Deps, ctx: RequestContext, stored: StoredFile): Promise<MediaFile> {
   try {
     return await withTx(deps.pool, async (tx) => {
-      const row = await insertMediaFile(tx, { ...stored, uploaderId: ctx.userId });
+      await lockUploader(tx, ctx.userId);
+      await requireRoomFor(tx, deps, ctx.userId, stored.size);
+      const row = await insertMediaFile(tx, { ...stored, uploaderId: ctx.userId, createdAt: deps.now() });
       const file = toMediaFile(row, deps.config.MEDIA_PUBLIC_URL);
       await enqueueEvent(tx, MEDIA_SUBJECTS.fileUploaded, file, ctx.requestId);
       return file;

@@ -1,8 +1,9 @@
 import { mediaRoutes } from '@chat/contracts';
-import { AppError, badRequest, contextOf, route } from '@chat/kit';
+import { AppError, badRequest, contextOf, route, tooManyRequests } from '@chat/kit';
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { MediaDeps } from '../deps.ts';
+import { DoesNotFitQuota, requireRoomFor } from '../domain/quota.ts';
 import { discardFile, recordFile, type StoredFile, storeFile } from '../domain/uploads.ts';
 
 const ONE_FILE = 'Send multipart/form-data with exactly one part named "file"';
@@ -22,8 +23,17 @@ export async function uploadRoutes(app: FastifyInstance, deps: MediaDeps): Promi
 
     route(scope, mediaRoutes.upload, async (req) => {
       if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
-      const stored = await receiveOneFile(deps, req.parts(), limit);
-      const { id, url, filename, contentType, size } = await recordFile(deps, contextOf(req), stored);
+      const ctx = contextOf(req);
+      // A full quota is refused before the body is read; one byte must still fit.
+      const room = await requireRoomFor(deps.pool, deps, ctx.userId, 1);
+      const stored = await receiveOneFile(deps, req.parts(), { fileBytes: limit, quotaBytes: room }).catch(async (err) => {
+        if (!(err instanceof DoesNotFitQuota)) throw err;
+        // Throws the quota's 429 with the time at which a file of this size fits.
+        await requireRoomFor(deps.pool, deps, ctx.userId, err.size);
+        // Room was freed while the file streamed in: it still was not stored, so ask again at once.
+        throw tooManyRequests(1, `Upload quota exceeded: at most ${deps.config.MEDIA_QUOTA_BYTES_PER_DAY} bytes per day`);
+      });
+      const { id, url, filename, contentType, size } = await recordFile(deps, ctx, stored);
       return { id, url, filename, contentType, size };
     });
   });
@@ -33,7 +43,7 @@ export async function uploadRoutes(app: FastifyInstance, deps: MediaDeps): Promi
  * Reads the parts in order: the file part is stored as it streams in, other fields are ignored
  * (as unknown body fields are). When anything is wrong, during or after the file, its bytes go.
  */
-async function receiveOneFile(deps: MediaDeps, parts: AsyncIterable<Multipart>, limit: number): Promise<StoredFile> {
+async function receiveOneFile(deps: MediaDeps, parts: AsyncIterable<Multipart>, limits: Limits): Promise<StoredFile> {
   let stored: StoredFile | undefined;
   try {
     for await (const part of parts) {
@@ -43,22 +53,39 @@ async function receiveOneFile(deps: MediaDeps, parts: AsyncIterable<Multipart>, 
       }
       if (part.type !== 'file') throw badRequest('The part "file" must be a file (give it a filename)');
       if (stored) throw badRequest(ONE_FILE);
-      stored = await storeFile(deps, { filename: part.filename, bytes: withinLimit(part.file, limit) });
+      stored = await storeFile(deps, { filename: part.filename, bytes: withinLimits(part.file, limits) });
     }
   } catch (err) {
     if (stored) await discardFile(deps, stored);
-    throw asClientError(err, limit);
+    throw asClientError(err, limits.fileBytes);
   }
   // The parser drops a part whose name or filename holds a line break, so say so.
   if (!stored) throw badRequest(`Missing the part named "file" (parts with line breaks in their names are dropped). ${ONE_FILE}`);
   return stored;
 }
 
-/** The bytes of a file part; one byte over the limit fails it at once, not at the part's end. */
-async function* withinLimit(file: MultipartFile['file'], limit: number): AsyncGenerator<Buffer, void> {
-  file.once('limit', () => file.destroy(fileTooLarge(limit)));
-  for await (const chunk of file) yield chunk as Buffer;
-  if (file.truncated) throw fileTooLarge(limit);
+interface Limits {
+  /** The size limit of one file (413 past it). */
+  fileBytes: number;
+  /** The room left in the uploader's day (429 past it). */
+  quotaBytes: number;
+}
+
+/**
+ * The bytes of a file part; one byte over the size limit fails it at once with 413. Past the room
+ * in the uploader's quota nothing more is passed on (the store gets no more bytes and aborts), but
+ * the part is still read up to the size limit: a file over that limit stays a 413, and one within
+ * it fails with its size known, for the 429's Retry-After.
+ */
+async function* withinLimits(file: MultipartFile['file'], limits: Limits): AsyncGenerator<Buffer, void> {
+  file.once('limit', () => file.destroy(fileTooLarge(limits.fileBytes)));
+  let size = 0;
+  for await (const chunk of file) {
+    size += (chunk as Buffer).length;
+    if (size <= limits.quotaBytes) yield chunk as Buffer;
+  }
+  if (file.truncated) throw fileTooLarge(limits.fileBytes);
+  if (size > limits.quotaBytes) throw new DoesNotFitQuota(size);
 }
 
 function fileTooLarge(limit: number): AppError {

@@ -1,6 +1,6 @@
 import type { UserSummary } from '@chat/contracts';
 import { many, maybeOne, type Queryable } from '@chat/kit';
-import { pairKey } from './relationships.ts';
+import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
 import { toUserSummary } from './users.ts';
 
 /** Conversations and their participants. */
@@ -9,21 +9,34 @@ import { toUserSummary } from './users.ts';
 export type ConversationAccess = {
   id: string;
   isGroup: boolean;
+  ownerId: string | null;
   lastMessageId: string | null;
   participantIds: string[];
   /** A 1:1 conversation whose two people blocked one another (either way). */
   blocked: boolean;
+  /** Who the caller's messages and reactions reach: the participants minus those who blocked the caller. */
+  audienceIds: string[];
 };
 
-type AccessRow = { id: string; is_group: boolean; last_message_id: string | null; participant_ids: string[]; blocked: boolean };
+type AccessRow = {
+  id: string;
+  is_group: boolean;
+  owner_id: string | null;
+  last_message_id: string | null;
+  participant_ids: string[];
+  blocked: boolean;
+  blocked_by: string[];
+};
 
 const ACCESS_SQL = `
-  SELECT c.id, c.is_group, c.last_message_id,
+  SELECT c.id, c.is_group, c.owner_id, c.last_message_id,
     ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids,
     (NOT c.is_group AND EXISTS (
       SELECT 1 FROM conversation_participants o JOIN blocks b
         ON (b.blocker_id = $2 AND b.blocked_id = o.user_id) OR (b.blocker_id = o.user_id AND b.blocked_id = $2)
-      WHERE o.conversation_id = c.id AND o.user_id <> $2)) AS blocked
+      WHERE o.conversation_id = c.id AND o.user_id <> $2)) AS blocked,
+    ARRAY(SELECT b.blocker_id FROM conversation_participants o JOIN blocks b ON b.blocker_id = o.user_id AND b.blocked_id = $2
+      WHERE o.conversation_id = c.id) AS blocked_by
   FROM conversations c
   JOIN conversation_participants me ON me.conversation_id = c.id AND me.user_id = $2
   WHERE c.id = $1`;
@@ -43,9 +56,11 @@ export async function conversationForParticipant(
     row && {
       id: row.id,
       isGroup: row.is_group,
+      ownerId: row.owner_id,
       lastMessageId: row.last_message_id,
       participantIds: row.participant_ids,
       blocked: row.blocked,
+      audienceIds: row.participant_ids.filter((id) => !row.blocked_by.includes(id)),
     }
   );
 }
@@ -77,6 +92,29 @@ async function insertParticipants(tx: Queryable, conversationId: string, userIds
     conversationId,
     userIds,
   ]);
+}
+
+/** The group's participants, locked, in the order they joined (the owner's successor first after the owner). */
+export async function lockGroupParticipants(tx: Queryable, conversationId: string): Promise<string[]> {
+  const rows = await many<{ user_id: string }>(
+    tx,
+    'SELECT user_id FROM conversation_participants WHERE conversation_id = $1 ORDER BY joined_at, user_id FOR UPDATE',
+    [conversationId],
+  );
+  return rows.map((r) => r.user_id);
+}
+
+export async function deleteParticipant(tx: Queryable, conversationId: string, userId: string): Promise<void> {
+  await tx.query('DELETE FROM conversation_participants WHERE conversation_id = $1 AND user_id = $2', [conversationId, userId]);
+}
+
+export async function setOwner(tx: Queryable, conversationId: string, ownerId: string): Promise<void> {
+  await tx.query('UPDATE conversations SET owner_id = $2 WHERE id = $1', [conversationId, ownerId]);
+}
+
+/** Removes the conversation with its messages and reactions (cascade). */
+export async function deleteConversation(tx: Queryable, conversationId: string): Promise<void> {
+  await tx.query('DELETE FROM conversations WHERE id = $1', [conversationId]);
 }
 
 /** Records a new message as the conversation's latest. */
@@ -115,7 +153,8 @@ export async function conversationsOf(db: Queryable, userId: string, onlyId?: st
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
         FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id
         WHERE p.conversation_id = c.id) AS participants,
-       (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id ORDER BY m.id DESC LIMIT 1) AS newest_message_id
+       (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
+        ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
      WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2)
      ORDER BY c.last_activity_at DESC, c.id DESC`,

@@ -1,5 +1,6 @@
 import type { DirectMessageRecord as DirectMessage } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
+import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Direct messages, with their sender's name, avatar and badges from the users read-model. */
 
@@ -92,20 +93,23 @@ export type Page = { limit: number; before?: string | undefined; after?: string 
  * so `before`/`after` an id neither skip nor repeat a message while others arrive. `after` takes
  * the messages right after the cursor (oldest of them first), then answers them newest first.
  */
-export async function pageOfMessages(db: Queryable, conversationId: string, page: Page): Promise<StoredMessage[]> {
-  const from = `FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id WHERE m.conversation_id = $1`;
+/** A page of the conversation as `viewerId` sees it: without messages of people they blocked. */
+export async function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
+  const from = `FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id
+    WHERE m.conversation_id = $1 AND ${NOT_FROM_BLOCKED('m', '$4')}`;
   if (page.after) {
     const rows = await many<MessageRow>(db, `SELECT ${MESSAGE_COLUMNS} ${from} AND m.id > $2 ORDER BY m.id ASC LIMIT $3`, [
       conversationId,
       page.after,
       page.limit,
+      viewerId,
     ]);
     return rows.reverse().map(toMessage);
   }
   const rows = await many<MessageRow>(
     db,
     `SELECT ${MESSAGE_COLUMNS} ${from} AND ($2::uuid IS NULL OR m.id < $2) ORDER BY m.id DESC LIMIT $3`,
-    [conversationId, page.before ?? null, page.limit],
+    [conversationId, page.before ?? null, page.limit, viewerId],
   );
   return rows.map(toMessage);
 }

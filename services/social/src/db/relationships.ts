@@ -15,6 +15,13 @@ export async function lockPair(tx: Queryable, a: string, b: string): Promise<voi
   await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [pairKey(a, b)]);
 }
 
+/**
+ * SQL condition: the message `alias` is not from someone the viewer (`viewer`, a parameter) blocked.
+ * A blocker never sees the messages of the people they blocked (issue 16); unblocking shows them again.
+ */
+export const NOT_FROM_BLOCKED = (alias: string, viewer: string) =>
+  `NOT EXISTS (SELECT 1 FROM blocks bl WHERE bl.blocker_id = ${viewer} AND bl.blocked_id = ${alias}.sender_id)`;
+
 /** Where `me` stands with `other`. */
 export type Relation = { friends: boolean; outgoing: boolean; incoming: boolean; iBlocked: boolean; blockedMe: boolean };
 

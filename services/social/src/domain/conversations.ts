@@ -6,11 +6,15 @@ import {
   type ConversationView,
   conversationForParticipant,
   conversationsOf,
+  deleteConversation,
+  deleteParticipant,
   insertGroupConversation,
   insertPairConversation,
+  lockGroupParticipants,
+  setOwner,
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
-import { blockedEitherWay } from '../db/relationships.ts';
+import { relationBetween } from '../db/relationships.ts';
 import { knownUserIds } from '../db/users.ts';
 import { withReactions } from './messages.ts';
 
@@ -54,7 +58,10 @@ export async function openConversation(
   const known = await knownUserIds(deps.pool, others);
   if (others.some((id) => !known.has(id))) throw notFound('User');
   for (const other of others) {
-    if (await blockedEitherWay(deps.pool, ctx.userId, other)) throw forbidden(BLOCKED_MESSAGE);
+    const relation = await relationBetween(deps.pool, ctx.userId, other);
+    if (relation.iBlocked) throw forbidden('You have blocked this user');
+    // Issue 16: someone who blocked the caller answers like an unknown user, as friend requests do.
+    if (relation.blockedMe) throw notFound('User');
   }
   const { id, created } = await withTx(deps.pool, async (tx) => {
     const opened = others.length === 1 ? await openPair(tx, others[0]!, ctx) : await openGroup(tx, others, ctx);
@@ -79,6 +86,29 @@ async function openGroup(tx: Queryable, others: string[], ctx: RequestContext) {
   const id = uuidv7();
   await insertGroupConversation(tx, id, ctx.userId, [ctx.userId, ...others]);
   return { id, created: true };
+}
+
+/**
+ * The caller leaves a group. The owner's leaving hands the group to the participant who joined
+ * first (ties by user id); the last one out removes the group and its messages.
+ */
+export async function leaveConversation(deps: Deps, ctx: RequestContext, id: string): Promise<void> {
+  await withTx(deps.pool, async (tx) => {
+    const access = await participantAccess(tx, ctx, id, { lock: true });
+    if (!access.isGroup) throw badRequest('A direct conversation cannot be left');
+    const remaining = (await lockGroupParticipants(tx, id)).filter((userId) => userId !== ctx.userId);
+    await deleteParticipant(tx, id, ctx.userId);
+    let ownerId = access.ownerId;
+    if (remaining.length === 0) {
+      await deleteConversation(tx, id);
+      ownerId = null;
+    } else if (ownerId === ctx.userId) {
+      ownerId = remaining[0]!;
+      await setOwner(tx, id, ownerId);
+    }
+    const data = { conversationId: id, userId: ctx.userId, ownerId, participantIds: remaining };
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.conversationLeft, data, ctx.requestId);
+  });
 }
 
 export async function conversationOf(deps: Deps, ctx: RequestContext, id: string): Promise<Conversation> {

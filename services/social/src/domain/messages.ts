@@ -59,7 +59,7 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
       replyToId: body.replyToId ?? null,
     });
     await markActivity(tx, access.id, stored.id, stored.createdAt);
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.participantIds }, ctx.requestId);
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.audienceIds }, ctx.requestId);
     return stored;
   });
   return { ...message, reactions: {} };
@@ -67,7 +67,7 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
 
 export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
   const access = await participantAccess(deps.pool, ctx, conversationId);
-  return withReactions(deps.pool, await pageOfMessages(deps.pool, access.id, page), ctx.userId);
+  return withReactions(deps.pool, await pageOfMessages(deps.pool, access.id, ctx.userId, page), ctx.userId);
 }
 
 /**
@@ -78,14 +78,14 @@ async function changeOwnMessage<T>(
   deps: Deps,
   ctx: RequestContext,
   messageId: string,
-  change: (tx: Queryable, message: LockedMessage, participantIds: string[]) => Promise<T>,
+  change: (tx: Queryable, message: LockedMessage, audienceIds: string[]) => Promise<T>,
 ): Promise<T> {
   return withTx(deps.pool, async (tx) => {
     const message = await lockMessage(tx, messageId);
     if (!message) throw notFound('Message');
     const access = await participantAccess(tx, ctx, message.conversationId, { what: 'Message' });
     if (message.senderId !== ctx.userId) throw forbidden('You can only change your own messages');
-    return change(tx, message, access.participantIds);
+    return change(tx, message, access.audienceIds);
   });
 }
 
@@ -120,7 +120,7 @@ export async function react(deps: Deps, ctx: RequestContext, messageId: string, 
     await enqueueEvent(
       tx,
       add ? SOCIAL_SUBJECTS.dmReactionAdded : SOCIAL_SUBJECTS.dmReactionRemoved,
-      { messageId, conversationId: message.conversationId, userId: ctx.userId, emoji, participantIds: access.participantIds },
+      { messageId, conversationId: message.conversationId, userId: ctx.userId, emoji, participantIds: access.audienceIds },
       ctx.requestId,
     );
   });

@@ -2,7 +2,7 @@ import { socialRoutes as r } from '@chat/contracts';
 import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
-import { conversationOf, listConversations, openConversation } from '../domain/conversations.ts';
+import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
 import { deleteMessage, editMessage, listMessages, react, sendMessage } from '../domain/messages.ts';
 
 /** Answers of 204 routes carry no body. */
@@ -16,6 +16,7 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   });
   route(app, r.listConversations, (req) => listConversations(deps, contextOf(req)));
   route(app, r.getConversation, (req) => conversationOf(deps, contextOf(req), req.params.id));
+  route(app, r.leaveConversation, (req) => leaveConversation(deps, contextOf(req), req.params.id).then(noBody));
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));
   route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body));
   route(app, r.editMessage, (req) => editMessage(deps, contextOf(req), req.params.id, req.body.content));

@@ -1,0 +1,162 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { LinkPreview } from '@chat/contracts';
+import { AppError, type Logger } from '@chat/kit';
+import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
+import { insertMediaFile } from '../db/media-files.ts';
+import type { MediaDeps } from '../deps.ts';
+import { sniffContentType } from './content-type.ts';
+import { fileUrl } from './files.ts';
+import { parsePageMeta } from './page-meta.ts';
+import { parseFetchable } from './safe-fetch.ts';
+
+export type PreviewDeps = Pick<MediaDeps, 'pool' | 'storage' | 'config' | 'fetchLink' | 'now'> & { log: Logger };
+
+/** At most this much of a page (or an oEmbed answer) is read; the head comes first anyway. */
+export const PAGE_MAX_BYTES = 1024 * 1024;
+/** A preview image larger than this is left out rather than cut. */
+export const IMAGE_MAX_BYTES = 5 * 1024 * 1024;
+const PREVIEW_TTL_MS = 24 * 60 * 60 * 1000;
+const FAILURE_TTL_MS = 5 * 60 * 1000;
+/** Stored preview images belong to the platform itself, not to a user (no user has this id). */
+export const PLATFORM_UPLOADER = '00000000-0000-0000-0000-000000000000';
+
+const HTML = /^(text\/html|application\/xhtml\+xml)$/;
+/** Raster images only: an SVG is a document that can carry script. */
+const PREVIEW_IMAGE = /^image\/(png|jpeg|gif|webp|avif)$/;
+
+/** The cache key of a url: parsed (so host case, default ports and IPv4 spellings are one), without its fragment or an empty query. */
+export function normaliseUrl(value: string): string {
+  const url = parseFetchable(value);
+  url.hash = '';
+  // An empty query (`/page?`) is the same page: setting it drops the lone "?".
+  if (url.search === '') url.search = '';
+  return url.href;
+}
+
+/**
+ * The preview of a link, from the cache when it is fresh. A failure the caller can be told about
+ * (an address that is not allowed, a page that does not answer) is cached for a few minutes too.
+ */
+export async function previewLink(deps: PreviewDeps, value: string): Promise<LinkPreview> {
+  const url = normaliseUrl(value);
+  const now = deps.now();
+  const cached = await findCachedPreview(deps.pool, url, now);
+  if (cached?.error) throw new AppError(400, cached.error);
+  if (cached?.preview) return cached.preview;
+  let outcome: CachedPreview;
+  try {
+    outcome = { preview: await buildPreview(deps, url), error: null };
+  } catch (err) {
+    if (!(err instanceof AppError) || err.status !== 400) throw err;
+    outcome = { preview: null, error: err.message };
+  }
+  const ttl = outcome.preview ? PREVIEW_TTL_MS : FAILURE_TTL_MS;
+  await cachePreview(deps.pool, url, outcome, new Date(now.getTime() + ttl));
+  if (outcome.error !== null) throw new AppError(400, outcome.error);
+  return outcome.preview;
+}
+
+/** Removes cached outcomes that have expired; returns how many. */
+export function purgeExpiredPreviews(deps: Pick<PreviewDeps, 'pool' | 'now'>): Promise<number> {
+  return deleteExpiredPreviews(deps.pool, deps.now());
+}
+
+async function buildPreview(deps: PreviewDeps, url: string): Promise<LinkPreview> {
+  const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: PAGE_MAX_BYTES });
+  if (page.status >= 400) throw new AppError(400, `The link answered with status ${page.status}`);
+  const mime = mimeOf(page.contentType);
+  const empty: LinkPreview = { url, title: null, description: null, siteName: null, imageUrl: null, type: 'link' };
+  if (mime.startsWith('image/')) {
+    const imageUrl = page.truncated ? null : await keepImage(deps, page.body);
+    return { ...empty, type: 'image', imageUrl };
+  }
+  if (!HTML.test(mime)) return empty;
+  const meta = parsePageMeta(decode(page.body, page.contentType), page.url);
+  const oembed = meta.oembedUrl ? await fetchOembed(deps, meta.oembedUrl) : {};
+  const image = meta.image ?? oembed.thumbnail_url;
+  return {
+    url,
+    title: meta.title ?? oembed.title ?? null,
+    description: meta.description ?? null,
+    siteName: meta.siteName ?? oembed.provider_name ?? null,
+    imageUrl: image ? await copyImage(deps, image) : null,
+    type: meta.type ?? oembed.type ?? 'website',
+  };
+}
+
+interface Oembed {
+  title?: string;
+  provider_name?: string;
+  thumbnail_url?: string;
+  type?: string;
+}
+
+/** The page's oEmbed answer, fetched as safely as the page; a broken one only means fewer fields. */
+async function fetchOembed(deps: PreviewDeps, url: string): Promise<Oembed> {
+  try {
+    const res = await deps.fetchLink(url, { accept: 'application/json', maxBytes: PAGE_MAX_BYTES });
+    if (res.status !== 200 || res.truncated) return {};
+    const body = JSON.parse(res.body.toString('utf8')) as Record<string, unknown>;
+    const text = (key: string) => (typeof body[key] === 'string' ? (body[key] as string).slice(0, 1024) : undefined);
+    return { title: text('title'), provider_name: text('provider_name'), thumbnail_url: text('thumbnail_url'), type: text('type') };
+  } catch (err) {
+    deps.log.debug({ err, url }, 'oEmbed not used');
+    return {};
+  }
+}
+
+/** The page's image fetched through the same safe fetcher and kept here; null when it is not a usable image. */
+async function copyImage(deps: PreviewDeps, url: string): Promise<string | null> {
+  try {
+    const res = await deps.fetchLink(url, { accept: 'image/*', maxBytes: IMAGE_MAX_BYTES });
+    if (res.status !== 200 || res.truncated) return null;
+    return await keepImage(deps, res.body);
+  } catch (err) {
+    deps.log.debug({ err, url }, 'preview image not kept');
+    return null;
+  }
+}
+
+/** Stores image bytes as a platform-owned media file; the type comes from the bytes, never the other site. */
+async function keepImage(deps: PreviewDeps, bytes: Buffer): Promise<string | null> {
+  const contentType = await sniffContentType(bytes);
+  if (!PREVIEW_IMAGE.test(contentType)) return null;
+  const id = randomUUID();
+  const filename = `preview.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}`;
+  await deps.storage.put(id, single(bytes), async () => contentType);
+  try {
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    await insertMediaFile(deps.pool, {
+      id,
+      uploaderId: PLATFORM_UPLOADER,
+      storageKey: id,
+      filename,
+      contentType,
+      size: bytes.length,
+      sha256,
+      createdAt: deps.now(),
+    });
+  } catch (err) {
+    await deps.storage.remove(id);
+    throw err;
+  }
+  return fileUrl(deps.config.MEDIA_PUBLIC_URL, id, filename);
+}
+
+async function* single(bytes: Buffer): AsyncGenerator<Buffer, void> {
+  yield bytes;
+}
+
+function mimeOf(contentType: string): string {
+  return (contentType.split(';')[0] ?? '').trim().toLowerCase();
+}
+
+/** The page's text in its declared charset, UTF-8 when it declares none or one we do not know. */
+function decode(body: Buffer, contentType: string): string {
+  const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1];
+  try {
+    return new TextDecoder(charset ?? 'utf-8').decode(body);
+  } catch {
+    return new TextDecoder('utf-8').decode(body);
+  }
+}

@@ -1,0 +1,154 @@
+import { lookup } from 'node:dns/promises';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { isIP, connect as netConnect } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
+import { AppError } from '@chat/kit';
+import type { AddressPolicy } from './address-policy.ts';
+
+/** Every address a host name resolves to. */
+export type Resolver = (hostname: string) => Promise<string[]>;
+
+/** Opens the connection to an address that the policy has already allowed. */
+export type Connector = (target: { address: string; port: number; tls: boolean; servername: string }) => Duplex;
+
+export interface SafeFetcherOptions {
+  policy: AddressPolicy;
+  /** The whole fetch, redirects included. */
+  timeoutMs: number;
+  maxRedirects: number;
+  userAgent: string;
+  resolve?: Resolver;
+  connect?: Connector;
+}
+
+export interface FetchedResource {
+  /** The url that answered, after redirects. */
+  url: string;
+  status: number;
+  contentType: string;
+  body: Buffer;
+  /** The body was longer than the limit and was cut there. */
+  truncated: boolean;
+}
+
+export type SafeFetch = (url: string, options: { accept: string; maxBytes: number }) => Promise<FetchedResource>;
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+export const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+export const systemConnector: Connector = ({ address, port, tls, servername }) =>
+  tls
+    ? tlsConnect({ host: address, port, servername: isIP(servername) ? undefined : servername, ALPNProtocols: ['http/1.1'] })
+    : netConnect({ host: address, port });
+
+/**
+ * A fetcher for other people's urls that cannot be turned against this network (SSRF): http and
+ * https only; each host name is resolved once, every address it has must be public, and the
+ * connection goes to that checked address (no second lookup, so an answer that changes between
+ * lookups changes nothing); every redirect is checked the same way; one deadline for the whole
+ * fetch; at most `maxBytes` read.
+ */
+export function createSafeFetch(options: SafeFetcherOptions): SafeFetch {
+  const resolve = options.resolve ?? systemResolver;
+  const connect = options.connect ?? systemConnector;
+
+  return async (start, { accept, maxBytes }) => {
+    const signal = AbortSignal.timeout(options.timeoutMs);
+    let url = parseFetchable(start);
+    for (let hop = 0; ; hop++) {
+      const address = await checkedAddress(url, resolve, options.policy);
+      const res = await send(url, address, { accept, userAgent: options.userAgent, connect, signal });
+      const location = res.headers.location;
+      if (REDIRECTS.has(res.statusCode ?? 0) && location) {
+        res.destroy();
+        if (hop >= options.maxRedirects) throw new AppError(400, 'The link redirects too many times');
+        url = parseFetchable(new URL(location, url).href);
+        continue;
+      }
+      const { body, truncated } = await readAtMost(res, maxBytes, signal);
+      return { url: url.href, status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body, truncated };
+    }
+  };
+}
+
+/** A url the fetcher may try: absolute, http or https, no credentials. */
+export function parseFetchable(value: string): URL {
+  if (!URL.canParse(value)) throw new AppError(400, 'url must be an absolute http or https url');
+  const url = new URL(value);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AppError(400, 'url must be an http or https url');
+  if (url.username || url.password) throw new AppError(400, 'url must not carry credentials');
+  return url;
+}
+
+/**
+ * The address to connect to. The WHATWG parser has already turned decimal, octal and hex IPv4
+ * spellings into dotted form; a host name is resolved here once, and refused if any of its
+ * addresses is not allowed (an answer that mixes public and private addresses is an attack).
+ */
+async function checkedAddress(url: URL, resolve: Resolver, policy: AddressPolicy): Promise<string> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  if (isIP(host)) addresses = [host];
+  else {
+    try {
+      addresses = await resolve(host);
+    } catch {
+      throw new AppError(400, 'The link host could not be resolved');
+    }
+  }
+  if (addresses.length === 0) throw new AppError(400, 'The link host could not be resolved');
+  if (!addresses.every((a) => policy.allows(a))) throw new AppError(400, 'The link points to an address that is not allowed');
+  return addresses[0] as string;
+}
+
+function send(
+  url: URL,
+  address: string,
+  o: { accept: string; userAgent: string; connect: Connector; signal: AbortSignal },
+): Promise<IncomingMessage> {
+  const tls = url.protocol === 'https:';
+  const port = Number(url.port || (tls ? 443 : 80));
+  const client = tls ? https : http;
+  return new Promise((resolvePromise, reject) => {
+    const req = client.request({
+      method: 'GET',
+      host: url.hostname,
+      port,
+      path: `${url.pathname}${url.search}`,
+      headers: { host: url.host, accept: o.accept, 'user-agent': o.userAgent, 'accept-encoding': 'identity' },
+      createConnection: () => o.connect({ address, port, tls, servername: url.hostname }),
+      signal: o.signal,
+    });
+    req.once('response', resolvePromise);
+    req.once('error', (err) => reject(fetchError(err, o.signal)));
+    req.end();
+  });
+}
+
+async function readAtMost(res: IncomingMessage, maxBytes: number, signal: AbortSignal): Promise<{ body: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res) {
+      const buffer = chunk as Buffer;
+      if (size + buffer.length > maxBytes) {
+        chunks.push(buffer.subarray(0, maxBytes - size));
+        res.destroy();
+        return { body: Buffer.concat(chunks), truncated: true };
+      }
+      chunks.push(buffer);
+      size += buffer.length;
+    }
+  } catch (err) {
+    throw fetchError(err, signal);
+  }
+  return { body: Buffer.concat(chunks), truncated: false };
+}
+
+function fetchError(cause: unknown, signal: AbortSignal): AppError {
+  if (signal.aborted) return new AppError(400, 'The link took too long to answer', { cause });
+  return new AppError(400, 'The link could not be fetched', { cause });
+}

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { MEDIA_SUBJECTS, MESSAGES_SUBJECTS, SOCIAL_SUBJECTS } from '@chat/contracts';
+import type { ConsumerHandle } from '@chat/kit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { consumeMessagesForEmbeds } from '../src/bus/embeds.ts';
+import { addressPolicy } from '../src/domain/address-policy.ts';
+import { linksIn } from '../src/domain/embeds.ts';
+import { createSafeFetch } from '../src/domain/safe-fetch.ts';
+import { createMediaHarness, type MediaHarness } from './harness.ts';
+import { html, startPageServer } from './page-server.ts';
+
+let h: MediaHarness;
+let server: Awaited<ReturnType<typeof startPageServer>>;
+let consumers: ConsumerHandle[];
+
+beforeAll(async () => {
+  server = await startPageServer({
+    '/a': html('<meta property="og:title" content="Page A">'),
+    '/b': html('<title>Page B</title>'),
+  });
+  const fetchLink = createSafeFetch({ policy: addressPolicy(['127.0.0.1']), timeoutMs: 5_000, maxRedirects: 5, userAgent: 'test' });
+  h = await createMediaHarness({ fetchLink });
+  consumers = await consumeMessagesForEmbeds(h.deps);
+});
+afterAll(async () => {
+  await Promise.all(consumers.map((c) => c.stop()));
+  await h.close();
+  await server.close();
+});
+
+async function publish(subject: string, data: unknown) {
+  const envelope = { id: randomUUID(), subject, occurredAt: new Date().toISOString(), data };
+  await h.runtime.bus.js.publish(h.runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+}
+
+async function resolvedFor(messageId: string) {
+  const { rows } = await h.runtime.pool.query(
+    "SELECT payload->'data' AS data FROM outbox WHERE subject = $1 AND payload->'data'->'target'->>'messageId' = $2",
+    [MEDIA_SUBJECTS.embedsResolved, messageId],
+  );
+  return rows.map((r) => r.data);
+}
+
+const channelMessage = (content: string) => ({
+  id: randomUUID(),
+  channelId: randomUUID(),
+  serverId: randomUUID(),
+  authorId: randomUUID(),
+  authorName: 'someone',
+  authorAvatar: null,
+  content,
+  attachments: {},
+  replyToId: null,
+  mentions: { users: [], roles: [], everyone: false },
+  pinned: false,
+  editedAt: null,
+  createdAt: new Date().toISOString(),
+  webhookId: null,
+});
+
+describe('embeds of posted messages', () => {
+  it('finds the first five distinct links, skipping <wrapped> ones and trailing punctuation', () => {
+    expect(linksIn('see http://x.test/a, and <http://x.test/skip> then https://y.test/b. http://x.test/a')).toEqual([
+      'http://x.test/a',
+      'https://y.test/b',
+    ]);
+    expect(linksIn(Array.from({ length: 7 }, (_, i) => `http://x.test/${i}`).join(' '))).toHaveLength(5);
+    expect(linksIn('no links here, javascript:alert(1)')).toEqual([]);
+  });
+
+  it('publishes the previews of a channel message for guilds to store, once', async () => {
+    const message = channelMessage(`look ${server.origin}/a and ${server.origin}/b and http://10.0.0.1/private`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    const [resolved] = await resolvedFor(message.id);
+    expect(resolved).toEqual({
+      target: { kind: 'channel', channelId: message.channelId, messageId: message.id },
+      embeds: [
+        expect.objectContaining({ url: `${server.origin}/a`, title: 'Page A' }),
+        expect.objectContaining({ url: `${server.origin}/b`, title: 'Page B' }),
+      ],
+    });
+  });
+
+  it('publishes the previews of a direct message for social to store', async () => {
+    const message = {
+      id: randomUUID(),
+      conversationId: randomUUID(),
+      senderId: randomUUID(),
+      content: `${server.origin}/b`,
+      attachments: {},
+      replyToId: null,
+      editedAt: null,
+      createdAt: new Date().toISOString(),
+      senderName: 'someone',
+      senderAvatar: null,
+      senderBadges: [],
+    };
+    await publish(SOCIAL_SUBJECTS.dmCreated, { message, participantIds: [message.senderId] });
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0]).toMatchObject({
+      target: { kind: 'dm', conversationId: message.conversationId, messageId: message.id },
+      embeds: [{ url: `${server.origin}/b`, title: 'Page B' }],
+    });
+  });
+
+  it('publishes nothing for a message whose links give no preview', async () => {
+    const message = channelMessage('only http://192.168.1.1/ here');
+    const marker = channelMessage(`${server.origin}/a`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await publish(MESSAGES_SUBJECTS.messageCreated, marker);
+    // The consumer applies events in order: once the later one is done, the first one was handled.
+    await vi.waitFor(async () => expect(await resolvedFor(marker.id)).toHaveLength(1), { timeout: 15_000 });
+    expect(await resolvedFor(message.id)).toEqual([]);
+  });
+});

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addressPolicy } from '../src/domain/address-policy.ts';
+import { PLATFORM_UPLOADER, previewLink } from '../src/domain/link-previews.ts';
+import { createSafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
+import { createMediaHarness, type MediaHarness, PNG_1X1 } from './harness.ts';
+import { html, redirect, startPageServer } from './page-server.ts';
+
+let h: MediaHarness;
+let server: Awaited<ReturnType<typeof startPageServer>>;
+const user = randomUUID();
+let failing = true;
+
+beforeAll(async () => {
+  server = await startPageServer({
+    '/og': html(`<!doctype html><html><head>
+      <meta property="og:title" content="An &amp; OpenGraph title">
+      <meta property="og:description" content="What the page is about">
+      <meta property="og:site_name" content="Example Site">
+      <meta property="og:type" content="article">
+      <meta property="og:image" content="/pixel.png">
+      <meta name="twitter:title" content="not this one">
+      <title>not this either</title></head><body><p>text</p></body></html>`),
+    '/twitter': html(`<html><head><meta name="twitter:card" content="summary">
+      <meta name="twitter:title" content="Card title"><meta name="twitter:description" content="Card text">
+      <meta name="twitter:image" content="http://127.0.0.1:${'{port}'}/pixel.png"></head></html>`),
+    '/bare': html('<html><head><title>\n  Just a   title </title><meta name="description" content="plain description"></head></html>'),
+    '/oembed-page': html('<html><head><link rel="alternate" type="application/json+oembed" href="/oembed.json"></head></html>'),
+    '/oembed.json': (_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ type: 'video', title: 'A video', provider_name: 'Tube' })),
+    '/pixel.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(PNG_1X1),
+    '/fake-image': html('<meta property="og:image" content="/not-an-image.png">'),
+    '/not-an-image.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end('<script>alert(1)</script>'),
+    '/doc.pdf': (_req, res) => res.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.4 <title>no</title>'),
+    '/to-private': redirect('http://10.0.0.1/'),
+    '/flaky': (_req, res) => (failing ? res.writeHead(500).end() : html('<title>back</title>')(_req, res)),
+    '/cached': html('<title>cached page</title>'),
+  });
+  // The twitter page names its image with an absolute url on the server's own port.
+  server.pages['/twitter'] = html(
+    `<html><head><meta name="twitter:title" content="Card title"><meta name="twitter:description" content="Card text">
+     <meta name="twitter:image" content="${server.origin}/pixel.png"></head></html>`,
+  );
+  const fetchLink = createSafeFetch({
+    policy: addressPolicy(['127.0.0.1']),
+    timeoutMs: 5_000,
+    maxRedirects: 5,
+    userAgent: 'test',
+    resolve: async () => ['127.0.0.1'],
+    connect: systemConnector,
+  });
+  h = await createMediaHarness({ fetchLink });
+});
+afterAll(async () => {
+  await h.close();
+  await server.close();
+});
+
+async function preview(url: string, auth = true) {
+  const headers = auth ? await h.auth(user) : {};
+  return h.app.inject({ method: 'GET', url: `/v1/link-preview?url=${encodeURIComponent(url)}`, headers });
+}
+
+describe('GET /v1/link-preview', () => {
+  it('reads OpenGraph tags, preferring them to Twitter and <title>, and copies the image here', async () => {
+    const res = await preview(`${server.origin}/og#section`);
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toEqual({
+      url: `${server.origin}/og`,
+      title: 'An & OpenGraph title',
+      description: 'What the page is about',
+      siteName: 'Example Site',
+      type: 'article',
+      imageUrl: expect.stringMatching(/^https:\/\/chat\.example\.test\/v1\/media\/[0-9a-f-]{36}\/preview\.png$/),
+    });
+    const id = new URL(body.imageUrl).pathname.split('/')[3] as string;
+    const served = await h.app.inject({ method: 'GET', url: new URL(body.imageUrl).pathname });
+    expect(served.statusCode).toBe(200);
+    expect(served.rawPayload).toEqual(PNG_1X1);
+    const rows = await h.rows();
+    expect(rows.find((r) => r.id === id)).toMatchObject({ uploader_id: PLATFORM_UPLOADER, content_type: 'image/png' });
+  });
+
+  it('reads a Twitter card', async () => {
+    const res = await preview(`${server.origin}/twitter`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ title: 'Card title', description: 'Card text', siteName: null, type: 'website' });
+    expect(res.json().imageUrl).toMatch(/^https:\/\/chat\.example\.test\/v1\/media\//);
+  });
+
+  it('falls back to the bare <title> and the description meta tag', async () => {
+    const res = await preview(`${server.origin}/bare`);
+    expect(res.json()).toEqual({
+      url: `${server.origin}/bare`,
+      title: 'Just a title',
+      description: 'plain description',
+      siteName: null,
+      imageUrl: null,
+      type: 'website',
+    });
+  });
+
+  it('uses the oEmbed answer that the page links', async () => {
+    const res = await preview(`${server.origin}/oembed-page`);
+    expect(res.json()).toMatchObject({ title: 'A video', siteName: 'Tube', type: 'video' });
+  });
+
+  it('leaves out an "image" whose bytes are not an image', async () => {
+    const before = (await h.rows()).length;
+    const res = await preview(`${server.origin}/fake-image`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().imageUrl).toBeNull();
+    expect((await h.rows()).length).toBe(before);
+  });
+
+  it('does not parse a page that is not HTML', async () => {
+    const res = await preview(`${server.origin}/doc.pdf`);
+    expect(res.json()).toEqual({
+      url: `${server.origin}/doc.pdf`,
+      title: null,
+      description: null,
+      siteName: null,
+      imageUrl: null,
+      type: 'link',
+    });
+  });
+
+  it('previews a direct image link as an image kept here', async () => {
+    const res = await preview(`${server.origin}/pixel.png`);
+    expect(res.json()).toMatchObject({ type: 'image', title: null });
+    expect(res.json().imageUrl).toMatch(/\/preview\.png$/);
+  });
+
+  it('answers 400 for a redirect into a private address', async () => {
+    const res = await preview(`${server.origin}/to-private`);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: 'The link points to an address that is not allowed' });
+  });
+
+  it('answers 400 naming the field for a missing or non-http url', async () => {
+    const missing = await h.app.inject({ method: 'GET', url: '/v1/link-preview', headers: await h.auth(user) });
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json().error).toMatch(/url/);
+    const js = await preview('javascript:alert(1)');
+    expect(js.statusCode).toBe(400);
+    expect(js.json()).toEqual({ error: 'url must be an http or https url' });
+  });
+
+  it('needs a token', async () => {
+    expect((await preview(`${server.origin}/bare`, false)).statusCode).toBe(401);
+  });
+
+  it('serves a fresh preview from the cache without fetching again', async () => {
+    await preview(`${server.origin}/cached`);
+    await preview(`${server.origin}/cached?`);
+    const res = await preview(`${server.origin}/cached#other`);
+    expect(res.json().title).toBe('cached page');
+    expect(server.hits('/cached')).toBe(1);
+  });
+
+  it('caches a failure for a few minutes, then tries again', async () => {
+    const url = `${server.origin}/flaky`;
+    expect((await preview(url)).statusCode).toBe(400);
+    failing = false;
+    expect((await preview(url)).json()).toEqual({ error: 'The link answered with status 500' });
+    expect(server.hits('/flaky')).toBe(1);
+    const sixMinutesOn = new Date(Date.now() + 6 * 60 * 1000);
+    const fresh = await previewLink({ ...h.deps, now: () => sixMinutesOn }, url);
+    expect(fresh.title).toBe('back');
+    expect(server.hits('/flaky')).toBe(2);
+  });
+});
