@@ -136,30 +136,52 @@ describe('POST /v1/servers/import refuses what it cannot import whole, creating 
     ['no serialized_source_guild', (t) => ({ ...t, serialized_source_guild: undefined }), /serialized_source_guild/],
     [
       'a permission string that is not a number',
-      (t) => ((t.serialized_source_guild.roles[1].permissions = 'lots'), t),
+      (t) => {
+        t.serialized_source_guild.roles[1].permissions = 'lots';
+        return t;
+      },
       /roles\.1\.permissions/,
     ],
     [
       'more than 250 roles',
-      (t) => ((t.serialized_source_guild.roles = Array.from({ length: 251 }, (_, i) => ({ id: i, name: `r${i}`, permissions: '0' }))), t),
+      (t) => {
+        t.serialized_source_guild.roles = Array.from({ length: 251 }, (_, i) => ({ id: i, name: `r${i}`, permissions: '0' }));
+        return t;
+      },
       /250 roles/,
     ],
     [
       'more than 500 channels',
-      (t) => ((t.serialized_source_guild.channels = Array.from({ length: 501 }, (_, i) => ({ id: i + 1, type: 0, name: `c${i}` }))), t),
+      (t) => {
+        t.serialized_source_guild.channels = Array.from({ length: 501 }, (_, i) => ({ id: i + 1, type: 0, name: `c${i}` }));
+        return t;
+      },
       /500 channels/,
     ],
     [
       'a parent that is not a category',
-      (t) => ((t.serialized_source_guild.channels[5].parent_id = 5), t),
+      (t) => {
+        t.serialized_source_guild.channels[5].parent_id = 5;
+        return t;
+      },
       /channels\.5\.parent_id: must name a category/,
     ],
     [
       'a category with a parent (a cycle)',
-      (t) => ((t.serialized_source_guild.channels[0].parent_id = 4), t),
+      (t) => {
+        t.serialized_source_guild.channels[0].parent_id = 4;
+        return t;
+      },
       /a category cannot have a parent/,
     ],
-    ['the same channel id twice', (t) => ((t.serialized_source_guild.channels[1].id = 3), t), /appears twice/],
+    [
+      'the same channel id twice',
+      (t) => {
+        t.serialized_source_guild.channels[1].id = 3;
+        return t;
+      },
+      /appears twice/,
+    ],
   ];
   it.each(cases)('%s', async (_name, mutate, message) => {
     const before = await serverCount();
