@@ -1,5 +1,5 @@
 import { SelfUser, TokenPair } from '@chat/contracts';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { api, newUser, randomIp } from './helpers.ts';
 
 describe('accounts through the gateway', () => {
@@ -38,5 +38,27 @@ describe('accounts through the gateway', () => {
     expect(res.headers.get('cache-control')).toMatch(/max-age/);
     expect(res.body.keys[0]).toMatchObject({ kty: 'OKP', alg: 'EdDSA', kid: expect.any(String) });
     expect(res.body.keys[0]).not.toHaveProperty('d');
+  });
+});
+
+describe('a revoked session through the platform', () => {
+  it('is refused within a second of logout, at the gateway and by a service asked directly', async () => {
+    const user = await newUser('e2e');
+    const guilds = inject('platform').urls.guilds;
+    const direct = () => fetch(`${guilds}/v1/servers`, { headers: { authorization: `Bearer ${user.token}` } });
+    expect((await api('GET', '/v1/servers', { user })).status).toBe(200);
+    expect((await direct()).status).toBe(200);
+    const logout = await api('POST', '/v1/auth/logout', { user, body: { refreshToken: user.refreshToken } });
+    expect(logout.status).toBe(204);
+    const loggedOutAt = Date.now();
+    // Asked again until refused, for at most a second: the contract's bound, not a sleep.
+    let viaGateway = await api('GET', '/v1/servers', { user });
+    while (viaGateway.status === 200 && Date.now() - loggedOutAt < 1_000) viaGateway = await api('GET', '/v1/servers', { user });
+    expect(viaGateway.status).toBe(401);
+    expect(viaGateway.body).toEqual({ error: 'Session revoked' });
+    let atService = await direct();
+    while (atService.status === 200 && Date.now() - loggedOutAt < 1_000) atService = await direct();
+    expect(atService.status).toBe(401);
+    expect(await atService.json()).toEqual({ error: 'Session revoked' });
   });
 });

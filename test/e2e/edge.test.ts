@@ -15,12 +15,29 @@ describe('the edge in front of the real services', () => {
     expect(answers[5]!.headers.get('x-ratelimit-remaining')).toBe('0');
   });
 
-  it('counts webhook executions per webhook id (30 per minute), whoever sends them', async () => {
-    const hook = crypto.randomUUID();
+  it('counts valid webhook executions per webhook (30 per minute), whoever sends them; wrong tokens never lock it out', async () => {
+    const owner = await newUser('edgehook');
+    const server = (await api('POST', '/v1/servers', { user: owner, body: { name: 'E2E webhook tier' } })).body;
+    const channels = (await api('GET', `/v1/servers/${server.id}/channels`, { user: owner })).body as { id: string; channelType: string }[];
+    const channelId = (channels.find((c) => c.channelType === 'text') as { id: string }).id;
+    const created = await api('POST', `/v1/channels/${channelId}/webhooks`, { user: owner, body: { name: 'Tier bot' } });
+    expect(created.status).toBe(201);
+    const { id, token } = created.body as { id: string; token: string };
+    // 35 wrong tokens from one client: refused by the service, counted in that client's General window only.
+    const attacker = randomIp();
+    for (let i = 0; i < 35; i++) {
+      const wrong = await api('POST', `/v1/webhooks/${id}/${'x'.repeat(43)}`, { ip: attacker, body: { content: 'forged' } });
+      expect(wrong.status).toBe(401);
+    }
     const answers = [];
-    for (let i = 0; i < 31; i++) answers.push(await api('POST', `/v1/webhooks/${hook}/token`, { ip: randomIp(), body: { content: 'hi' } }));
-    expect(answers.slice(0, 30).every((a) => a.status !== 429 && a.headers.get('x-ratelimit-limit') === '30')).toBe(true);
+    for (let i = 0; i < 31; i++)
+      answers.push(await api('POST', `/v1/webhooks/${id}/${token}`, { ip: randomIp(), body: { content: `run ${i}` } }));
+    // As one string, so that a failure shows every status and the body of any that is not 204.
+    const outcomes = answers.slice(0, 30).map((a) => (a.status === 204 ? '204' : `${a.status} ${JSON.stringify(a.body)}`));
+    expect(outcomes.join(', ')).toBe(Array(30).fill('204').join(', '));
+    expect(answers[29]!.headers.get('x-ratelimit-limit')).toBe('30');
     expect(answers[30]!.status).toBe(429);
+    expect(answers[30]!.body).toEqual({ error: expect.stringMatching(/^Too many requests, /) });
   });
 
   it('refuses a refresh token used as a bearer token', async () => {

@@ -1,3 +1,4 @@
+import { TokenVerifier } from 'livekit-server-sdk';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { api, newUser, type TestUser } from './helpers.ts';
 
@@ -34,6 +35,9 @@ describe('music controlled by who is in the voice channel', () => {
     const joined = await api('POST', '/v1/voice/join', { user: owner, body: { channelId: voice.id } });
     expect(joined.status).toBe(200);
     expect(joined.body.state).toMatchObject({ userId: owner.id, channelId: voice.id, serverId: server.id });
+    // The media grant for the channel's room, checked with LiveKit's own verifier (the platform's development key pair).
+    const grant = await new TokenVerifier('devkey', 'secret').verify(joined.body.grant.token);
+    expect(grant).toMatchObject({ sub: owner.id, video: { room: voice.id, roomJoin: true, canPublish: true } });
 
     const play = await api('POST', '/v1/music/play', { user: owner, body: { ...target(), url: 'https://example.com/one.mp3' } });
     expect(play.status).toBe(200);

@@ -25,10 +25,12 @@ interface ComposeFile {
 }
 
 const compose = parse(readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as ComposeFile;
-const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit'];
+const BACKING = ['postgres', 'redis', 'nats', 'minio', 'mailpit', 'livekit', 'edge'];
 
 /** Variables that name the system as clients reach it from outside, not a part inside the network. */
 const PUBLIC_URLS = ['MEDIA_PUBLIC_URL'];
+/** Where clients reach the media server (LiveKit) from outside, on its own published port. */
+const MEDIA_SERVER_URLS = ['LIVEKIT_URL'];
 
 const service = (name: string): ComposeService => compose.services[name]!;
 const envOf = (name: string) => stringValues(service(name).environment);
@@ -36,7 +38,7 @@ const envOf = (name: string) => stringValues(service(name).environment);
 /** The URLs a process uses to reach other parts of the system, by variable name. */
 function internalUrls(env: Record<string, string>): [string, URL][] {
   return Object.entries(env)
-    .filter(([key, value]) => !PUBLIC_URLS.includes(key) && URL.canParse(value))
+    .filter(([key, value]) => !PUBLIC_URLS.includes(key) && !MEDIA_SERVER_URLS.includes(key) && URL.canParse(value))
     .map(([key, value]) => [key, new URL(value)] as [string, URL])
     .filter(([, url]) => url.hostname !== '');
 }
@@ -104,6 +106,29 @@ describe('docker-compose.yml', () => {
       for (const key of PUBLIC_URLS.filter((k) => k in envOf(name))) expect(new URL(envOf(name)[key]!).port, key).toBe(published);
     }
     expect(envOf('media').MEDIA_PUBLIC_URL).toBeDefined();
+  });
+
+  it('hands out media grants for the LiveKit it runs: its published port and its own key pair', () => {
+    const livekit = service('livekit') as ComposeService & { command: string[] };
+    const published = (livekit.ports ?? []).map((p) => p.split(':')[0]);
+    const keys = /keys: \{(\S+): (\S+)\}/.exec(livekit.command.join(' '));
+    const granting = PROCESSES.filter((name) => envOf(name).LIVEKIT_URL !== undefined);
+    expect(granting.length).toBeGreaterThan(0);
+    for (const name of granting) {
+      const env = envOf(name);
+      expect(published, name).toContain(new URL(env.LIVEKIT_URL!).port);
+      expect([env.LIVEKIT_API_KEY, env.LIVEKIT_API_SECRET], name).toEqual([keys?.[1], keys?.[2]]);
+    }
+  });
+});
+
+describe('the edge in front of the gateway', () => {
+  it('is the one proxy the gateway trusts, in its network namespace, with the file that overwrites X-Forwarded-For', () => {
+    expect(envOf('gateway').TRUSTED_PROXIES).toBe('127.0.0.1');
+    const edge = compose.services.edge as ComposeService & { network_mode?: string; volumes?: string[] };
+    expect(edge.network_mode).toBe('service:gateway');
+    expect(edge.volumes).toEqual(['./deploy/k8s/base/edge/nginx.conf:/etc/nginx/nginx.conf:ro']);
+    expect(service('gateway').ports).toEqual(['8080:8000']);
   });
 });
 

@@ -99,6 +99,18 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     });
   });
 
+  it('trusts only the edge sidecar to name the client, and the edge overwrites X-Forwarded-For', () => {
+    expect(containerEnv(objects, container('gateway')).TRUSTED_PROXIES).toBe('127.0.0.1');
+    const containers = deployment('gateway').spec.template.spec.containers;
+    expect(containers.map((c: { name: string }) => c.name)).toEqual(['gateway', 'edge']);
+    expect(find('Service', 'gateway-public')?.spec).toMatchObject({ externalTrafficPolicy: 'Local', ports: [{ targetPort: 'public' }] });
+    const nginx = readFileSync(join(K8S_DIR, 'base', 'edge', 'nginx.conf'), 'utf8');
+    expect(nginx).toMatch(/proxy_set_header X-Forwarded-For \$remote_addr;/);
+    expect(nginx).not.toContain('proxy_add_x_forwarded_for');
+    expect(nginx).toContain('server 127.0.0.1:8080;');
+    expect(find('ConfigMap', deployment('gateway').spec.template.spec.volumes[0].configMap.name)?.data?.['nginx.conf']).toBe(nginx);
+  });
+
   it.each(PROCESSES.filter((p) => p !== 'gateway'))('migrates %s in an init container with the same image and environment', (name) => {
     const [init] = deployment(name).spec.template.spec.initContainers;
     expect(init.image).toBe(container(name).image);
@@ -135,7 +147,7 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     expect(find('Deployment', 'livekit')?.spec.template.spec.containers[0].ports).toContainEqual({ name: 'signal', containerPort: 7880 });
   });
 
-  it('admits traffic from outside only to the gateway, to the services only from the gateway, to metrics only from monitoring', () => {
+  it('admits traffic from outside only to the gateway edge, to the services only from the gateway, to metrics only from monitoring', () => {
     const policies = objects.filter((m) => m.kind === 'NetworkPolicy');
     const selects = (policy: Manifest, labels: Record<string, string>) => {
       const { matchLabels = {}, matchExpressions = [] } = policy.spec.podSelector;
@@ -160,7 +172,10 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
       ]);
       const http = rules.filter((rule) => !metrics.includes(rule));
       if (name === 'gateway') {
-        expect(http).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+        expect(http).toEqual([
+          { ports: [{ port: 'public', protocol: 'TCP' }] },
+          { from: [{ podSelector: {} }], ports: [{ port: 'http', protocol: 'TCP' }] },
+        ]);
       } else {
         expect(http.length, name).toBeGreaterThan(0);
         for (const rule of http) {

@@ -19,7 +19,7 @@ export const E2E_UPLOADS_PER_HOUR = 10;
  */
 export const E2E_ENV: Partial<Record<ServiceProcess, Record<string, string>>> = {
   gateway: { TRUSTED_PROXIES: '127.0.0.1,::1' },
-  auth: { EMAIL_VERIFICATION: 'false' },
+  auth: { EMAIL_VERIFICATION: 'false', SERVER_OWNER_BADGE_MEMBERS: '2' },
   media: { MEDIA_QUOTA_FILES_PER_HOUR: String(E2E_UPLOADS_PER_HOUR), LINK_PREVIEW_ALLOWLIST: '127.0.0.1' },
 };
 

@@ -52,6 +52,22 @@ export const JsonWebKeySet = z.object({ keys: z.array(z.record(z.string(), z.unk
 /** The badge of the first accounts registered (FOUNDER_LIMIT). */
 export const FOUNDER_BADGE = 'founder';
 
+export const Badge = z.object({ id: z.string(), name: z.string(), description: z.string() }).meta({ id: 'Badge' });
+export type Badge = z.infer<typeof Badge>;
+
+/**
+ * Every badge, in the order a user's badges are listed. Badges are facts about the user that auth
+ * computes; `senderBadges` and other read-models show these ids.
+ */
+export const BADGES = [
+  { id: FOUNDER_BADGE, name: 'Founder', description: 'One of the first accounts registered' },
+  { id: 'staff', name: 'Staff', description: 'Runs this platform' },
+  { id: 'early_supporter', name: 'Early supporter', description: 'Registered before the early-supporter date' },
+  { id: 'verified_email', name: 'Verified email', description: 'Confirmed their email address with a code' },
+  { id: 'server_owner', name: 'Server owner', description: 'Owns a server with many members' },
+] as const satisfies Badge[];
+export type BadgeId = (typeof BADGES)[number]['id'];
+
 /**
  * Payload of `auth.user.registered` and `auth.user.updated`: what other services keep in their
  * read-models of users.
@@ -65,7 +81,16 @@ export const UserEventData = z.object({
 });
 export type UserEventData = z.infer<typeof UserEventData>;
 
+/**
+ * Payload of `auth.session.revoked`: one per session ended by logout, a password reset or a
+ * refresh-token reuse. Every process that verifies access tokens refuses the session's tokens
+ * from then on (they would otherwise live until their `exp`).
+ */
+export const SessionRevokedData = z.object({ sessionId: Id, userId: Id });
+export type SessionRevokedData = z.infer<typeof SessionRevokedData>;
+
 export const AUTH_SUBJECTS = {
   userRegistered: 'auth.user.registered',
   userUpdated: 'auth.user.updated',
+  sessionRevoked: 'auth.session.revoked',
 } as const;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, ImageUrl, PermissionMask, Timestamp } from './common.ts';
+import { Activity } from './games.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
 /**
@@ -37,8 +38,10 @@ export const Member = z
     /** Role ids besides @everyone, which every member has. */
     roleIds: z.array(Id),
     joinedAt: Timestamp,
-    /** null until auth's event about this user has arrived. */
-    user: MemberUser.nullable(),
+    /** null until auth's event about this user has arrived; `badges` as auth announced them. */
+    user: MemberUser.extend({ badges: z.array(z.string()) }).nullable(),
+    /** What the member is playing, present while they play (social's activity events). */
+    activity: Activity.optional(),
   })
   .meta({ id: 'Member' });
 export type Member = z.infer<typeof Member>;
@@ -131,6 +134,12 @@ export const UpdateServerBody = z.object({
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),
+  /** At most 10 roles of this server; their members control music in musicLocked channels. */
+  djRoleIds: z
+    .array(Id)
+    .max(10)
+    .transform((ids) => [...new Set(ids)])
+    .optional(),
 });
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
 
@@ -308,8 +317,17 @@ export type ChannelPermissionsReply = z.infer<typeof ChannelPermissionsReply>;
 export const ChannelGetRequest = z.object({ channelId: Id });
 export const ChannelGetReply = Channel;
 
+/**
+ * `rpc.guilds.members.shared`: which of `otherUserIds` share at least one server with `userId`?
+ * One question per request (social's key-bundle visibility), never one per row.
+ */
+export const SharedServersRequest = z.object({ userId: Id, otherUserIds: z.array(Id).min(1).max(100) });
+export const SharedServersReply = z.object({ sharing: z.array(Id) });
+export type SharedServersReply = z.infer<typeof SharedServersReply>;
+
 export const GUILDS_RPC = {
   memberCheck: 'rpc.guilds.member.check',
+  sharedServers: 'rpc.guilds.members.shared',
   channelPermissions: 'rpc.guilds.channel.permissions',
   channelGet: 'rpc.guilds.channel.get',
 } as const;

@@ -10,7 +10,12 @@ import { UploadedFile } from './records.ts';
  * Answers 404 for an unknown id.
  */
 export const MediaFileRequest = z.object({ id: Id });
-export const MediaFileReply = UploadedFile.extend({ id: Id, uploaderId: Id });
+export const MediaFileReply = UploadedFile.extend({
+  id: Id,
+  uploaderId: Id,
+  /** The length of an audio file, read from the file at upload; null for anything else. */
+  durationSeconds: z.number().min(0).nullable().default(null),
+});
 export type MediaFileReply = z.infer<typeof MediaFileReply>;
 
 export const MEDIA_RPC = { fileGet: 'rpc.media.file.get' } as const;
@@ -25,6 +30,8 @@ export const MediaFile = UploadedFile.extend({
   uploaderId: Id,
   /** Hex SHA-256 of the stored bytes; also the file's ETag. */
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  /** The length of an audio file, read from the file at upload; null for anything else. */
+  durationSeconds: z.number().min(0).nullable(),
   createdAt: Timestamp,
 }).meta({ id: 'MediaFile' });
 export type MediaFile = z.infer<typeof MediaFile>;

@@ -14,10 +14,18 @@ export const TrackUrl = z.url({ protocol: /^https?$/, error: 'must be an http or
 export const PlayerTarget = z.object({ channelId: Id, serverId: Id });
 export type PlayerTarget = z.infer<typeof PlayerTarget>;
 
+/** A track's length in whole seconds, when the client knows it (up to 24 h). */
+const DurationSeconds = z.number().int().min(1).max(86_400);
+
 export const PlayBody = PlayerTarget.extend({
   url: TrackUrl,
-  /** Shown in the queue; the url when missing (audio metadata is the audio worker's business). */
+  /** Shown in the queue; the url when missing. */
   title: z.string().trim().min(1).max(200).optional(),
+  /**
+   * With a duration the track ends by itself and the next one starts. A file uploaded through
+   * media needs none: its length is read from the file.
+   */
+  durationSeconds: DurationSeconds.optional(),
 });
 export type PlayBody = z.infer<typeof PlayBody>;
 
@@ -32,6 +40,22 @@ export type SkipBody = z.infer<typeof SkipBody>;
 export const VolumeBody = PlayerTarget.extend({ volume: z.number().int().min(0).max(200) });
 export type VolumeBody = z.infer<typeof VolumeBody>;
 
+/** POST /v1/music/queue: the same fields as play, but it never starts the player. */
+export const QueueBody = PlayBody;
+export type QueueBody = z.infer<typeof QueueBody>;
+
+/** `off`; `track` replays the current track; `queue` puts each finished track back at the end. */
+export const LoopMode = z.enum(['off', 'track', 'queue']);
+export type LoopMode = z.infer<typeof LoopMode>;
+
+/** PATCH /v1/music/{channelId}: the modes; the volume keeps its own route. */
+export const PlayerModesBody = z
+  .object({ loop: LoopMode.optional(), shuffle: z.boolean().optional() })
+  .refine((b) => b.loop !== undefined || b.shuffle !== undefined, { error: 'give loop or shuffle' });
+export type PlayerModesBody = z.infer<typeof PlayerModesBody>;
+
+export const QueueItemParams = z.object({ channelId: Id, itemId: Id });
+
 export const Track = z
   .object({
     id: Id,
@@ -39,6 +63,8 @@ export const Track = z
     title: z.string(),
     requestedBy: Id,
     addedAt: Timestamp,
+    /** Its length, when known: then it ends by itself. */
+    durationMs: z.number().int().min(1).nullable(),
   })
   .meta({ id: 'Track' });
 export type Track = z.infer<typeof Track>;
@@ -62,15 +88,23 @@ export const PlayerState = z
     queue: z.array(Track),
     /** Grows by one with every change, so a client can drop an event older than what it has. */
     version: z.number().int().min(0),
+    loop: LoopMode,
+    shuffle: z.boolean(),
   })
   .meta({ id: 'MusicPlayerState' });
 export type PlayerState = z.infer<typeof PlayerState>;
 
-export const PlayerAction = z.enum(['play', 'skip', 'pause', 'resume', 'stop', 'volume']);
+/** What changed a player; `ended` is the clock: the current track reached its end. */
+export const PlayerAction = z.enum(['play', 'skip', 'pause', 'resume', 'stop', 'volume', 'queue', 'remove', 'modes', 'ended']);
 export type PlayerAction = z.infer<typeof PlayerAction>;
 
 /** Payload of `music.player.updated`: the state after the change, what changed it and who. */
-export const PlayerUpdatedEvent = z.object({ action: PlayerAction, actorId: Id, player: PlayerState });
+export const PlayerUpdatedEvent = z.object({
+  action: PlayerAction,
+  /** Who changed it; for `ended`, the user who queued the track that ended. */
+  actorId: Id,
+  player: PlayerState,
+});
 export type PlayerUpdatedEvent = z.infer<typeof PlayerUpdatedEvent>;
 
 export const MUSIC_SUBJECTS = { playerUpdated: 'music.player.updated' } as const;

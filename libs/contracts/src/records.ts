@@ -38,6 +38,8 @@ export const Server = z
     afkChannelId: Id.nullable(),
     jtcChannelId: Id.nullable(),
     tags: z.array(z.string()),
+    /** Roles whose members control music in musicLocked voice channels. */
+    djRoleIds: z.array(Id),
     createdAt: Timestamp,
   })
   .meta({ id: 'Server' });

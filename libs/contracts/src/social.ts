@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Id, PageQuery, Timestamp } from './common.ts';
+import { Activity } from './games.ts';
 import { Attachments, DirectMessage, PendingFriendRequest } from './records.ts';
 
 /** Schemas of the social area (friends, blocks, direct messages): bodies, records, events. */
@@ -25,7 +26,8 @@ export const FriendRequestOutcome = z
   .object({ status: z.enum(['pending', 'accepted']), user: UserSummary })
   .meta({ id: 'FriendRequestOutcome' });
 
-export const Friend = z.object({ user: UserSummary, createdAt: Timestamp }).meta({ id: 'Friend' });
+/** `activity`: what the friend is playing, present while they play (PUT /v1/users/@me/activity). */
+export const Friend = z.object({ user: UserSummary, createdAt: Timestamp, activity: Activity.optional() }).meta({ id: 'Friend' });
 export const BlockedUser = z.object({ user: UserSummary, createdAt: Timestamp }).meta({ id: 'BlockedUser' });
 
 /** Everyone in a conversation, the caller included, is at most this many people. */

@@ -24,8 +24,18 @@ export const VoiceState = z
   .meta({ id: 'VoiceState' });
 export type VoiceState = z.infer<typeof VoiceState>;
 
-/** The answer to a join: the caller's state and the channel they landed in (a new one for join-to-create). */
-export const VoiceJoinReply = z.object({ state: VoiceState, channel: Channel }).meta({ id: 'VoiceJoinReply' });
+/**
+ * What a client needs to carry audio: the media server's (LiveKit) url and an access token for one
+ * room (the voice channel's or the call's id), identity the user id, expiring within minutes.
+ */
+export const MediaGrant = z.object({ url: z.string(), token: z.string() }).meta({ id: 'MediaGrant' });
+export type MediaGrant = z.infer<typeof MediaGrant>;
+
+/**
+ * The answer to a join: the caller's state, the channel they landed in (a new one for
+ * join-to-create), and the grant for its room (publishing only with SPEAK there).
+ */
+export const VoiceJoinReply = z.object({ state: VoiceState, channel: Channel, grant: MediaGrant }).meta({ id: 'VoiceJoinReply' });
 export type VoiceJoinReply = z.infer<typeof VoiceJoinReply>;
 
 // ---- Bodies ----
@@ -81,6 +91,8 @@ export const VoiceAccessReply = z.object({
   inChannel: z.boolean(),
   /** MANAGE_CHANNELS in this channel (owners and administrators included). */
   canManageChannel: z.boolean(),
+  /** Holds one of the server's DJ roles (djRoleIds): controls music in musicLocked channels. */
+  isDj: z.boolean(),
 });
 export type VoiceAccessReply = z.infer<typeof VoiceAccessReply>;
 

@@ -75,4 +75,9 @@ export const tokenConfig = z.object({
   JWT_ISSUER: z.string().default('chat-auth'),
   JWT_AUDIENCE: z.string().default('chat-api'),
   JWT_ALGORITHM: z.enum(['EdDSA', 'ES256']).default('EdDSA'),
+  /**
+   * The longest access-token lifetime auth may issue (its ACCESS_TOKEN_TTL_SECONDS): how long a
+   * revoked session is remembered, since a token of it may be presented until then.
+   */
+  ACCESS_TOKEN_MAX_TTL_SECONDS: env.int(15 * 60),
 });

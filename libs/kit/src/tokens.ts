@@ -1,5 +1,6 @@
-import { createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { unauthorized, unavailable } from './errors.ts';
+import type { RevocationList } from './revocations.ts';
 
 export interface Identity {
   /** The user id (`sub`). */
@@ -21,9 +22,20 @@ export interface TokenVerifierOptions {
   algorithm: 'EdDSA' | 'ES256';
   /** How many verified tokens to remember until they expire. */
   cacheSize?: number;
+  /** Sessions revoked before their tokens expire (watchRevocations): their tokens are refused. */
+  revocations?: Pick<RevocationList, 'isRevoked'>;
 }
 
+/** The error of a token whose session was revoked (logout, password reset, refresh-token reuse). */
+export const SESSION_REVOKED = 'Session revoked';
+
 const CLOCK_TOLERANCE_S = 30;
+
+/**
+ * The `typ` header of access tokens (RFC 9068, as RFC 8725 section 3.11 asks: explicit types), so
+ * that no other JWT signed by a trusted key (a media grant, a future ID token) passes as one.
+ */
+export const ACCESS_TOKEN_TYPE = 'at+jwt';
 
 /**
  * Verifies access tokens against auth's public keys. Only the configured algorithm is accepted,
@@ -38,18 +50,26 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const cache = new Map<string, Identity>();
   const maxEntries = options.cacheSize ?? 10_000;
 
+  const revocations = options.revocations;
+
   return {
     async verify(token) {
-      const now = Date.now() / 1000;
-      const cached = cache.get(token);
-      if (cached && cached.exp + CLOCK_TOLERANCE_S > now) return cached;
-      if (cached) cache.delete(token);
-      const identity = await verifyUncached(token);
-      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-      cache.set(token, identity);
+      const identity = await verifyCached(token);
+      if (revocations?.isRevoked(identity.sessionId)) throw unauthorized(SESSION_REVOKED);
       return identity;
     },
   };
+
+  async function verifyCached(token: string): Promise<Identity> {
+    const now = Date.now() / 1000;
+    const cached = cache.get(token);
+    if (cached && cached.exp + CLOCK_TOLERANCE_S > now) return cached;
+    if (cached) cache.delete(token);
+    const identity = await verifyUncached(token);
+    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
+    cache.set(token, identity);
+    return identity;
+  }
 
   async function verifyUncached(token: string): Promise<Identity> {
     try {
@@ -58,6 +78,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         audience: options.audience,
         algorithms: [options.algorithm],
         clockTolerance: CLOCK_TOLERANCE_S,
+        typ: ACCESS_TOKEN_TYPE,
         requiredClaims: ['sub', 'sid', 'exp', 'iat'],
       });
       if (typeof payload.sub !== 'string' || typeof payload.sid !== 'string' || typeof payload.exp !== 'number') throw unauthorized();
@@ -96,6 +117,31 @@ export function bearerToken(header: string | undefined): string | undefined {
 export function tokenVerifierFor(
   config: { AUTH_JWKS_URL: string; JWT_ISSUER: string; JWT_AUDIENCE: string; JWT_ALGORITHM: 'EdDSA' | 'ES256' },
   keys: string | JWTVerifyGetKey = config.AUTH_JWKS_URL,
+  revocations?: Pick<RevocationList, 'isRevoked'>,
 ): TokenVerifier {
-  return createTokenVerifier({ keys, issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, algorithm: config.JWT_ALGORITHM });
+  return createTokenVerifier({
+    keys,
+    issuer: config.JWT_ISSUER,
+    audience: config.JWT_AUDIENCE,
+    algorithm: config.JWT_ALGORITHM,
+    revocations,
+  });
+}
+
+/** How long a revoked session must be remembered: the longest token lifetime plus the clock tolerance. */
+export const revocationRetentionMs = (config: { ACCESS_TOKEN_MAX_TTL_SECONDS: number }) =>
+  (config.ACCESS_TOKEN_MAX_TTL_SECONDS + CLOCK_TOLERANCE_S) * 1000;
+
+/**
+ * The `sid` of an access token, read WITHOUT verifying it: only for a lookup that must happen
+ * before verification (the gateway's denylist check rides the rate check's round trip). Never an
+ * identity: the token is verified right after, and a forged one fails there.
+ */
+export function unverifiedSessionId(token: string): string | undefined {
+  try {
+    const sid = decodeJwt(token).sid;
+    return typeof sid === 'string' && sid.length <= 64 ? sid : undefined;
+  } catch {
+    return undefined;
+  }
 }

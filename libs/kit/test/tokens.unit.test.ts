@@ -4,7 +4,7 @@ import { createTestIssuer, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWTVerifyGetKey, SignJWT } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.ts';
-import { bearerToken, createTokenVerifier } from '../src/tokens.ts';
+import { ACCESS_TOKEN_TYPE, bearerToken, createTokenVerifier } from '../src/tokens.ts';
 
 const issuer = await createTestIssuer();
 const verifierOf = (keys: string | JWTVerifyGetKey = issuer.keys) =>
@@ -20,7 +20,7 @@ async function localIssuer() {
   const publicJwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'EdDSA' };
   const sign = (payload: Record<string, unknown>, alg: 'EdDSA' | 'HS256', key: typeof privateKey | Uint8Array = privateKey) =>
     new SignJWT(payload)
-      .setProtectedHeader({ alg, kid: 'k1' })
+      .setProtectedHeader({ alg, kid: 'k1', typ: ACCESS_TOKEN_TYPE })
       .setSubject('u')
       .setIssuer(TEST_ISSUER)
       .setAudience(TEST_AUDIENCE)
@@ -132,7 +132,7 @@ const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/
 afterAll(() => new Promise<void>((resolve) => jwksServer.close(() => resolve())));
 const signRemote = () =>
   new SignJWT({ sid: 's' })
-    .setProtectedHeader({ alg: 'EdDSA', kid: 'remote' })
+    .setProtectedHeader({ alg: 'EdDSA', kid: 'remote', typ: ACCESS_TOKEN_TYPE })
     .setSubject('u')
     .setIssuer(TEST_ISSUER)
     .setAudience(TEST_AUDIENCE)

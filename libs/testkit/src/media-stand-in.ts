@@ -27,7 +27,15 @@ export async function startMediaStandIn(runtime: Pick<TestRuntime, 'env' | 'name
   return {
     upload(uploaderId, filename = 'photo.png', contentType = 'image/png', size = 1234) {
       const id = uuidv7();
-      const file = { id, uploaderId, url: `http://media.example/v1/media/${id}/${filename}`, filename, contentType, size };
+      const file = {
+        id,
+        uploaderId,
+        url: `http://media.example/v1/media/${id}/${filename}`,
+        filename,
+        contentType,
+        size,
+        durationSeconds: null,
+      };
       files.set(id, file);
       return file;
     },

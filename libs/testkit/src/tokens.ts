@@ -1,4 +1,4 @@
-import { createTokenVerifier, type TokenVerifier } from '@chat/kit';
+import { ACCESS_TOKEN_TYPE, createTokenVerifier, type TokenVerifier } from '@chat/kit';
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWTVerifyGetKey, SignJWT } from 'jose';
 
 export const TEST_ISSUER = 'chat-auth';
@@ -9,7 +9,16 @@ export interface TestIssuer {
   keys: JWTVerifyGetKey;
   /** A verifier of the tokens this issuer signs, configured as the services configure theirs. */
   verifier(): TokenVerifier;
-  sign(userId: string, options?: { sessionId?: string; expiresIn?: string; issuer?: string; audience?: string }): Promise<string>;
+  sign(
+    userId: string,
+    options?: {
+      sessionId?: string;
+      expiresIn?: string;
+      issuer?: string;
+      audience?: string /** null: no typ header */;
+      typ?: string | null;
+    },
+  ): Promise<string>;
 }
 
 /**
@@ -25,7 +34,7 @@ export async function createTestIssuer(): Promise<TestIssuer> {
     verifier: () => createTokenVerifier({ keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' }),
     sign: (userId, options = {}) =>
       new SignJWT({ sid: options.sessionId ?? crypto.randomUUID() })
-        .setProtectedHeader({ alg: 'EdDSA', kid: 'test-key' })
+        .setProtectedHeader({ alg: 'EdDSA', kid: 'test-key', ...(options.typ === null ? {} : { typ: options.typ ?? ACCESS_TOKEN_TYPE }) })
         .setSubject(userId)
         .setIssuer(options.issuer ?? TEST_ISSUER)
         .setAudience(options.audience ?? TEST_AUDIENCE)

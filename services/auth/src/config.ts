@@ -22,8 +22,21 @@ export const AuthConfig = baseConfig
     EMAIL_VERIFICATION: env.bool(false),
     SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
     MAIL_FROM: z.string().default('Chat <no-reply@chat.localhost>'),
+    /** Wrong password-reset codes an account may get over a rolling day before codes are refused. */
+    RESET_FAILURES_PER_DAY: env.int(20),
+    /** Mails one address may get per rolling hour (codes, notices); more are not sent. */
+    MAILS_PER_ADDRESS_PER_HOUR: env.int(5),
+    /** How often expired registrations, refresh tokens, sessions, codes and counters are purged. */
+    PURGE_INTERVAL_SECONDS: env.int(3600),
     /** How many of the first accounts get the founder badge. */
     FOUNDER_LIMIT: env.int(1000),
+    /** Accounts registered before this instant (ISO 8601) get the early-supporter badge; unset: nobody. */
+    EARLY_SUPPORTER_BEFORE: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .transform((v) => (v ? new Date(v) : undefined)),
+    /** Owning a server with at least this many members earns the server-owner badge. */
+    SERVER_OWNER_BADGE_MEMBERS: env.int(100),
   });
 
 export type AuthConfig = z.output<typeof AuthConfig>;

@@ -1,9 +1,11 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { startGuildsReadModel } from './bus/guilds.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
 import { createSmtpMailer } from './domain/mailer.ts';
+import { startPurger } from './domain/purge.ts';
 
 const config = configOrExit(AuthConfig, 'auth');
 const runtime = await startRuntime({
@@ -14,13 +16,24 @@ const runtime = await startRuntime({
 });
 const keys = await loadSigningKeys(config, runtime.log);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
-const tokens = tokenVerifierFor(config, keys.getKey);
+const { tokens, revocations } = await startTokenVerifier({
+  config: { ...config, ACCESS_TOKEN_MAX_TTL_SECONDS: Math.max(config.ACCESS_TOKEN_MAX_TTL_SECONDS, config.ACCESS_TOKEN_TTL_SECONDS) },
+  bus: runtime.bus,
+  log: runtime.log,
+  keys: keys.getKey,
+});
 const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
+const guilds = await startGuildsReadModel({ ...runtime, config });
+const purger = startPurger({ ...runtime, config });
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
-  onClose: async () => mailer.close(),
+  consumers: [...guilds, revocations],
+  onClose: async () => {
+    await purger.stop();
+    mailer.close();
+  },
 });

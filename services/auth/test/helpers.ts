@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { createTokenVerifier, loadConfig } from '@chat/kit';
+import { loadConfig, startTokenVerifier } from '@chat/kit';
 import { createTestRuntime, type TestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
@@ -81,10 +81,14 @@ export async function startAuth(
     }));
   const config = loadConfig(AuthConfig, { ...runtime.env, ...options.env });
   const keys = await signingKeysFrom(options.privateJwks ?? [await generatePrivateJwk('EdDSA')], 'EdDSA', config.JWT_SIGNING_KID);
-  const tokens = createTokenVerifier({ keys: keys.getKey, issuer: config.JWT_ISSUER, audience: config.JWT_AUDIENCE, algorithm: 'EdDSA' });
+  // As main does: auth's own key set, and the session revocations it publishes.
+  const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log, keys: keys.getKey });
   const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
   const app = await buildApp({ ...runtime, config, tokens, keys, mailer });
-  app.addHook('onClose', async () => mailer.close());
+  app.addHook('onClose', async () => {
+    await revocations.stop();
+    mailer.close();
+  });
   return { app, runtime, keys, config };
 }
 

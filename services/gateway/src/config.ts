@@ -18,6 +18,12 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   UPSTREAM_TIMEOUT_MS: env.int(30_000),
   /** Peers whose X-Forwarded-For / X-Real-IP are believed (addresses or CIDRs, comma-separated). */
   TRUSTED_PROXIES: env.list(),
+  /**
+   * `first`: the first X-Forwarded-For entry (needs a trusted proxy that overwrites the header, as
+   * deploy/edge does); `rightmost-untrusted`: the right-most entry not in TRUSTED_PROXIES, for
+   * chains of proxies that append to the header.
+   */
+  FORWARDED_FOR_MODE: z.enum(['first', 'rightmost-untrusted']).default('first'),
   /** Origins allowed by CORS, comma-separated; '*' for any; empty for none. */
   CORS_ORIGINS: env.list(),
   /** A rate check that Redis does not answer in time falls back to the per-process windows. */

@@ -1,7 +1,8 @@
-import { configOrExit, connectBus, createLogger, natsCheck, serve, startTracing, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, connectBus, createLogger, natsCheck, serve, startTokenVerifier, startTracing } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
+import { copyRevocationsToRedis } from './domain/revocations.ts';
 import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
@@ -10,13 +11,15 @@ startTracing({ service: 'gateway', endpoint: config.OTEL_EXPORTER_OTLP_TRACES_EN
 const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
-const tokens = tokenVerifierFor(config);
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
+const { tokens, revocations } = await startTokenVerifier({ config, bus, log });
+copyRevocationsToRedis(revocations, limiter, log);
 const app = await buildApp({ config, log, tokens, limiter, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
 await serve({
   app,
   config,
   log,
+  consumers: [revocations],
   onClose: async () => {
     await bus.nc.drain();
     redis.disconnect();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createClientIpResolver } from '../src/domain/client-ip.ts';
+import { createClientIpResolver, rateSubject } from '../src/domain/client-ip.ts';
 
 const trusting = createClientIpResolver(['127.0.0.1', '::1', '10.8.0.0/16', 'fd00::/8']);
 const headers = { 'x-forwarded-for': '203.0.113.7, 10.8.0.2', 'x-real-ip': '198.51.100.9' };
@@ -25,5 +25,31 @@ describe('client IP', () => {
 
   it('refuses a configuration entry that is not an address or a CIDR', () => {
     expect(() => createClientIpResolver(['proxy.local'])).toThrow(/TRUSTED_PROXIES/);
+  });
+});
+
+describe('client IP behind proxies that append (FORWARDED_FOR_MODE=rightmost-untrusted)', () => {
+  const appending = createClientIpResolver(['127.0.0.1', '10.8.0.0/16'], 'rightmost-untrusted');
+
+  it('takes the right-most entry that is not a trusted proxy, whatever the client wrote first', () => {
+    expect(appending('127.0.0.1', { 'x-forwarded-for': '1.2.3.4, 203.0.113.7' })).toBe('203.0.113.7');
+    expect(appending('127.0.0.1', { 'x-forwarded-for': '1.2.3.4, 203.0.113.7, 10.8.0.2, 10.8.9.9' })).toBe('203.0.113.7');
+    expect(appending('127.0.0.1', { 'x-forwarded-for': ['1.2.3.4', '203.0.113.8'] })).toBe('203.0.113.8');
+  });
+
+  it('stops at the last believable proxy when an entry is not an address, and ignores untrusted peers', () => {
+    expect(appending('127.0.0.1', { 'x-forwarded-for': '203.0.113.7, garbage, 10.8.0.2' })).toBe('10.8.0.2');
+    expect(appending('127.0.0.1', { 'x-forwarded-for': '10.8.0.3' })).toBe('10.8.0.3');
+    expect(appending('192.0.2.1', { 'x-forwarded-for': '203.0.113.7' })).toBe('192.0.2.1');
+    expect(appending('127.0.0.1', { 'x-real-ip': '198.51.100.9' })).toBe('198.51.100.9');
+  });
+});
+
+describe('rate subject', () => {
+  it('counts an IPv6 client by its /64 and an IPv4 client by its address', () => {
+    expect(rateSubject('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(rateSubject('2001:0DB8:0001:0002:ffff:ffff:ffff:ffff'.toLowerCase())).toBe('2001:db8:1:2::/64');
+    expect(rateSubject('::1')).toBe('0:0:0:0::/64');
+    expect(rateSubject('203.0.113.7')).toBe('203.0.113.7');
   });
 });

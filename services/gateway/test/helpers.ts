@@ -1,14 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createLogger, createTokenVerifier, loadConfig } from '@chat/kit';
+import { type Bus, createLogger, createTokenVerifier, loadConfig, revocationRetentionMs, watchRevocations } from '@chat/kit';
 import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfig } from '../src/config.ts';
 import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
+import { copyRevocationsToRedis } from '../src/domain/revocations.ts';
 import { createRedis, redisReady } from '../src/redis.ts';
 
 /** Stands in for every service: answers any request with what it received (the proxy is under test, not the services). */
@@ -21,6 +23,7 @@ export async function startEchoUpstream(): Promise<{ url: string; close(): Promi
 
 export interface TestGateway {
   app: FastifyInstance;
+  redis: Redis;
   close(): Promise<void>;
 }
 
@@ -35,6 +38,8 @@ export async function startGateway(options: {
   redisUrl?: string;
   namespace?: string;
   log?: Logger;
+  /** A bus to learn session revocations from, as main does (none: no revocation list in memory). */
+  bus?: Bus;
 }): Promise<TestGateway> {
   const upstreams = Object.fromEntries(['AUTH', 'GUILDS', 'SOCIAL', 'MEDIA', 'MUSIC'].map((s) => [`${s}_URL`, options.upstreamUrl]));
   const namespace = options.namespace ?? newNamespace();
@@ -52,14 +57,20 @@ export async function startGateway(options: {
   // must not start on the fallback, so that case waits long and fails loudly.
   const ready = await redisReady(redis, options.redisUrl ? 300 : 15_000);
   if (!ready && !options.redisUrl) throw new Error('the shared Redis did not connect within 15 s');
-  const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA' });
   const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log });
+  const revocations = options.bus
+    ? await watchRevocations({ bus: options.bus, log, retentionMs: revocationRetentionMs(config) })
+    : undefined;
+  if (revocations) copyRevocationsToRedis(revocations, limiter, log);
+  const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA', revocations });
   const app = await buildApp({ config, log, tokens, limiter, checks: { redis: () => redis.ping() } });
   await app.ready();
   return {
     app,
+    redis,
     async close() {
       await app.close();
+      await revocations?.stop();
       redis.disconnect();
     },
   };

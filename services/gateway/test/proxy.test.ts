@@ -8,27 +8,27 @@ import { createTestIssuer, startGateway } from './helpers.ts';
 // answers whole and streams large ones, and both must arrive byte for byte.
 const large = randomBytes(300 * 1024);
 const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
-  '/v1/auth/small': (_req, res) => {
+  '/v1/users/small': (_req, res) => {
     const body = JSON.stringify({ ok: true });
     res.writeHead(201, { 'content-type': 'application/json', 'content-length': body.length, 'x-upstream': 'yes' }).end(body);
   },
-  '/v1/auth/large': (_req, res) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(large),
-  '/v1/auth/chunked': (_req, res) => {
+  '/v1/users/large': (_req, res) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(large),
+  '/v1/users/chunked': (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.write('first,');
     setTimeout(() => res.end('second'), 20);
   },
-  '/v1/auth/empty': (_req, res) => res.writeHead(204).end(),
+  '/v1/users/empty': (_req, res) => res.writeHead(204).end(),
   // A 304 may state the length of the representation it stands for.
-  '/v1/auth/unchanged': (_req, res) => res.writeHead(304, { etag: '"v1"', 'content-length': '11' }).end(),
-  '/v1/auth/sandboxed': (_req, res) =>
+  '/v1/users/unchanged': (_req, res) => res.writeHead(304, { etag: '"v1"', 'content-length': '11' }).end(),
+  '/v1/users/sandboxed': (_req, res) =>
     res.writeHead(200, { 'content-type': 'text/html', 'content-security-policy': 'sandbox' }).end('<p>hi</p>'),
-  '/v1/auth/broken': (_req, res) => {
+  '/v1/users/broken': (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
     res.write('{"partial":');
     setTimeout(() => res.socket?.destroy(), 20);
   },
-  '/v1/auth/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
+  '/v1/users/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
 };
 const upstream = createServer((req, res) => (answers[req.url ?? ''] ?? ((_q, r) => r.writeHead(404).end()))(req, res));
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -47,7 +47,7 @@ afterAll(async () => {
 
 describe('forwarding answers', () => {
   it('passes a small answer on whole: status, headers and body, plus the edge headers', async () => {
-    const res = await get('/v1/auth/small');
+    const res = await get('/v1/users/small');
     expect(res.statusCode).toBe(201);
     expect(res.json()).toEqual({ ok: true });
     expect(res.headers['x-upstream']).toBe('yes');
@@ -57,45 +57,45 @@ describe('forwarding answers', () => {
   });
 
   it('streams an answer larger than the buffered size through byte for byte', async () => {
-    const res = await get('/v1/auth/large');
+    const res = await get('/v1/users/large');
     expect(res.statusCode).toBe(200);
     expect(res.rawPayload.equals(large)).toBe(true);
   });
 
   it('streams an answer of unknown length (chunked) through', async () => {
-    const res = await get('/v1/auth/chunked');
+    const res = await get('/v1/users/chunked');
     expect(res.statusCode).toBe(200);
     expect(res.payload).toBe('first,second');
   });
 
   it('passes a 204 and a 304 on without a body, and a HEAD with the headers only', async () => {
-    const empty = await get('/v1/auth/empty');
+    const empty = await get('/v1/users/empty');
     expect(empty.statusCode).toBe(204);
     expect(empty.payload).toBe('');
-    const unchanged = await get('/v1/auth/unchanged');
+    const unchanged = await get('/v1/users/unchanged');
     expect(unchanged.statusCode).toBe(304);
     expect(unchanged.headers.etag).toBe('"v1"');
     expect(unchanged.payload).toBe('');
-    const head = await get('/v1/auth/small', 'HEAD');
+    const head = await get('/v1/users/small', 'HEAD');
     expect(head.statusCode).toBe(201);
     expect(head.headers['content-length']).toBe('11');
     expect(head.payload).toBe('');
   });
 
   it("keeps a service's own content security policy (media's sandbox) over the edge's", async () => {
-    const res = await get('/v1/auth/sandboxed');
+    const res = await get('/v1/users/sandboxed');
     expect(res.headers['content-security-policy']).toBe('sandbox');
     expect(res.payload).toBe('<p>hi</p>');
   });
 
   it('answers 502 {"error"} when the service breaks off an answer it had started', async () => {
-    const res = await get('/v1/auth/broken');
+    const res = await get('/v1/users/broken');
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({ error: 'The auth service broke off its answer' });
   });
 
   it('answers 504 {"error"} when the service does not answer within UPSTREAM_TIMEOUT_MS', async () => {
-    const res = await get('/v1/auth/slow');
+    const res = await get('/v1/users/slow');
     expect(res.statusCode).toBe(504);
     expect(res.json()).toEqual({ error: 'The auth service did not answer in time' });
   });

@@ -24,7 +24,17 @@ describe('route classification', () => {
   it('classifies a HEAD as its GET: public where the GET is, authenticated where it is not', () => {
     expect(classify('HEAD', '/v1/auth/jwks')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('HEAD', '/v1/users/@me')).toMatchObject({ auth: true, tier: 'general' });
-    expect(classify('HEAD', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
+    // No GET contract: an unknown path under /v1/auth, in the Auth tier.
+    expect(classify('HEAD', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'auth' });
+  });
+
+  it('gives no window of its own to a webhook id that is not a UUID: General, per client', () => {
+    expect(classify('POST', '/v1/webhooks/not-a-uuid/secret-token')).toEqual({
+      auth: false,
+      tier: 'general',
+      multipart: false,
+      pattern: '/v1/webhooks/:id/:token',
+    });
   });
 
   it('counts webhook execution per webhook id, in lower case', () => {
@@ -44,8 +54,16 @@ describe('route classification', () => {
 
   it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {
     expect(classify('GET', `/v1/servers/${hook}/not-yet-built`)).toEqual({ auth: true, tier: 'general', multipart: false });
-    expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'general' });
+    expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'auth' });
+    expect(classify('POST', '/v1//auth/sso')).toMatchObject({ auth: true, tier: 'auth' });
+    expect(classify('GET', '/v1/authors')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('GET', '/v1/nothing-here')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('GET', '/v1/%E0%A4%A')).toMatchObject({ tier: 'general' });
+  });
+
+  it('marks dot segments, raw or percent-encoded, and counts them as the unknown path they spell', () => {
+    expect(classify('POST', '/v1/auth/%2E/login')).toEqual({ auth: true, tier: 'auth', multipart: false, dotSegments: true });
+    expect(classify('POST', '/v1/users/%2e%2E/auth/login')).toMatchObject({ tier: 'general', dotSegments: true });
+    expect(classify('GET', '/v1/media/x/a..b.png')).not.toHaveProperty('dotSegments');
   });
 });

@@ -54,6 +54,9 @@ describe('the token check at the edge', () => {
     ['signed by another key', async () => `Bearer ${await (await createTestIssuer()).sign(user)}`],
     ['of another issuer', async () => `Bearer ${await issuer.sign(user, { issuer: 'someone-else' })}`],
     ['for another audience', async () => `Bearer ${await issuer.sign(user, { audience: 'other-api' })}`],
+    // RFC 8725 explicit types: a JWT of another kind signed by a trusted key is not an access token.
+    ['typed as a plain JWT, not an access token', async () => `Bearer ${await issuer.sign(user, { typ: 'JWT' })}`],
+    ['without a typ', async () => `Bearer ${await issuer.sign(user, { typ: null })}`],
     ['alg none', async () => `Bearer ${encode({ alg: 'none', typ: 'JWT', kid: 'test-key' })}.${encode(claims())}.`],
   ])('answers 401 {"error"} for a token that is %s, and the service never sees it', async (_kind, header) => {
     const res = await me(await header());
@@ -130,7 +133,7 @@ async function signingKey(kid: string) {
     jwk,
     sign: () =>
       new SignJWT({ sid: crypto.randomUUID() })
-        .setProtectedHeader({ alg: 'EdDSA', kid })
+        .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' })
         .setSubject(user)
         .setIssuer('chat-auth')
         .setAudience('chat-api')

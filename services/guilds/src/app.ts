@@ -1,4 +1,4 @@
-import { createHttpApp, registerHealth } from '@chat/kit';
+import { createHttpApp, mediaGrantIssuer, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GuildsDeps } from './deps.ts';
 import type { Domain } from './domain/context.ts';
@@ -29,7 +29,12 @@ const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
 export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
   const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
   registerHealth(app, deps.checks);
-  const domain: Domain = { pool: deps.pool, bus: deps.bus, voiceStateTtlSeconds: deps.config.VOICE_STATE_TTL_SECONDS };
+  const domain: Domain = {
+    pool: deps.pool,
+    bus: deps.bus,
+    voiceStateTtlSeconds: deps.config.VOICE_STATE_TTL_SECONDS,
+    issueMediaGrant: mediaGrantIssuer(deps.config),
+  };
   for (const register of ROUTE_MODULES) register(app, domain);
   return app;
 }

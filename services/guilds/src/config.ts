@@ -1,9 +1,10 @@
-import { baseConfig, databaseConfig, env, tokenConfig } from '@chat/kit';
+import { baseConfig, databaseConfig, env, mediaGrantConfig, tokenConfig } from '@chat/kit';
 import { z } from 'zod';
 
 export const GuildsConfig = baseConfig
   .extend(databaseConfig.shape)
   .extend(tokenConfig.shape)
+  .extend(mediaGrantConfig.shape)
   .extend({
     PORT: env.port(3002),
     DATABASE_URL: databaseConfig.shape.DATABASE_URL.default('postgres://postgres@127.0.0.1:5432/guilds'),

@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startBus } from './bus/index.ts';
 import { GuildsConfig } from './config.ts';
@@ -12,7 +12,7 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.guilds,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const app = await buildApp({ ...runtime, config, tokens });
 const consumers = await startBus(runtime);
 const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
@@ -21,6 +21,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers,
+  consumers: [...consumers, revocations],
   onClose: () => voiceSweeper.stop(),
 });

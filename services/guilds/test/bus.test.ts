@@ -1,5 +1,5 @@
-import { GUILDS_RPC, Permission, toMask, VOICE_RPC } from '@chat/contracts';
-import { type AppError, requestRpc } from '@chat/kit';
+import { GUILDS_RPC, Permission, STREAMS, toMask, VOICE_RPC } from '@chat/contracts';
+import { type AppError, ensureStream, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
 
@@ -41,6 +41,20 @@ describe('rpc.guilds.member.check', () => {
   });
 });
 
+describe('rpc.guilds.members.shared', () => {
+  it('answers which of the users share a server with the asker, never the asker', async () => {
+    expect(await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })).toEqual({
+      sharing: expect.arrayContaining([owner, hidden]),
+    });
+    expect(
+      ((await ask(GUILDS_RPC.sharedServers, { userId: member, otherUserIds: [owner, hidden, stranger, member] })) as { sharing: string[] })
+        .sharing,
+    ).toHaveLength(2);
+    expect(await ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [owner] })).toEqual({ sharing: [] });
+    expect(await statusOf(ask(GUILDS_RPC.sharedServers, { userId: stranger, otherUserIds: [] }))).toBe(400);
+  });
+});
+
 describe('rpc.guilds.channel.permissions and rpc.guilds.channel.get', () => {
   it('answers the channel-level mask from the same algorithm as HTTP', async () => {
     const http = (await g.call(member, 'GET', `/v1/channels/${text.id}/permissions/@me`)).body.permissions;
@@ -68,10 +82,36 @@ describe('rpc.guilds.voice.access', () => {
       isMember: true,
       inChannel: false,
       canManageChannel: true,
+      isDj: false,
     });
     expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isMember: true, canManageChannel: false });
     expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: hidden }))).toBe(404);
     expect(await statusOf(ask(VOICE_RPC.access, { channelId: voice.id, userId: stranger }))).toBe(404);
+  });
+});
+
+describe('DJ roles', () => {
+  it('are set by MANAGE_SERVER, must be roles of the server, and make their members DJs in voice access', async () => {
+    const dj = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { name: 'DJ' })).body;
+    const other = (await g.call(owner, 'POST', '/v1/servers', { name: 'Other server' })).body;
+    const foreign = (await g.call(owner, 'POST', `/v1/servers/${other.id}/roles`, { name: 'DJ elsewhere' })).body;
+    const set = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds: [dj.id, dj.id] });
+    expect(set.status).toBe(200);
+    expect(set.body.djRoleIds).toEqual([dj.id]);
+    for (const djRoleIds of [[foreign.id], [newId()], Array.from({ length: 11 }, newId)]) {
+      const bad = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toMatch(/djRoleIds/);
+    }
+    expect((await g.call(member, 'PATCH', `/v1/servers/${server.id}`, { djRoleIds: [] })).status).toBe(403);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([dj.id]);
+
+    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isDj: false });
+    expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${member}/roles/${dj.id}`)).status).toBeLessThan(300);
+    expect(await ask(VOICE_RPC.access, { channelId: voice.id, userId: member })).toMatchObject({ isDj: true });
+
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/roles/${dj.id}`)).status).toBe(204);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body.djRoleIds).toEqual([]);
   });
 });
 
@@ -90,5 +130,50 @@ describe('read-model of users', () => {
     const row = async () => (await g.db.query('SELECT username, display_name, avatar_url FROM users WHERE id = $1', [id])).rows[0];
     await until(async () => (await g.db.query("SELECT count(*) n FROM processed_events WHERE consumer = 'guilds-users'")).rows[0].n >= 3);
     expect(await row()).toEqual({ username: 'renamed', display_name: 'Renamed', avatar_url: 'http://x/a.png' });
+  });
+
+  it("shows the badges of auth's latest event with each member", async () => {
+    const id = newId();
+    await g.publishUser({ id, username: 'badged', displayName: 'Badged', avatarUrl: null, badges: [] }, 'auth.user.registered');
+    await g.publishUser(
+      { id, username: 'badged', displayName: 'Badged', avatarUrl: null, badges: ['staff', 'server_owner'] },
+      'auth.user.updated',
+    );
+    await until(async () => (await g.db.query('SELECT badges FROM users WHERE id = $1', [id])).rows[0]?.badges.length === 2);
+    expect((await g.call(id, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+    const members = (await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=100`)).body;
+    expect(members.find((m: { userId: string }) => m.userId === id).user).toEqual({
+      id,
+      username: 'badged',
+      displayName: 'Badged',
+      avatarUrl: null,
+      badges: ['staff', 'server_owner'],
+    });
+  });
+});
+
+describe('read-model of activities', () => {
+  async function publishActivity(userId: string, activity: unknown, occurredAt = new Date().toISOString()) {
+    await ensureStream(g.runtime.bus, STREAMS.social);
+    const envelope = { id: newId(), subject: 'social.activity.updated', occurredAt, data: { userId, activity } };
+    await g.runtime.bus.js.publish(g.runtime.bus.subject(envelope.subject), JSON.stringify(envelope), { msgID: envelope.id });
+  }
+  const memberOf = async (userId: string) =>
+    (await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=100`)).body.find((m: { userId: string }) => m.userId === userId);
+  const applied = (n: number) => async () =>
+    (await g.db.query("SELECT count(*)::int n FROM processed_events WHERE consumer = 'guilds-activities'")).rows[0].n >= n;
+
+  it("shows what a member plays from social's events, clears it, and ignores an older event arriving late", async () => {
+    const playing = { gameId: null, name: 'Chess', startedAt: '2030-01-01T10:00:00.000Z' };
+    const t0 = new Date(Date.now() - 10_000).toISOString();
+    await publishActivity(member, playing);
+    await until(applied(1));
+    expect(await memberOf(member)).toMatchObject({ activity: playing });
+    expect(await memberOf(owner)).not.toHaveProperty('activity');
+
+    await publishActivity(member, null);
+    await publishActivity(member, { ...playing, name: 'Stale' }, t0);
+    await until(applied(3));
+    expect(await memberOf(member)).not.toHaveProperty('activity');
   });
 });

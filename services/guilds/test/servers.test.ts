@@ -35,6 +35,7 @@ describe('POST /v1/servers', () => {
       afkChannelId: null,
       jtcChannelId: null,
       tags: ['games', 'art'],
+      djRoleIds: [],
     });
     const id = res.body.id;
     expect(await count('SELECT count(*) n FROM members WHERE server_id = $1 AND user_id = $2', [id, owner])).toBe(1);

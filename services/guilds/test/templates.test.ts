@@ -130,56 +130,56 @@ describe('POST /v1/servers/import with real-world-shaped templates', () => {
 
 describe('POST /v1/servers/import refuses what it cannot import whole, creating nothing', () => {
   const base = () => fixture('community');
+  /** The community template with one change made by `change`. */
+  const changed = (change: (guild: ReturnType<typeof base>['serialized_source_guild']) => void) => () => {
+    const t = base();
+    change(t.serialized_source_guild);
+    return t;
+  };
   const cases: [string, (t: ReturnType<typeof base>) => unknown, RegExp][] = [
     ['a template code instead of the object', () => 'hgM48av5Q69A', /paste the JSON/],
     ['a template link', () => 'https://discord.new/hgM48av5Q69A', /paste the JSON/],
     ['no serialized_source_guild', (t) => ({ ...t, serialized_source_guild: undefined }), /serialized_source_guild/],
     [
       'a permission string that is not a number',
-      (t) => {
-        t.serialized_source_guild.roles[1].permissions = 'lots';
-        return t;
-      },
+      changed((g) => {
+        g.roles[1].permissions = 'lots';
+      }),
       /roles\.1\.permissions/,
     ],
     [
       'more than 250 roles',
-      (t) => {
-        t.serialized_source_guild.roles = Array.from({ length: 251 }, (_, i) => ({ id: i, name: `r${i}`, permissions: '0' }));
-        return t;
-      },
+      changed((g) => {
+        g.roles = Array.from({ length: 251 }, (_, i) => ({ id: i, name: `r${i}`, permissions: '0' }));
+      }),
       /250 roles/,
     ],
     [
       'more than 500 channels',
-      (t) => {
-        t.serialized_source_guild.channels = Array.from({ length: 501 }, (_, i) => ({ id: i + 1, type: 0, name: `c${i}` }));
-        return t;
-      },
+      changed((g) => {
+        g.channels = Array.from({ length: 501 }, (_, i) => ({ id: i + 1, type: 0, name: `c${i}` }));
+      }),
       /500 channels/,
     ],
     [
       'a parent that is not a category',
-      (t) => {
-        t.serialized_source_guild.channels[5].parent_id = 5;
-        return t;
-      },
+      changed((g) => {
+        g.channels[5].parent_id = 5;
+      }),
       /channels\.5\.parent_id: must name a category/,
     ],
     [
       'a category with a parent (a cycle)',
-      (t) => {
-        t.serialized_source_guild.channels[0].parent_id = 4;
-        return t;
-      },
+      changed((g) => {
+        g.channels[0].parent_id = 4;
+      }),
       /a category cannot have a parent/,
     ],
     [
       'the same channel id twice',
-      (t) => {
-        t.serialized_source_guild.channels[1].id = 3;
-        return t;
-      },
+      changed((g) => {
+        g.channels[1].id = 3;
+      }),
       /appears twice/,
     ],
   ];

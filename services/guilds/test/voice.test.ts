@@ -1,5 +1,6 @@
 import { Permission, toMask, VOICE_RPC, type VoiceAccessReply } from '@chat/contracts';
-import { loadConfig, requestRpc } from '@chat/kit';
+import { loadConfig, mediaGrantIssuer, requestRpc } from '@chat/kit';
+import { TokenVerifier } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GuildsConfig } from '../src/config.ts';
 import { joinVoice, sweepVoiceStates } from '../src/domain/voice.ts';
@@ -389,7 +390,12 @@ describe('the TTL', () => {
   });
 
   it('with a 1 s TTL, the running sweeper disconnects a client that stopped heartbeating', async () => {
-    const short = { pool: g.db, bus: g.runtime.bus, voiceStateTtlSeconds: 1 };
+    const short = {
+      pool: g.db,
+      bus: g.runtime.bus,
+      voiceStateTtlSeconds: 1,
+      issueMediaGrant: mediaGrantIssuer(loadConfig(GuildsConfig, {})),
+    };
     const { state } = await joinVoice(short, { userId: dave, requestId: 'ttl-test' }, voice.id);
     expect(new Date(state.expiresAt).getTime() - Date.now()).toBeLessThanOrEqual(1_000);
     const sweeper = startVoiceSweeper(short, g.runtime.log, 1);
@@ -473,5 +479,48 @@ describe('listing voice states', () => {
     expect((await g.call(stranger, 'GET', `/v1/servers/${server.id}/voice-states`)).status).toBe(403);
     await leave(owner);
     await leave(alice);
+  });
+});
+
+describe('media grants for voice', () => {
+  const verifier = new TokenVerifier('devkey', 'secret');
+
+  it('hands a LiveKit grant for the channel room with the join, publishing only with SPEAK', async () => {
+    const joined = await join(carol, voice.id);
+    expect(joined.status).toBe(200);
+    expect(joined.body.grant.url).toBe('ws://127.0.0.1:7880');
+    const claims = await verifier.verify(joined.body.grant.token);
+    expect(claims.sub).toBe(carol);
+    expect(claims.video).toMatchObject({ room: voice.id, roomJoin: true, canSubscribe: true, canPublish: true });
+    expect((claims.exp as number) - Math.floor(Date.now() / 1000)).toBeLessThanOrEqual(300);
+    await expect(new TokenVerifier('devkey', 'another secret').verify(joined.body.grant.token)).rejects.toThrow();
+
+    // Denied SPEAK in this channel: the next grant may listen only.
+    const muted = await g.call(owner, 'PUT', `/v1/channels/${voice.id}/permissions`, {
+      userId: carol,
+      allowBits: 0,
+      denyBits: toMask(Permission.SPEAK),
+    });
+    expect(muted.status).toBe(200);
+    const grant = await g.call(carol, 'POST', '/v1/voice/grant');
+    expect(grant.status).toBe(200);
+    expect((await verifier.verify(grant.body.token)).video).toMatchObject({ room: voice.id, canPublish: false, canSubscribe: true });
+    await g.call(owner, 'DELETE', `/v1/channels/${voice.id}/permissions/${muted.body.id}`);
+    await leave(carol);
+  });
+
+  it('follows a move: the next grant is for the new room', async () => {
+    const other = await newVoiceChannel('grant-move');
+    await join(carol, voice.id);
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: carol, channelId: other.id })).status).toBe(200);
+    const grant = await g.call(carol, 'POST', '/v1/voice/grant');
+    expect((await verifier.verify(grant.body.token)).video?.room).toBe(other.id);
+    await leave(carol);
+  });
+
+  it('answers 404 for a grant when not connected', async () => {
+    const res = await g.call(carol, 'POST', '/v1/voice/grant');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'You are not connected to a voice channel' });
   });
 });

@@ -65,7 +65,7 @@ const media = spawn(process.execPath, [...NODE_FLAGS.media, ...flags, bundlePath
 try {
   await waitReady(`http://127.0.0.1:${port}/health/ready`, media);
   const token = await new SignJWT({ sid: crypto.randomUUID() })
-    .setProtectedHeader({ alg: 'EdDSA', kid: 'rss' })
+    .setProtectedHeader({ alg: 'EdDSA', kid: 'rss', typ: 'at+jwt' })
     .setSubject(crypto.randomUUID())
     .setIssuer('chat-auth')
     .setAudience('chat-api')

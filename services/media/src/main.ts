@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { consumeMessagesForEmbeds } from './bus/embeds.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
@@ -16,7 +16,7 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.media,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const storage = createObjectStore({ minio: config.MINIO_URL, bucket: config.MEDIA_BUCKET, log: runtime.log });
 // MinIO down at boot is not fatal: readiness reports it, and its check creates the bucket later.
 await storage.ensureBucket().catch((err) => runtime.log.error({ err }, 'could not create the media bucket; readiness will retry'));
@@ -43,7 +43,7 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers,
+  consumers: [...consumers, revocations],
   onClose: async () => {
     clearInterval(purge);
     await sweeper.stop();

@@ -154,6 +154,7 @@ describe('GET /v1/media/{id} answers the record to its uploader only', () => {
       contentType: 'image/png',
       size: PNG_1X1.length,
       sha256: sha256(PNG_1X1),
+      durationSeconds: null,
       createdAt: expect.any(String),
     });
   });
@@ -177,6 +178,7 @@ describe('rpc.media.file.get', () => {
       filename: 'pixel.png',
       contentType: 'image/png',
       size: PNG_1X1.length,
+      durationSeconds: null,
     });
   });
 

@@ -1,7 +1,8 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { MusicConfig } from './config.ts';
+import { startPlayerClock } from './domain/clock.ts';
 
 const config = configOrExit(MusicConfig, 'music');
 const runtime = await startRuntime({
@@ -10,6 +11,9 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.music,
 });
-const tokens = tokenVerifierFor(config);
-const app = await buildApp({ ...runtime, config, tokens });
-await serve({ app, config, log: runtime.log, runtime });
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
+const deps = { ...runtime, config, tokens };
+const app = await buildApp(deps);
+// Tracks with a known length end by themselves; every replica runs the clock, each end is handled once.
+const clock = startPlayerClock(deps);
+await serve({ app, config, log: runtime.log, runtime, consumers: [revocations], onClose: () => clock.stop() });

@@ -95,6 +95,18 @@ describe('who may control the music of a voice channel', () => {
     expect(byManager.json()).toMatchObject({ current: { requestedBy: owner }, queue: [{ requestedBy: manager }] });
   });
 
+  it('in a musicLocked channel lets a member holding one of the DJ roles control', async () => {
+    const { locked, target } = server();
+    const dj = uuidv7();
+    t.guilds.setUser(locked.id, dj, { isDj: true });
+    const res = await play(dj, target(locked));
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ current: { requestedBy: dj } });
+    const notInChannel = uuidv7();
+    t.guilds.setUser(locked.id, notInChannel, { isDj: true, inChannel: false });
+    expect((await play(notInChannel, target(locked))).statusCode).toBe(403);
+  });
+
   it('in a musicLocked channel still asks the owner to be in the channel', async () => {
     const { locked, target } = server();
     t.guilds.setUser(locked.id, owner, { inChannel: false });

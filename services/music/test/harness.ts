@@ -33,7 +33,7 @@ export class StandInGuilds {
     serveRpc(runtime.bus, runtime.log, VOICE_RPC.access, VoiceAccessRequest, async ({ channelId, userId }) => {
       const known = this.channels.get(channelId);
       if (!known) throw notFound('Channel');
-      const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false };
+      const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false, isDj: false };
       return { channel: known.channel, ...access } satisfies VoiceAccessReply;
     });
   }
@@ -49,7 +49,7 @@ export class StandInGuilds {
   setUser(channelId: string, userId: string, access: Partial<UserAccess> = {}): void {
     const known = this.channels.get(channelId);
     if (!known) throw new Error(`stand-in guilds: unknown channel ${channelId}`);
-    known.users.set(userId, { isMember: true, inChannel: true, canManageChannel: false, ...access });
+    known.users.set(userId, { isMember: true, inChannel: true, canManageChannel: false, isDj: false, ...access });
   }
 
   /** A voice channel with `userIds` sitting in it. */

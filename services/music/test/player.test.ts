@@ -257,6 +257,8 @@ describe('GET /v1/music/:channelId', () => {
       volume: 100,
       queue: [],
       version: 0,
+      loop: 'off',
+      shuffle: false,
     });
     expect(await dbPlayer(channel.id)).toBeUndefined();
   });

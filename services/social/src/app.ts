@@ -3,6 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from './deps.ts';
 import { dmRoutes } from './routes/dm.ts';
 import { friendsRoutes } from './routes/friends.ts';
+import { gamesRoutes } from './routes/games.ts';
+import { keysRoutes } from './routes/keys.ts';
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
@@ -10,5 +12,7 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   registerHealth(app, deps.checks);
   friendsRoutes(app, deps);
   dmRoutes(app, deps);
+  keysRoutes(app, deps);
+  gamesRoutes(app, deps);
   return app;
 }

@@ -5,4 +5,6 @@ import type { SocialConfig } from './config.ts';
 export interface SocialDeps extends Runtime {
   config: SocialConfig;
   tokens: TokenVerifier;
+  /** The time rules read (rate windows, activity start); tests inject their own. */
+  clock?: () => Date;
 }

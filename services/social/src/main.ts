@@ -1,8 +1,9 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, tokenVerifierFor } from '@chat/kit';
+import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
+import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
 const runtime = await startRuntime({
@@ -11,7 +12,9 @@ const runtime = await startRuntime({
   migrationsDir: new URL('../migrations', import.meta.url).pathname,
   stream: STREAMS.social,
 });
-const tokens = tokenVerifierFor(config);
+const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
+const catalogue = await loadCatalogue(runtime.pool);
+runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
 const app = await buildApp({ ...runtime, config, tokens });
 await serve({
@@ -19,5 +22,5 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users],
+  consumers: [users, revocations],
 });

@@ -13,7 +13,9 @@ import { SocialConfig } from '../src/config.ts';
  * users read-model consumer, and helpers that act as auth (publishing user events on the real
  * AUTH stream) and as media (answering rpc.media.file.get on the real NATS).
  */
-export async function createHarness(options: { handleUserEvent?: (log: TestRuntime['log']) => UserEventHandler } = {}) {
+export async function createHarness(
+  options: { handleUserEvent?: (log: TestRuntime['log']) => UserEventHandler; env?: Record<string, string>; clock?: () => Date } = {},
+) {
   const runtime = await createTestRuntime({
     service: 'social',
     migrationsDir: new URL('../migrations', import.meta.url).pathname,
@@ -21,9 +23,9 @@ export async function createHarness(options: { handleUserEvent?: (log: TestRunti
     backing: inject('backing'),
   });
   const issuer = await createTestIssuer();
-  const config = loadConfig(SocialConfig, runtime.env);
+  const config = loadConfig(SocialConfig, { ...runtime.env, ...options.env });
   const tokens = issuer.verifier();
-  const app: FastifyInstance = await buildApp({ ...runtime, config, tokens });
+  const app: FastifyInstance = await buildApp({ ...runtime, config, tokens, ...(options.clock ? { clock: options.clock } : {}) });
   await ensureStream(runtime.bus, STREAMS.auth);
   let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
   const media = await startMediaStandIn(runtime);

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import {
+  Badge,
   ForgotPasswordBody,
   FounderStatus,
   JsonWebKeySet,
@@ -148,6 +150,24 @@ export const authRoutes = {
     params: IdParams,
     status: 200,
     response: User,
+    errors: { 404: 'Unknown user' },
+  }),
+  badges: defineRoute({
+    method: 'GET',
+    path: '/v1/badges',
+    service: 'auth',
+    summary: 'The catalogue of badges',
+    status: 200,
+    response: z.array(Badge),
+  }),
+  userBadges: defineRoute({
+    method: 'GET',
+    path: '/v1/users/:id/badges',
+    service: 'auth',
+    summary: "A user's badges, in catalogue order",
+    params: IdParams,
+    status: 200,
+    response: z.array(Badge),
     errors: { 404: 'Unknown user' },
   }),
   founderStatus: defineRoute({

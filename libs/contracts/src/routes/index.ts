@@ -8,6 +8,7 @@ import { serversRoutes } from './servers.ts';
 import { socialRoutes } from './social.ts';
 import { voiceRoutes } from './voice.ts';
 
+export { gamesRoutes, keysRoutes } from './social.ts';
 export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, serversRoutes, socialRoutes, voiceRoutes };
 
 /** Every HTTP operation of the platform. */
@@ -39,6 +40,10 @@ export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
   '/v1/webhooks': 'guilds',
   '/v1/friends': 'social',
   '/v1/dm': 'social',
+  '/v1/keys': 'social',
+  '/v1/games': 'social',
+  // Until the gateway routes by each contract's service: social's route under auth's prefix.
+  '/v1/users/@me/activity': 'social',
   '/v1/media': 'media',
   '/v1/link-preview': 'media',
   '/v1/music': 'music',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Empty, Id } from '../common.ts';
-import { PlayBody, PlayerState, PlayerTarget, SkipBody, VolumeBody } from '../music.ts';
+import { PlayBody, PlayerModesBody, PlayerState, PlayerTarget, QueueBody, QueueItemParams, SkipBody, VolumeBody } from '../music.ts';
 import { defineRoute } from '../route.ts';
 
 /** Outcomes every music control shares: who may control is asked of guilds. */
@@ -41,6 +41,37 @@ export const musicRoutes = {
   resume: control('resume', 'Resume the current track (no change when not paused)', PlayerTarget, { 409: 'Nothing is playing' }),
   stop: control('stop', 'Stop playing and clear the queue', PlayerTarget),
   volume: control('volume', 'Set the volume, 0 to 200', VolumeBody),
+  queue: defineRoute({
+    method: 'POST',
+    path: '/v1/music/queue',
+    service: 'music',
+    summary: 'Add a track to the end of the queue without starting the player',
+    body: QueueBody,
+    status: 201,
+    response: PlayerState,
+    errors: { ...CONTROL_ERRORS, 409: 'The queue is full' },
+  }),
+  removeQueueItem: defineRoute({
+    method: 'DELETE',
+    path: '/v1/music/:channelId/queue/:itemId',
+    service: 'music',
+    summary: 'Remove one upcoming track from the queue (the current one is skipped, not removed)',
+    params: QueueItemParams,
+    status: 204,
+    response: null,
+    errors: { ...CONTROL_ERRORS, 404: 'Unknown channel or no such upcoming track', 409: 'That track is playing: skip it' },
+  }),
+  modes: defineRoute({
+    method: 'PATCH',
+    path: '/v1/music/:channelId',
+    service: 'music',
+    summary: 'Set loop (off, track, queue) and shuffle',
+    params: z.object({ channelId: Id }),
+    body: PlayerModesBody,
+    status: 200,
+    response: PlayerState,
+    errors: CONTROL_ERRORS,
+  }),
   state: defineRoute({
     method: 'GET',
     path: '/v1/music/:channelId',

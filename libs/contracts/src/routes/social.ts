@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { IdParams } from '../common.ts';
+import { Activity, Game, GameSearchQuery, PutActivityBody } from '../games.ts';
+import { Device, DeviceParams, KeyBundle, OneTimeKeyCount, PutDeviceBody, UploadOneTimeKeysBody } from '../keys.ts';
 import { DirectMessage, PendingFriendRequest } from '../records.ts';
 import { defineRoute } from '../route.ts';
 import {
@@ -225,5 +227,100 @@ export const dmRoutes = {
   }),
 };
 
+/** E2EE key distribution (DESIGN.md route map: E2EE keys). */
+export const keysRoutes = {
+  putDevice: defineRoute({
+    method: 'PUT',
+    path: '/v1/keys/devices/:deviceId',
+    service: 'social',
+    summary:
+      "Publish a device's identity key (Ed25519) and signed prekey (X25519, signed by the identity key); a new identity key drops the device's one-time keys and tells contacts",
+    params: DeviceParams,
+    body: PutDeviceBody,
+    status: 200,
+    response: Device,
+    alternatives: { 201: { description: 'A new device', response: Device } },
+    errors: { 400: 'Malformed key, or the signature does not verify' },
+  }),
+  uploadOneTimeKeys: defineRoute({
+    method: 'POST',
+    path: '/v1/keys/devices/:deviceId/one-time-keys',
+    service: 'social',
+    summary: 'Add one-time prekeys to a device (at most 100 per call and 500 held); answers how many it holds now',
+    params: DeviceParams,
+    body: UploadOneTimeKeysBody,
+    status: 200,
+    response: OneTimeKeyCount,
+    errors: { 400: 'Malformed keys or more than the device may hold', 404: 'Unknown device', 409: 'A keyId the device already holds' },
+  }),
+  counts: defineRoute({
+    method: 'GET',
+    path: '/v1/keys/count',
+    service: 'social',
+    summary: "How many one-time keys each of the caller's devices has left",
+    status: 200,
+    response: z.array(OneTimeKeyCount),
+  }),
+  deleteDevice: defineRoute({
+    method: 'DELETE',
+    path: '/v1/keys/devices/:deviceId',
+    service: 'social',
+    summary: 'Remove a device and its keys',
+    params: DeviceParams,
+    status: 204,
+    response: null,
+    errors: { 404: 'Unknown device' },
+  }),
+  claimBundles: defineRoute({
+    method: 'GET',
+    path: '/v1/keys/users/:userId',
+    service: 'social',
+    summary:
+      'A bundle per device of the user, each claiming one one-time key (handed out once); only for the user, friends and people who share a conversation or a server',
+    params: UserIdParams,
+    status: 200,
+    response: z.array(KeyBundle),
+    errors: {
+      404: 'Unknown user, or one the caller may not reach',
+      429: 'Too many bundle fetches',
+      503: 'The guilds service is unavailable',
+    },
+  }),
+};
+
+/** The game index and activities (DESIGN.md route map: game index). */
+export const gamesRoutes = {
+  search: defineRoute({
+    method: 'GET',
+    path: '/v1/games',
+    service: 'social',
+    summary: 'Search the game index by name or alias, typo-tolerant; exact and prefix matches first (no q: by name)',
+    query: GameSearchQuery,
+    status: 200,
+    response: z.array(Game),
+  }),
+  get: defineRoute({
+    method: 'GET',
+    path: '/v1/games/:id',
+    service: 'social',
+    summary: 'One game of the index',
+    params: IdParams,
+    status: 200,
+    response: Game,
+    errors: { 404: 'Unknown game' },
+  }),
+  putActivity: defineRoute({
+    method: 'PUT',
+    path: '/v1/users/@me/activity',
+    service: 'social',
+    summary: 'Set what the caller is playing ({gameId} from the index or a free {name}); null clears (204)',
+    body: PutActivityBody,
+    status: 200,
+    response: Activity,
+    alternatives: { 204: { description: 'Activity cleared', response: null } },
+    errors: { 404: 'Unknown game' },
+  }),
+};
+
 /** Every route of the social service. */
-export const socialRoutes = { ...friendsRoutes, ...dmRoutes };
+export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...keysRoutes, ...gamesRoutes };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServerParams } from '../guilds.ts';
 import { defineRoute } from '../route.ts';
-import { VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
+import { MediaGrant, VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
 
 /**
  * Voice states (guilds service): who is connected to which voice channel. Paths follow DESIGN.md's
@@ -27,6 +27,16 @@ export const voiceRoutes = {
       403: 'Missing CONNECT, or the channel is locked or full (MOVE_MEMBERS and the channel owner pass)',
       404: 'Unknown channel, or not visible to the caller',
     },
+  }),
+  voiceGrant: defineRoute({
+    method: 'POST',
+    path: '/v1/voice/grant',
+    service: g,
+    summary:
+      "A fresh media grant for the caller's current voice channel, as the voice state says now (after a move, the new room; publishing only with SPEAK)",
+    status: 200,
+    response: MediaGrant,
+    errors: NOT_CONNECTED,
   }),
   leaveVoice: defineRoute({
     method: 'POST',

@@ -18,24 +18,35 @@ export interface PendingRegistrationRow extends StoredCode, Record<string, unkno
   email: string;
   passwordHash: string;
   displayName: string;
+  /** The email already had an account at registration: no code was sent, none can complete it. */
+  emailTaken: boolean;
 }
 
 export async function insertPendingRegistration(
   db: Queryable,
-  p: { id: string; username: string; email: string; passwordHash: string; displayName: string; codeHash: Buffer; codeExpiresAt: Date },
+  p: {
+    id: string;
+    username: string;
+    email: string;
+    passwordHash: string;
+    displayName: string;
+    codeHash: Buffer;
+    codeExpiresAt: Date;
+    emailTaken: boolean;
+  },
 ): Promise<void> {
   await exec(
     db,
-    `INSERT INTO pending_registrations (id, username, email, password_hash, display_name, code_hash, code_expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [p.id, p.username, p.email, p.passwordHash, p.displayName, p.codeHash, p.codeExpiresAt],
+    `INSERT INTO pending_registrations (id, username, email, password_hash, display_name, code_hash, code_expires_at, email_taken)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [p.id, p.username, p.email, p.passwordHash, p.displayName, p.codeHash, p.codeExpiresAt, p.emailTaken],
   );
 }
 
 export function lockPendingRegistration(tx: Queryable, id: string): Promise<PendingRegistrationRow | undefined> {
   return maybeOne<PendingRegistrationRow>(
     tx,
-    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", ${CODE_COLUMNS}
+    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", email_taken AS "emailTaken", ${CODE_COLUMNS}
      FROM pending_registrations WHERE id = $1 FOR UPDATE`,
     [id],
   );
@@ -79,4 +90,40 @@ export async function countResetFailure(tx: Queryable, userId: string): Promise<
 
 export async function deletePasswordReset(tx: Queryable, userId: string): Promise<void> {
   await exec(tx, 'DELETE FROM password_resets WHERE user_id = $1', [userId]);
+}
+
+/** One wrong reset code, counted for the account over a rolling day. */
+export async function recordResetFailure(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'INSERT INTO password_reset_failures (user_id) VALUES ($1)', [userId]);
+}
+
+/** Wrong reset codes of the account within the last `windowMs`. */
+export async function countResetFailures(db: Queryable, userId: string, windowMs: number): Promise<number> {
+  const row = await maybeOne<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1 AND failed_at > now() - make_interval(secs => $2 / 1000.0)`,
+    [userId, windowMs],
+  );
+  return row?.n ?? 0;
+}
+
+export async function clearResetFailures(tx: Queryable, userId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM password_reset_failures WHERE user_id = $1', [userId]);
+}
+
+/**
+ * Counts a mail to `address` unless it already had `limit` within the last hour; true when it may
+ * be sent. Concurrent calls for one address queue on an advisory lock, so the cap is exact.
+ */
+export async function claimMailSlot(tx: Queryable, address: string, limit: number): Promise<boolean> {
+  const key = address.toLowerCase();
+  await exec(tx, "SELECT pg_advisory_xact_lock(hashtext('mail:' || $1))", [key]);
+  const row = await maybeOne<{ n: number }>(
+    tx,
+    "SELECT count(*)::int AS n FROM mail_sends WHERE address = $1 AND sent_at > now() - interval '1 hour'",
+    [key],
+  );
+  if ((row?.n ?? 0) >= limit) return false;
+  await exec(tx, 'INSERT INTO mail_sends (address) VALUES ($1)', [key]);
+  return true;
 }

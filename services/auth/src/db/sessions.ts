@@ -1,4 +1,4 @@
-import { exec, maybeOne, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, type Queryable } from '@chat/kit';
 
 export async function insertSession(tx: Queryable, id: string, userId: string): Promise<void> {
   await exec(tx, 'INSERT INTO sessions (id, user_id) VALUES ($1, $2)', [id, userId]);
@@ -34,23 +34,36 @@ export async function markRefreshTokenUsed(tx: Queryable, hash: Buffer): Promise
   await exec(tx, 'UPDATE refresh_tokens SET used_at = now() WHERE token_hash = $1', [hash]);
 }
 
-export async function revokeSession(db: Queryable, sessionId: string, reason: string): Promise<void> {
-  await exec(db, 'UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL', [sessionId, reason]);
+/** A session this statement revoked (it was live until now). */
+export interface RevokedSession extends Record<string, unknown> {
+  sessionId: string;
+  userId: string;
+}
+
+const REVOKED = 'RETURNING id AS "sessionId", user_id AS "userId"';
+
+export function revokeSession(db: Queryable, sessionId: string, reason: string): Promise<RevokedSession[]> {
+  return many<RevokedSession>(
+    db,
+    `UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL ${REVOKED}`,
+    [sessionId, reason],
+  );
 }
 
 /** Revokes the session a refresh token belongs to, only when it is `userId`'s. */
-export function revokeSessionOfToken(db: Queryable, hash: Buffer, userId: string, reason: string): Promise<number> {
-  return exec(
+export function revokeSessionOfToken(db: Queryable, hash: Buffer, userId: string, reason: string): Promise<RevokedSession[]> {
+  return many<RevokedSession>(
     db,
     `UPDATE sessions SET revoked_at = now(), revoked_reason = $3
-     WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = $1) AND user_id = $2 AND revoked_at IS NULL`,
+     WHERE id = (SELECT session_id FROM refresh_tokens WHERE token_hash = $1) AND user_id = $2 AND revoked_at IS NULL ${REVOKED}`,
     [hash, userId, reason],
   );
 }
 
-export function revokeUserSessions(db: Queryable, userId: string, reason: string): Promise<number> {
-  return exec(db, 'UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL', [
-    userId,
-    reason,
-  ]);
+export function revokeUserSessions(db: Queryable, userId: string, reason: string): Promise<RevokedSession[]> {
+  return many<RevokedSession>(
+    db,
+    `UPDATE sessions SET revoked_at = now(), revoked_reason = $2 WHERE user_id = $1 AND revoked_at IS NULL ${REVOKED}`,
+    [userId, reason],
+  );
 }

@@ -1,4 +1,13 @@
-import { FOUNDER_BADGE, type SelfUser, type UpdateProfileBody, type User, type UserEventData } from '@chat/contracts';
+import {
+  BADGES,
+  type Badge,
+  type BadgeId,
+  FOUNDER_BADGE,
+  type SelfUser,
+  type UpdateProfileBody,
+  type User,
+  type UserEventData,
+} from '@chat/contracts';
 import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
@@ -13,13 +22,34 @@ export interface UserRow extends Record<string, unknown> {
   status: z.infer<typeof User>['status'];
   custom_status: string;
   is_founder: boolean;
+  email_verified_at: string | null;
+  is_staff: boolean;
+  is_server_owner: boolean;
   created_at: string;
 }
 
-const badgesOf = (row: UserRow) => (row.is_founder ? [FOUNDER_BADGE] : []);
+/** What decides the badges that depend on settings rather than on the row alone. */
+export type BadgePolicy = { earlySupporterBefore: Date | undefined };
+
+/** The user's badge ids, in catalogue order. */
+export function badgeIdsOf(row: UserRow, policy: BadgePolicy): BadgeId[] {
+  const holds: Record<BadgeId, boolean> = {
+    [FOUNDER_BADGE]: row.is_founder,
+    staff: row.is_staff,
+    early_supporter: policy.earlySupporterBefore !== undefined && new Date(row.created_at) < policy.earlySupporterBefore,
+    verified_email: row.email_verified_at !== null,
+    server_owner: row.is_server_owner,
+  };
+  return BADGES.map((b) => b.id).filter((id) => holds[id]);
+}
+
+export const badgesOf = (row: UserRow, policy: BadgePolicy): Badge[] => {
+  const ids = new Set<string>(badgeIdsOf(row, policy));
+  return BADGES.filter((b) => ids.has(b.id));
+};
 
 /** What anyone may see of a user: never the email or the hash; "invisible" shows as offline. */
-export function toUser(row: UserRow): z.input<typeof User> {
+export function toUser(row: UserRow, policy: BadgePolicy): z.input<typeof User> {
   return {
     id: row.id,
     username: row.username,
@@ -28,18 +58,24 @@ export function toUser(row: UserRow): z.input<typeof User> {
     bio: row.bio,
     status: row.status === 'invisible' ? 'offline' : row.status,
     customStatus: row.custom_status,
-    badges: badgesOf(row),
+    badges: badgeIdsOf(row, policy),
     createdAt: row.created_at,
   };
 }
 
 /** The account as its owner sees it. */
-export function toSelfUser(row: UserRow): z.input<typeof SelfUser> {
-  return { ...toUser(row), status: row.status, email: row.email };
+export function toSelfUser(row: UserRow, policy: BadgePolicy): z.input<typeof SelfUser> {
+  return { ...toUser(row, policy), status: row.status, email: row.email };
 }
 
-export function toUserEvent(row: UserRow): UserEventData {
-  return { id: row.id, username: row.username, displayName: row.display_name, avatarUrl: row.avatar_url, badges: badgesOf(row) };
+export function toUserEvent(row: UserRow, policy: BadgePolicy): UserEventData {
+  return {
+    id: row.id,
+    username: row.username,
+    displayName: row.display_name,
+    avatarUrl: row.avatar_url,
+    badges: badgeIdsOf(row, policy),
+  };
 }
 
 const TAKEN: Record<string, string> = { users_username_key: 'Username is taken', users_email_key: 'Email is already registered' };
@@ -52,14 +88,22 @@ function explainTaken(err: unknown): unknown {
 
 export async function insertUser(
   tx: Queryable,
-  user: { id: string; username: string; email: string; passwordHash: string; displayName: string; isFounder: boolean },
+  user: {
+    id: string;
+    username: string;
+    email: string;
+    passwordHash: string;
+    displayName: string;
+    isFounder: boolean;
+    emailVerified: boolean;
+  },
 ): Promise<UserRow> {
   try {
     return await one<UserRow>(
       tx,
-      `INSERT INTO users (id, username, email, password_hash, display_name, is_founder)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder],
+      `INSERT INTO users (id, username, email, password_hash, display_name, is_founder, email_verified_at)
+       VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END) RETURNING *`,
+      [user.id, user.username, user.email, user.passwordHash, user.displayName, user.isFounder, user.emailVerified],
     );
   } catch (err) {
     throw explainTaken(err);
@@ -73,15 +117,26 @@ export async function takeFounderSlot(tx: Queryable, limit: number): Promise<boo
 }
 
 /** Which of the username and email an existing account already uses, if any (409 before any work). */
-export async function assertUsernameAndEmailFree(db: Queryable, username: string, email: string): Promise<void> {
-  const row = await maybeOne<{ username_taken: boolean; email_taken: boolean }>(
+/**
+ * 409 when the username is taken; with `allowTakenEmail` a taken email is reported instead of
+ * refused (registration with email verification answers it like a new one).
+ */
+export async function assertUsernameAndEmailFree(
+  db: Queryable,
+  username: string,
+  email: string,
+  allowTakenEmail = false,
+): Promise<{ emailTaken: boolean; ownerEmail?: string }> {
+  const row = await maybeOne<{ username_taken: boolean; email_taken: boolean; owner_email: string | null }>(
     db,
-    `SELECT bool_or(lower(username) = lower($1)) AS username_taken, bool_or(lower(email) = lower($2)) AS email_taken
+    `SELECT bool_or(lower(username) = lower($1)) AS username_taken, bool_or(lower(email) = lower($2)) AS email_taken,
+       max(email) FILTER (WHERE lower(email) = lower($2)) AS owner_email
      FROM users WHERE lower(username) = lower($1) OR lower(email) = lower($2)`,
     [username, email],
   );
   if (row?.username_taken) throw conflict(TAKEN.users_username_key as string);
-  if (row?.email_taken) throw conflict(TAKEN.users_email_key as string);
+  if (row?.email_taken && !allowTakenEmail) throw conflict(TAKEN.users_email_key as string);
+  return { emailTaken: row?.email_taken === true, ownerEmail: row?.owner_email ?? undefined };
 }
 
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
@@ -124,4 +179,22 @@ export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBod
 
 export async function updatePassword(tx: Queryable, id: string, passwordHash: string): Promise<void> {
   await one(tx, 'UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 RETURNING id', [id, passwordHash], 'User');
+}
+
+/** Sets the staff flag; answers the row before and after (undefined for an unknown user). */
+export async function setStaff(tx: Queryable, login: string, staff: boolean): Promise<{ before: UserRow; after: UserRow } | undefined> {
+  const column = login.includes('@') ? 'email' : 'username';
+  const before = await maybeOne<UserRow>(tx, `SELECT * FROM users WHERE lower(${column}) = lower($1) OR id::text = $1 FOR UPDATE`, [login]);
+  if (!before) return undefined;
+  const after = await one<UserRow>(tx, 'UPDATE users SET is_staff = $2, updated_at = now() WHERE id = $1 RETURNING *', [before.id, staff]);
+  return { before, after };
+}
+
+/** Sets the server-owner flag; answers the row when it changed, undefined otherwise. */
+export async function setServerOwner(tx: Queryable, userId: string, owner: boolean): Promise<UserRow | undefined> {
+  return maybeOne<UserRow>(
+    tx,
+    'UPDATE users SET is_server_owner = $2, updated_at = now() WHERE id = $1 AND is_server_owner <> $2 RETURNING *',
+    [userId, owner],
+  );
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AUTH_SUBJECTS, type LoginBody, type RegisterBody, type TokenPair } from '@chat/contracts';
 import { AppError, enqueueEvent, notFound, type Queryable, tooManyRequests, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -5,7 +6,9 @@ import type { z } from 'zod';
 import * as codes from '../db/codes.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
-import { codeMail } from './mailer.ts';
+import { badgePolicy } from './badges.ts';
+import { sendCapped } from './mail-limit.ts';
+import { codeMail, registrationAttemptMail } from './mailer.ts';
 import {
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
@@ -26,37 +29,51 @@ type NewAccount = { username: string; email: string; passwordHash: string; displ
 export const invalidCode = () => new AppError(400, 'Invalid or expired code');
 
 /** Creates the account, its founder decision, its event and its first session, in the caller's transaction. */
-async function createAccount(deps: AuthDomainDeps, tx: Queryable, account: NewAccount, requestId: string): Promise<Pair> {
+async function createAccount(
+  deps: AuthDomainDeps,
+  tx: Queryable,
+  account: NewAccount,
+  requestId: string,
+  emailVerified: boolean,
+): Promise<Pair> {
   const isFounder = await users.takeFounderSlot(tx, deps.config.FOUNDER_LIMIT);
-  const row = await users.insertUser(tx, { id: uuidv7(), ...account, isFounder });
-  await enqueueEvent(tx, AUTH_SUBJECTS.userRegistered, users.toUserEvent(row), requestId);
+  const row = await users.insertUser(tx, { id: uuidv7(), ...account, isFounder, emailVerified });
+  const policy = badgePolicy(deps.config);
+  await enqueueEvent(tx, AUTH_SUBJECTS.userRegistered, users.toUserEvent(row, policy), requestId);
   const tokens = await startSession(deps, tx, row.id);
-  return { ...tokens, user: users.toSelfUser(row) };
+  return { ...tokens, user: users.toSelfUser(row, policy) };
 }
 
 export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string };
 
-/** Without email verification the account exists at once; with it, a code goes out and the account waits. */
+/**
+ * Without email verification the account exists at once; with it, a code goes out and the account
+ * waits. With verification a known email is answered exactly like a new one (202 {pendingId},
+ * the same work: password hash, pending row, one mail), and its owner is told by mail instead of
+ * getting a code, so register reveals nothing about which addresses have accounts.
+ */
 export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string): Promise<Registration> {
-  await users.assertUsernameAndEmailFree(deps.pool, body.username, body.email);
-  const account: NewAccount = {
-    username: body.username,
-    email: body.email,
-    passwordHash: await hashPassword(body.password),
-    displayName: body.displayName ?? body.username,
-  };
-  if (!deps.config.EMAIL_VERIFICATION) {
-    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId)) };
+  const verifying = deps.config.EMAIL_VERIFICATION;
+  const [{ emailTaken, ownerEmail }, passwordHash] = await Promise.all([
+    users.assertUsernameAndEmailFree(deps.pool, body.username, body.email, verifying),
+    hashPassword(body.password),
+  ]);
+  const account: NewAccount = { username: body.username, email: body.email, passwordHash, displayName: body.displayName ?? body.username };
+  if (!verifying) {
+    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId, false)) };
   }
   const pendingId = uuidv7();
   const code = newEmailCode();
   await codes.insertPendingRegistration(deps.pool, {
     id: pendingId,
     ...account,
-    codeHash: hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
+    // A known email's registration gets a code nobody is ever sent: no code completes it.
+    codeHash: emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
+    emailTaken,
   });
-  await deps.mailer.send(codeMail(account.email, 'verify-email', code));
+  // The notice goes to the address as its owner registered it.
+  await sendCapped(deps, emailTaken ? registrationAttemptMail(ownerEmail ?? account.email) : codeMail(account.email, 'verify-email', code));
   return { kind: 'pending', pendingId };
 }
 
@@ -69,7 +86,7 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
     if (verdict === 'wrong') await codes.countPendingFailure(tx, pendingId);
     if (verdict !== 'ok') return { verdict };
     await codes.deletePendingRegistration(tx, pendingId);
-    return { verdict, pair: await createAccount(deps, tx, pending, requestId) };
+    return { verdict, pair: await createAccount(deps, tx, pending, requestId, true) };
   });
   if (!outcome.pair) throw invalidCode();
   return outcome.pair;
@@ -78,7 +95,7 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
 /** A fresh code for a registration still alive, at most once a minute. */
 export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promise<void> {
   const code = newEmailCode();
-  const email = await withTx(deps.pool, async (tx) => {
+  const mail = await withTx(deps.pool, async (tx) => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
     if (codeExhausted(pending)) {
@@ -86,11 +103,11 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
     }
     const wait = CODE_RESEND_INTERVAL_MS - pending.sinceSentMs;
     if (wait > 0) throw tooManyRequests(wait / 1000, 'Too many requests, a code can be resent once a minute');
-    const codeHash = hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
+    const codeHash = pending.emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
     await codes.replacePendingCode(tx, pendingId, codeHash, new Date(Date.now() + CODE_TTL_MS));
-    return pending.email;
+    return pending.emailTaken ? registrationAttemptMail(pending.email) : codeMail(pending.email, 'verify-email', code);
   });
-  await deps.mailer.send(codeMail(email, 'verify-email', code));
+  await sendCapped(deps, mail);
 }
 
 /** A wrong password and an unknown account answer alike, in comparable time. */
@@ -98,5 +115,5 @@ export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair
   const user = await users.findUserByLogin(deps.pool, body.login);
   if (!(await passwordMatches(body.password, user?.password_hash)) || !user) throw unauthorized('Wrong login or password');
   const tokens = await withTx(deps.pool, (tx) => startSession(deps, tx, user.id));
-  return { ...tokens, user: users.toSelfUser(user) };
+  return { ...tokens, user: users.toSelfUser(user, badgePolicy(deps.config)) };
 }

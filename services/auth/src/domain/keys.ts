@@ -1,6 +1,7 @@
 import { hkdfSync, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { ACCESS_TOKEN_TYPE } from '@chat/kit';
 import {
   base64url,
   calculateJwkThumbprint,
@@ -106,7 +107,7 @@ export function signAccessToken(
   claims: { userId: string; sessionId: string; issuer: string; audience: string; ttlSeconds: number },
 ): Promise<string> {
   return new SignJWT({ sid: claims.sessionId })
-    .setProtectedHeader({ alg: keys.algorithm, kid: keys.signingKid, typ: 'JWT' })
+    .setProtectedHeader({ alg: keys.algorithm, kid: keys.signingKid, typ: ACCESS_TOKEN_TYPE })
     .setSubject(claims.userId)
     .setIssuer(claims.issuer)
     .setAudience(claims.audience)

@@ -36,3 +36,12 @@ export function codeMail(to: string, purpose: 'verify-email' | 'reset-password',
     text: `Use this code to ${what}:\n\n${code}\n\nIt expires in 15 minutes. If you did not ask for it, ignore this email.\n`,
   };
 }
+
+/** What the owner of an address gets when someone registers with it again. */
+export function registrationAttemptMail(to: string): Mail {
+  return {
+    to,
+    subject: 'Someone tried to register with your email address',
+    text: 'Someone tried to create an account with this email address, which already has one.\n\nIf it was you, log in instead, or reset your password if you forgot it. If not, you can ignore this email: nothing changed.\n',
+  };
+}

@@ -1,11 +1,13 @@
-import { withTx } from '@chat/kit';
+import { type Queryable, withTx } from '@chat/kit';
 import * as codes from '../db/codes.ts';
 import * as sessions from '../db/sessions.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { invalidCode } from './accounts.ts';
+import { sendCapped } from './mail-limit.ts';
 import { codeMail } from './mailer.ts';
 import { CODE_RESEND_INTERVAL_MS, CODE_TTL_MS, hashEmailCode, hashPassword, judgeCode, newEmailCode } from './secrets.ts';
+import { announceRevoked } from './sessions.ts';
 
 /**
  * A known email gets a reset code (at most one a minute); an unknown one gets nothing. Both
@@ -18,14 +20,26 @@ export async function forgotPassword(deps: AuthDomainDeps, email: string): Promi
   const issued = await withTx(deps.pool, async (tx) => {
     const previous = await codes.lockPasswordReset(tx, user.id);
     if (previous && previous.sinceSentMs < CODE_RESEND_INTERVAL_MS) return false;
+    if (await resetLockedOut(deps, tx, user.id)) return false;
     const codeHash = hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code);
     await codes.upsertPasswordReset(tx, user.id, codeHash, new Date(Date.now() + CODE_TTL_MS));
     return true;
   });
   if (!issued) return;
-  deps.mailer.send(codeMail(user.email, 'reset-password', code)).catch((err) => {
+  sendCapped(deps, codeMail(user.email, 'reset-password', code)).catch((err) => {
     deps.log.error({ err, userId: user.id }, 'password reset email not sent');
   });
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Each reset code allows 5 tries, and a new code starts afresh: the account's wrong codes over a
+ * rolling day bound the guessing (RESET_FAILURES_PER_DAY, default 20: one chance in 50,000 a day
+ * for a 6-digit code). Past it, no code is issued or accepted until the oldest failure is a day old.
+ */
+function resetLockedOut(deps: AuthDomainDeps, db: Queryable, userId: string): Promise<boolean> {
+  return codes.countResetFailures(db, userId, DAY_MS).then((n) => n >= deps.config.RESET_FAILURES_PER_DAY);
 }
 
 /** A right code sets the password, uses the code up and ends every session of the account. */
@@ -36,12 +50,17 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
   const done = await withTx(deps.pool, async (tx) => {
     const stored = user && (await codes.lockPasswordReset(tx, user.id));
     if (!user || !stored) return false;
+    if (await resetLockedOut(deps, tx, user.id)) return false;
     const verdict = judgeCode(stored, hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code));
-    if (verdict === 'wrong') await codes.countResetFailure(tx, user.id);
+    if (verdict === 'wrong') {
+      await codes.countResetFailure(tx, user.id);
+      await codes.recordResetFailure(tx, user.id);
+    }
     if (verdict !== 'ok') return false;
     await users.updatePassword(tx, user.id, passwordHash);
     await codes.deletePasswordReset(tx, user.id);
-    await sessions.revokeUserSessions(tx, user.id, 'password reset');
+    await codes.clearResetFailures(tx, user.id);
+    await announceRevoked(tx, await sessions.revokeUserSessions(tx, user.id, 'password reset'));
     return true;
   });
   if (!done) throw invalidCode();

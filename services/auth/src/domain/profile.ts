@@ -2,6 +2,7 @@ import { AUTH_SUBJECTS, type UpdateProfileBody } from '@chat/contracts';
 import { enqueueEvent, notFound, type RequestContext, withTx } from '@chat/kit';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
+import { badgePolicy } from './badges.ts';
 
 export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<users.UserRow> {
   const row = await users.findUserById(deps.pool, id);
@@ -10,12 +11,16 @@ export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): P
 }
 
 /** Changes the caller's profile; a change that other services show (name, avatar) is announced. */
-export async function updateMe(deps: Pick<AuthDomainDeps, 'pool'>, ctx: RequestContext, patch: UpdateProfileBody): Promise<users.UserRow> {
+export async function updateMe(
+  deps: Pick<AuthDomainDeps, 'pool' | 'config'>,
+  ctx: RequestContext,
+  patch: UpdateProfileBody,
+): Promise<users.UserRow> {
   return withTx(deps.pool, async (tx) => {
     const before = await users.lockUser(tx, ctx.userId);
     const after = await users.updateProfile(tx, ctx.userId, patch);
     if (before.display_name !== after.display_name || before.avatar_url !== after.avatar_url) {
-      await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(after), ctx.requestId);
+      await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(after, badgePolicy(deps.config)), ctx.requestId);
     }
     return after;
   });

@@ -1,5 +1,5 @@
-import type { RefreshedTokens } from '@chat/contracts';
-import { type Queryable, unauthorized, withTx } from '@chat/kit';
+import { AUTH_SUBJECTS, type RefreshedTokens } from '@chat/contracts';
+import { enqueueEvent, type Queryable, unauthorized, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import * as sessions from '../db/sessions.ts';
@@ -43,7 +43,7 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
     const state = await sessions.lockRefreshToken(tx, hash);
     if (!state || state.expired || state.revoked) return undefined;
     if (state.used) {
-      await sessions.revokeSession(tx, state.session_id, 'refresh token reuse');
+      await announceRevoked(tx, await sessions.revokeSession(tx, state.session_id, 'refresh token reuse'));
       deps.log.warn({ sessionId: state.session_id, userId: state.user_id }, 'refresh token reused: session revoked');
       return undefined;
     }
@@ -56,5 +56,15 @@ export async function refresh(deps: AuthDomainDeps, refreshToken: string): Promi
 
 /** Ends the caller's session of this refresh token; someone else's token, or an unknown one, changes nothing. */
 export async function logout(deps: AuthDomainDeps, userId: string, refreshToken: string): Promise<void> {
-  await sessions.revokeSessionOfToken(deps.pool, hashRefreshToken(refreshToken), userId, 'logout');
+  await withTx(deps.pool, async (tx) =>
+    announceRevoked(tx, await sessions.revokeSessionOfToken(tx, hashRefreshToken(refreshToken), userId, 'logout')),
+  );
+}
+
+/**
+ * One `auth.session.revoked` per session just revoked, in the revoking transaction: every process
+ * that verifies access tokens refuses that session's tokens from then on, not only at their `exp`.
+ */
+export async function announceRevoked(tx: Queryable, revoked: sessions.RevokedSession[]): Promise<void> {
+  for (const session of revoked) await enqueueEvent(tx, AUTH_SUBJECTS.sessionRevoked, session);
 }

@@ -13,13 +13,30 @@ export const TIERS: Record<RateTier, { limit: number; windowMs: number }> = {
 };
 
 /**
- * One sliding window per key as a sorted set of request times (Redis's own clock, so replicas
- * agree). Trim, count, admit, expire and report in one atomic script: one round trip, exact
- * under concurrency and across gateway replicas.
+ * Everything the edge asks Redis about a request, in one atomic script and one round trip:
+ * whether the caller's session is on the denylist (KEYS[3]), whether a guard window (KEYS[2], the
+ * client's General window for a webhook execution) is already full, and one sliding window
+ * (KEYS[1]) as a sorted set of request times on Redis's own clock, so replicas agree: trim,
+ * count, admit, expire and report. An empty key name skips its part.
  */
-const SLIDING_WINDOW = `
+const EDGE_CHECK = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local revoked = 0
+if KEYS[3] ~= '' then revoked = redis.call('EXISTS', KEYS[3]) end
+local function resetOf(key, window)
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if oldest[2] then return tonumber(oldest[2]) + window end
+  return now + window
+end
+if KEYS[2] ~= '' then
+  local guardLimit = tonumber(ARGV[4])
+  local guardWindow = tonumber(ARGV[5])
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - guardWindow)
+  if redis.call('ZCARD', KEYS[2]) >= guardLimit then
+    return {0, 0, resetOf(KEYS[2], guardWindow), now, revoked, 1}
+  end
+end
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -31,19 +48,62 @@ if count < limit then
   allowed = 1
 end
 redis.call('PEXPIRE', KEYS[1], window)
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local resetAt = now + window
-if oldest[2] then resetAt = tonumber(oldest[2]) + window end
-return {allowed, limit - count, resetAt, now}
+return {allowed, limit - count, resetOf(KEYS[1], window), now, revoked, 0}
 `;
 
-type SlidingWindowRedis = Redis & {
-  slidingWindow(key: string, limit: number, windowMs: number, member: string): Promise<[number, number, number, number]>;
+/** Moves one counted request (ARGV[1]) from KEYS[1] to KEYS[2] (expiring after ARGV[2] ms). */
+const MOVE_COUNT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1
+`;
+
+type EdgeRedis = Redis & {
+  edgeCheck(
+    key: string,
+    guardKey: string,
+    denyKey: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+    guardLimit: number,
+    guardWindowMs: number,
+  ): Promise<[number, number, number, number, number, number]>;
+  moveCount(from: string, to: string, member: string, windowMs: number): Promise<number>;
 };
 
+/** One request as the edge counts it. */
+export interface RateCheck {
+  tier: RateTier;
+  /** Who is counted: the client (its IP, IPv6 per /64), or the webhook id for the Webhook tier. */
+  subject: string;
+  /**
+   * The client of a webhook execution: its General window must have room as well, and a failed
+   * execution is charged there instead of to the webhook (see chargeToClient).
+   */
+  client?: string;
+  /** The session of the bearer token, looked up on the denylist in the same round trip. */
+  sessionId?: string;
+}
+
+export interface EdgeVerdict extends WindowVerdict {
+  /** The session is on the Redis denylist (revoked before its tokens expire). */
+  revoked: boolean;
+  /**
+   * A webhook execution that failed (a wrong token, an unknown webhook) is taken off the
+   * webhook's window and counted in the client's General window: wrong guesses cannot lock a
+   * real integration out, and they cost the guesser.
+   */
+  chargeToClient?: () => Promise<void>;
+}
+
 export interface RateLimiter {
-  /** Counts one request of `subject` (a client IP, or a webhook id) in the tier's window. */
-  hit(tier: RateTier, subject: string): Promise<WindowVerdict>;
+  hit(check: RateCheck): Promise<EdgeVerdict>;
+  /** Puts a session on the Redis denylist until `untilMs` (when its last token expires). */
+  denySession(sessionId: string, untilMs: number): Promise<void>;
 }
 
 const WARN_EVERY_MS = 60_000;
@@ -51,39 +111,80 @@ const WARN_EVERY_MS = 60_000;
 /**
  * Redis windows, with the fallback of the issue when Redis does not answer: General and Webhook
  * fail open onto per-process windows per key; Auth fails closed onto one strict per-process 5/60 s
- * window shared by every client, so an outage never opens the door to password guessing.
+ * window shared by every client, so an outage never opens the door to password guessing. The
+ * denylist then answers "not revoked": the processes' own revocation lists still refuse.
  */
 export function createRateLimiter(options: { redis: Redis; keyPrefix: string; log: Logger }): RateLimiter {
-  const redis = options.redis as SlidingWindowRedis;
+  const redis = options.redis as EdgeRedis;
   // Sent with EVALSHA (EVAL once, when Redis does not know the script yet).
-  redis.defineCommand('slidingWindow', { numberOfKeys: 1, lua: SLIDING_WINDOW });
+  redis.defineCommand('edgeCheck', { numberOfKeys: 3, lua: EDGE_CHECK });
+  redis.defineCommand('moveCount', { numberOfKeys: 2, lua: MOVE_COUNT });
   const memory = createMemoryWindows();
   let lastWarning = 0;
-  // Unique across replicas: a pid is not (every container's gateway is pid 1), and two members that
-  // collide would count as one request.
-  const member = () => randomUUID();
+  const windowKey = (tier: RateTier, subject: string) => `${options.keyPrefix}${tier}:${subject}`;
+  const denyKey = (sessionId: string) => `${options.keyPrefix}revoked:${sessionId}`;
+  const general = TIERS.general;
+  const warn = (err: unknown) => {
+    if (Date.now() - lastWarning < WARN_EVERY_MS) return;
+    lastWarning = Date.now();
+    options.log.warn({ err }, 'Redis unavailable: rate limits fall back to this process (Auth tier strict)');
+  };
 
   return {
-    async hit(tier, subject) {
-      const verdict = await windowHit(tier, subject);
-      rateLimitDecisions.inc({ tier, decision: verdict.allowed ? 'allowed' : 'limited' });
+    async hit(check) {
+      const verdict = await edgeHit(check);
+      rateLimitDecisions.inc({ tier: check.tier, decision: verdict.allowed ? 'allowed' : 'limited' });
       return verdict;
+    },
+    async denySession(sessionId, untilMs) {
+      const ttlMs = Math.ceil(untilMs - Date.now());
+      if (ttlMs > 0) await redis.set(denyKey(sessionId), '1', 'PX', ttlMs);
     },
   };
 
-  async function windowHit(tier: RateTier, subject: string): Promise<WindowVerdict> {
-    const { limit, windowMs } = TIERS[tier];
-    const key = `${options.keyPrefix}${tier}:${subject}`;
+  async function edgeHit(check: RateCheck): Promise<EdgeVerdict> {
+    const { limit, windowMs } = TIERS[check.tier];
+    const key = windowKey(check.tier, check.subject);
+    const guardKey = check.client ? windowKey('general', check.client) : '';
+    // Unique across replicas: a pid is not (every container's gateway is pid 1), and two members
+    // that collide would count as one request.
+    const member = randomUUID();
     try {
-      const [allowed, remaining, resetAtMs, nowMs] = await redis.slidingWindow(key, limit, windowMs, member());
-      return { allowed: allowed === 1, limit, remaining, resetAtMs, nowMs };
+      const [allowed, remaining, resetAtMs, nowMs, revoked, byGuard] = await redis.edgeCheck(
+        key,
+        guardKey,
+        check.sessionId ? denyKey(check.sessionId) : '',
+        limit,
+        windowMs,
+        member,
+        general.limit,
+        general.windowMs,
+      );
+      const verdict = {
+        allowed: allowed === 1,
+        limit: byGuard ? general.limit : limit,
+        remaining,
+        resetAtMs,
+        nowMs,
+        revoked: revoked === 1,
+      };
+      if (!guardKey || !verdict.allowed) return verdict;
+      return { ...verdict, chargeToClient: () => redis.moveCount(key, guardKey, member, general.windowMs).then(() => {}) };
     } catch (err) {
-      if (Date.now() - lastWarning >= WARN_EVERY_MS) {
-        lastWarning = Date.now();
-        options.log.warn({ err }, 'Redis unavailable: rate limits fall back to this process (Auth tier strict)');
-      }
-      return memory(tier === 'auth' ? 'auth:*' : key, limit, windowMs);
+      warn(err);
+      return memoryHit(check, key, guardKey);
     }
+  }
+
+  function memoryHit(check: RateCheck, key: string, guardKey: string): EdgeVerdict {
+    const { limit, windowMs } = TIERS[check.tier];
+    if (guardKey) {
+      const guard = memory.peek(guardKey, general.limit, general.windowMs);
+      if (!guard.allowed) return { ...guard, revoked: false };
+    }
+    const verdict = memory.hit(check.tier === 'auth' ? 'auth:*' : key, limit, windowMs);
+    if (!guardKey || !verdict.allowed) return { ...verdict, revoked: false };
+    return { ...verdict, revoked: false, chargeToClient: async () => memory.move(key, guardKey, verdict.nowMs) };
   }
 }
 

@@ -11,17 +11,29 @@ export interface RouteClass {
   multipart: boolean;
   /** The contract's path pattern (`/v1/channels/:id/messages`), what metrics count by; undefined when none matches. */
   pattern?: string;
+  /**
+   * The path has a "." or ".." segment (raw or percent-encoded): the services resolve those, so
+   * the path classified here would not be the one served. Such a request is refused.
+   */
+  dotSegments?: true;
 }
 
 type Method = RouteContract['method'] | 'HEAD';
 const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A segment that is "." or "..", spelled raw or with %2e in either case. */
+const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$)/i;
+/** Prefixes whose unknown paths count in the Auth tier: an endpoint added there is a password guess until proven otherwise. */
+const AUTH_TIER_PREFIXES = ['/v1/auth'];
+
 /**
  * Classifies requests by the route contracts. Matching ignores the query string, letter case,
  * duplicate and trailing slashes, so that no spelling of a path escapes its tier or its token
  * check; a HEAD is classified as its GET. A path under a proxied prefix that no contract
- * describes (yet) is authenticated and General; any other unknown path is left to the 404/405
- * answer, which needs no token.
+ * describes (yet) is authenticated and General (Auth under /v1/auth); any other unknown path is
+ * left to the 404/405 answer, which needs no token. A path with dot segments is marked for refusal
+ * and counted as an unknown path of its spelling (under /v1/auth, in the Auth tier).
  */
 export function createRouteTable(routes: RouteContract[], proxiedPrefixes: string[]) {
   const router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
@@ -32,15 +44,28 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
 
   return function classify(method: string, url: string): RouteClass {
     const path = (url.split('?')[0] ?? '/').toLowerCase();
+    if (DOT_SEGMENT.test(path)) return { ...unknownPath(method, path), dotSegments: true };
     const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
-      const webhookId = contract.tier === 'webhook' ? match?.params.id?.toLowerCase() : undefined;
-      return { auth: contract.auth, tier: contract.tier, webhookId, multipart: contract.multipart === true, pattern: contract.path };
+      const multipart = contract.multipart === true;
+      const pattern = contract.path;
+      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, pattern };
+      // The service answers 400 for an id that is not a UUID: no window of its own (no Redis key
+      // per made-up id), only the client's General one.
+      const webhookId = match?.params.id?.toLowerCase();
+      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, pattern };
+      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, pattern };
     }
-    const proxied = prefixes.some((p) => path === p || path.startsWith(`${p}/`));
-    return { auth: proxied && method !== 'OPTIONS', tier: 'general', multipart: false };
+    return unknownPath(method, path);
   };
+
+  function unknownPath(method: string, path: string): RouteClass {
+    const collapsed = path.replace(/\/{2,}/g, '/');
+    const under = (p: string) => collapsed === p || collapsed.startsWith(`${p}/`);
+    const proxied = prefixes.some(under);
+    return { auth: proxied && method !== 'OPTIONS', tier: AUTH_TIER_PREFIXES.some(under) ? 'auth' : 'general', multipart: false };
+  }
 }
 
 function safeFind(router: FindMyWay.Instance<FindMyWay.HTTPVersion.V1>, method: Method, path: string) {

@@ -1,9 +1,19 @@
 import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
-import { AppError, bearerToken, setMetricsRoute, type TokenVerifier, tooManyRequests, unauthorized } from '@chat/kit';
+import {
+  AppError,
+  badRequest,
+  bearerToken,
+  SESSION_REVOKED,
+  setMetricsRoute,
+  type TokenVerifier,
+  tooManyRequests,
+  unauthorized,
+  unverifiedSessionId,
+} from '@chat/kit';
 import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
-import { createClientIpResolver } from '../domain/client-ip.ts';
+import { createClientIpResolver, rateSubject } from '../domain/client-ip.ts';
 import type { WindowVerdict } from '../domain/memory-window.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
 import { createRouteTable, type RouteClass } from '../domain/route-table.ts';
@@ -13,6 +23,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client IP of spec section 8 (proxy headers only from trusted peers). */
     clientIp: string;
+    /** Set on a webhook execution: moves its count to the client's General window if it fails. */
+    chargeToClient?: () => Promise<void>;
   }
 }
 
@@ -33,8 +45,9 @@ const PROBES = new Set(['/health/live', '/health/ready']);
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
   const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
-  const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES);
+  const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
   app.decorateRequest('clientIp', '');
+  app.decorateRequest('chargeToClient', undefined);
 
   app.addHook('onRequest', async (req, reply) => {
     reply.headers(SECURITY_HEADERS);
@@ -42,11 +55,36 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
     if (route.pattern) setMetricsRoute(req, route.pattern);
-    const verdict = await deps.limiter.hit(route.tier, route.webhookId ?? req.clientIp);
+    const client = rateSubject(req.clientIp);
+    const token = route.auth ? bearerToken(req.headers.authorization) : undefined;
+    const verdict = await deps.limiter.hit({
+      tier: route.tier,
+      subject: route.webhookId ?? client,
+      client: route.webhookId ? client : undefined,
+      sessionId: token ? unverifiedSessionId(token) : undefined,
+    });
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
+    req.chargeToClient = verdict.chargeToClient;
+    if (route.dotSegments) throw badRequest('The path may not contain "." or ".." segments');
     checkBodySize(req, route, deps.config.BODY_LIMIT_BYTES);
-    if (route.auth) await checkToken(req, deps.tokens);
+    if (!route.auth) return;
+    if (!token) throw unauthorized('Missing bearer token');
+    if (verdict.revoked) throw unauthorized(SESSION_REVOKED);
+    await deps.tokens.verify(token);
+  });
+
+  // A webhook execution the service refused (wrong token, unknown webhook, bad body) counts for the
+  // client, not against the webhook's own window. Before the answer leaves, so that the client's
+  // next request already sees it.
+  // A callback hook: the common case (not a failed webhook execution) costs no promise.
+  app.addHook('onSend', (req, reply, payload, done) => {
+    const failed = reply.statusCode >= 400 && reply.statusCode < 500 && reply.statusCode !== 429;
+    if (!req.chargeToClient || !failed) return done(null, payload);
+    req
+      .chargeToClient()
+      .catch((err) => req.log.warn({ err }, 'could not move a failed webhook execution to the client window'))
+      .then(() => done(null, payload));
   });
 }
 
@@ -65,12 +103,6 @@ function setRateHeaders(reply: FastifyReply, verdict: WindowVerdict): void {
 function checkBodySize(req: FastifyRequest, route: RouteClass, limit: number): void {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (!route.multipart && declared > limit) throw new AppError(413, 'Request body is too large');
-}
-
-async function checkToken(req: FastifyRequest, tokens: TokenVerifier): Promise<void> {
-  const token = bearerToken(req.headers.authorization);
-  if (!token) throw unauthorized('Missing bearer token');
-  await tokens.verify(token);
 }
 
 function corsOptions(origins: string[]) {

@@ -6,6 +6,8 @@ import {
   type MemberCheckReply,
   MemberCheckRequest,
   Permission,
+  type SharedServersReply,
+  SharedServersRequest,
   toMask,
   VOICE_RPC,
   type VoiceAccessReply,
@@ -13,6 +15,7 @@ import {
 } from '@chat/contracts';
 import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
+import { usersSharingAServer } from '../db/members.ts';
 import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
 import type { Domain } from '../domain/context.ts';
 import { has } from '../domain/permissions.ts';
@@ -25,6 +28,10 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
     const access = await loadServerAccess(d.pool, serverId, userId);
     if (!access) throw notFound('Server');
     return { isMember: access.isMember, isOwner: access.isOwner };
+  });
+
+  serveRpc(bus, log, GUILDS_RPC.sharedServers, SharedServersRequest, async ({ userId, otherUserIds }): Promise<SharedServersReply> => {
+    return { sharing: await usersSharingAServer(d.pool, userId, otherUserIds) };
   });
 
   serveRpc(
@@ -54,6 +61,7 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
       isMember: access.isMember,
       inChannel: access.isMember && (await isConnectedTo(d, userId, channelId)),
       canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
+      isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
     };
   });
 }

@@ -10,9 +10,16 @@ type MemberRow = {
   username: string | null;
   display_name: string | null;
   avatar_url: string | null;
+  badges: string[] | null;
+  activity_game_id: string | null;
+  activity_name: string | null;
+  activity_started_at: string | null;
 };
 
 const toMember = (r: MemberRow): Member => ({
+  ...(r.activity_name !== null && r.activity_started_at !== null
+    ? { activity: { gameId: r.activity_game_id, name: r.activity_name, startedAt: new Date(r.activity_started_at).toISOString() } }
+    : {}),
   serverId: r.server_id,
   userId: r.user_id,
   nickname: r.nickname,
@@ -21,14 +28,21 @@ const toMember = (r: MemberRow): Member => ({
   user:
     r.username === null
       ? null
-      : { id: r.user_id, username: r.username, displayName: r.display_name ?? r.username, avatarUrl: r.avatar_url },
+      : {
+          id: r.user_id,
+          username: r.username,
+          displayName: r.display_name ?? r.username,
+          avatarUrl: r.avatar_url,
+          badges: r.badges ?? [],
+        },
 });
 
 const SELECT_MEMBER = `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,
     COALESCE((SELECT array_agg(mr.role_id::text ORDER BY mr.role_id) FROM member_roles mr
               WHERE mr.server_id = m.server_id AND mr.user_id = m.user_id), '{}') AS role_ids,
-    u.username, u.display_name, u.avatar_url
-  FROM members m LEFT JOIN users u ON u.id = m.user_id`;
+    u.username, u.display_name, u.avatar_url, u.badges,
+    a.game_id AS activity_game_id, a.name AS activity_name, a.started_at AS activity_started_at
+  FROM members m LEFT JOIN users u ON u.id = m.user_id LEFT JOIN activities a ON a.user_id = m.user_id`;
 
 /** Adds the member; false when they already are one (the primary key decides races). */
 export async function insertMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
@@ -37,6 +51,17 @@ export async function insertMember(db: Queryable, serverId: string, userId: stri
 
 export async function isMemberOf(db: Queryable, serverId: string, userId: string): Promise<boolean> {
   return Boolean(await maybeOne(db, 'SELECT 1 FROM members WHERE server_id = $1 AND user_id = $2', [serverId, userId]));
+}
+
+/** Which of `others` share at least one server with `userId` (one query, both sides indexed). */
+export async function usersSharingAServer(db: Queryable, userId: string, others: string[]): Promise<string[]> {
+  const rows = await many<{ user_id: string }>(
+    db,
+    `SELECT DISTINCT o.user_id FROM members m JOIN members o ON o.server_id = m.server_id
+     WHERE m.user_id = $1 AND o.user_id = ANY($2::uuid[]) AND o.user_id <> $1`,
+    [userId, others],
+  );
+  return rows.map((r) => r.user_id);
 }
 
 export async function deleteMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {

@@ -118,6 +118,7 @@ export async function highestRolePosition(db: Queryable, serverId: string): Prom
 /** Deletes the role and closes the gap it leaves in the positions. */
 export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<void> {
   await exec(db, 'DELETE FROM roles WHERE id = $1', [id]);
+  await exec(db, 'UPDATE servers SET dj_role_ids = array_remove(dj_role_ids, $2) WHERE id = $1', [serverId, id]);
   await exec(db, 'UPDATE roles SET position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
 }
 

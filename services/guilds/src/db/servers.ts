@@ -15,12 +15,13 @@ export type ServerRow = {
   afk_channel_id: string | null;
   jtc_channel_id: string | null;
   tags: string[];
+  dj_role_ids: string[];
   member_count: number;
   created_at: string;
 };
 
 export const SERVER_COLUMNS = `s.id, s.name, s.icon_url, s.banner_url, s.description, s.owner_id, s.is_public, s.require_approval,
-  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.member_count, s.created_at`;
+  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.dj_role_ids, s.member_count, s.created_at`;
 
 export function toServer(row: ServerRow): Server {
   return {
@@ -36,6 +37,7 @@ export function toServer(row: ServerRow): Server {
     afkChannelId: row.afk_channel_id,
     jtcChannelId: row.jtc_channel_id,
     tags: row.tags,
+    djRoleIds: row.dj_role_ids,
     createdAt: row.created_at,
   };
 }
@@ -88,6 +90,7 @@ export interface ServerPatch {
   isPublic?: boolean;
   requireApproval?: boolean;
   tags?: string[];
+  djRoleIds?: string[];
 }
 
 const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
@@ -101,6 +104,7 @@ const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
   isPublic: 'is_public',
   requireApproval: 'require_approval',
   tags: 'tags',
+  djRoleIds: 'dj_role_ids',
 };
 
 export async function updateServer(db: Queryable, id: string, patch: ServerPatch): Promise<ServerRow> {

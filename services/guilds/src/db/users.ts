@@ -5,11 +5,11 @@ import { exec, maybeOne, type Queryable } from '@chat/kit';
 export function upsertUser(db: Queryable, user: UserEventData, occurredAt: string): Promise<number> {
   return exec(
     db,
-    `INSERT INTO users (id, username, display_name, avatar_url, version) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO users (id, username, display_name, avatar_url, badges, version) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (id) DO UPDATE SET username = EXCLUDED.username, display_name = EXCLUDED.display_name,
-       avatar_url = EXCLUDED.avatar_url, version = EXCLUDED.version
+       avatar_url = EXCLUDED.avatar_url, badges = EXCLUDED.badges, version = EXCLUDED.version
      WHERE users.version <= EXCLUDED.version`,
-    [user.id, user.username, user.displayName, user.avatarUrl, occurredAt],
+    [user.id, user.username, user.displayName, user.avatarUrl, user.badges, occurredAt],
   );
 }
 

@@ -1,5 +1,5 @@
 import type { GUILDS_EVENTS } from '@chat/contracts';
-import { type Bus, enqueueEvent, type Pool, type Queryable, type RequestContext } from '@chat/kit';
+import { type Bus, enqueueEvent, type IssueMediaGrant, type Pool, type Queryable, type RequestContext } from '@chat/kit';
 import type { z } from 'zod';
 
 /** What domain functions receive: the pool, and who asks under which request id. */
@@ -9,6 +9,8 @@ export interface Domain {
   bus: Bus;
   /** How long a voice state lives without a heartbeat (VOICE_STATE_TTL_SECONDS); only joins and heartbeats need it. */
   voiceStateTtlSeconds?: number;
+  /** Signs media (LiveKit) grants for voice rooms; only voice joins and grants need it. */
+  issueMediaGrant?: IssueMediaGrant;
 }
 
 export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;

@@ -11,7 +11,7 @@ import { isBanned } from '../db/bans.ts';
 import { insertCategory } from '../db/categories.ts';
 import { findServerChannel, insertChannel } from '../db/channels.ts';
 import { isMemberOf } from '../db/members.ts';
-import { insertEveryoneRole } from '../db/roles.ts';
+import { findServerRole, insertEveryoneRole } from '../db/roles.ts';
 import {
   type DiscoveryFilter,
   deleteServer as deleteServerRow,
@@ -74,6 +74,7 @@ export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch:
     await checkChannelRef(tx, serverId, patch.entranceChannelId, 'text', 'entranceChannelId');
     await checkChannelRef(tx, serverId, patch.afkChannelId, 'voice', 'afkChannelId');
     await checkChannelRef(tx, serverId, patch.jtcChannelId, 'voice', 'jtcChannelId');
+    await checkRoleRefs(tx, serverId, patch.djRoleIds, 'djRoleIds');
     const server = toServer(await updateServerRow(tx, serverId, patch));
     await emit(tx, ctx, 'guilds.server.updated', server);
     return server;
@@ -91,6 +92,13 @@ async function checkChannelRef(
   if (channelId === undefined || channelId === null) return;
   const channel = await findServerChannel(tx, serverId, channelId);
   if (!channel || channel.channelType !== type) throw badRequest(`${field} must be a ${type} channel of this server`);
+}
+
+/** Roles a server names must be its own. */
+async function checkRoleRefs(tx: Queryable, serverId: string, roleIds: string[] | undefined, field: string) {
+  for (const roleId of roleIds ?? []) {
+    if (!(await findServerRole(tx, serverId, roleId))) throw badRequest(`${field} must list roles of this server`);
+  }
 }
 
 export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promise<void> {

@@ -1,5 +1,6 @@
 import {
   GUILDS_EVENTS,
+  type MediaGrant,
   Permission,
   VOICE_EVENTS,
   type VoiceJoinReply,
@@ -71,7 +72,28 @@ async function voiceChannelAccess(tx: Queryable, channelId: string, userId: stri
 
 const isJoinToCreate = (access: ChannelAccess) => access.server.jtc_channel_id === access.channel.id;
 
-export function joinVoice(d: Domain, ctx: Ctx, channelId: string): Promise<VoiceJoinReply> {
+export async function joinVoice(d: Domain, ctx: Ctx, channelId: string): Promise<VoiceJoinReply> {
+  // Checked first: a join that cannot hand out its grant must not happen at all.
+  if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
+  const joined = await enterVoice(d, ctx, channelId);
+  return { ...joined, grant: await grantFor(d, ctx.userId, joined.channel.id) };
+}
+
+/** A fresh grant for the room of the caller's voice state as it is now (a move changes the room). */
+export async function voiceGrant(d: Domain, ctx: Ctx): Promise<MediaGrant> {
+  const state = await findVoiceStateForUpdate(d.pool, ctx.userId);
+  if (!state || state.endedReason !== null) throw notConnected();
+  return grantFor(d, ctx.userId, state.channelId);
+}
+
+/** The media grant of a voice channel's room: publishing (speaking) only with SPEAK there now. */
+async function grantFor(d: Domain, userId: string, channelId: string): Promise<MediaGrant> {
+  if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
+  const access = await channelAccess(d.pool, channelId, userId);
+  return d.issueMediaGrant({ room: channelId, identity: userId, canPublish: has(access.channelPermissions, Permission.SPEAK) });
+}
+
+function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {
   return withRetryingTx(d.pool, async (tx) => {
     const access = await voiceChannelAccess(tx, channelId, ctx.userId);
     requirePermission(access.channelPermissions, Permission.CONNECT, 'CONNECT');

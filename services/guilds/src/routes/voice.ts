@@ -2,11 +2,12 @@ import { voiceRoutes as r } from '@chat/contracts';
 import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
-import { heartbeat, joinVoice, leaveVoice, listVoiceStates, moveMember, updateVoiceState } from '../domain/voice.ts';
+import { heartbeat, joinVoice, leaveVoice, listVoiceStates, moveMember, updateVoiceState, voiceGrant } from '../domain/voice.ts';
 import { noContent } from './no-content.ts';
 
 export function voiceRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.joinVoice, async (req) => joinVoice(d, contextOf(req), req.body.channelId));
+  route(app, r.voiceGrant, async (req) => voiceGrant(d, contextOf(req)));
   route(app, r.leaveVoice, async (req) => noContent(leaveVoice(d, contextOf(req))));
   route(app, r.updateVoiceState, async (req) => updateVoiceState(d, contextOf(req), req.body));
   route(app, r.voiceHeartbeat, async (req) => heartbeat(d, contextOf(req)));

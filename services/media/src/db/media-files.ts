@@ -10,19 +10,31 @@ export interface MediaFileRow {
   contentType: string;
   size: number;
   sha256: string;
+  /** Audio only: the length read from the file. */
+  durationSeconds: number | null;
   createdAt: string;
 }
 
 const COLUMNS = `id, uploader_id AS "uploaderId", storage_key AS "storageKey", filename, content_type AS "contentType",
-  size, sha256, created_at AS "createdAt"`;
+  size, sha256, duration_seconds AS "durationSeconds", created_at AS "createdAt"`;
 
 /** `createdAt` comes from the service's clock, the one its quotas and sweeper count with. */
 export async function insertMediaFile(db: Queryable, file: Omit<MediaFileRow, 'createdAt'> & { createdAt: Date }): Promise<MediaFileRow> {
   return one<MediaFileRow & Record<string, unknown>>(
     db,
-    `INSERT INTO media_files (id, uploader_id, storage_key, filename, content_type, size, sha256, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [file.id, file.uploaderId, file.storageKey, file.filename, file.contentType, file.size, file.sha256, file.createdAt],
+    `INSERT INTO media_files (id, uploader_id, storage_key, filename, content_type, size, sha256, created_at, duration_seconds)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+    [
+      file.id,
+      file.uploaderId,
+      file.storageKey,
+      file.filename,
+      file.contentType,
+      file.size,
+      file.sha256,
+      file.createdAt,
+      file.durationSeconds,
+    ],
   );
 }
 

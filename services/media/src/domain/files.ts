@@ -27,8 +27,16 @@ export async function getOwnFile(deps: Deps, ctx: RequestContext, id: string): P
 export async function describeFile(deps: Deps, id: string): Promise<MediaFileReply> {
   const row = await findMediaFile(deps.pool, id);
   if (!row) throw notFound('File');
-  const { id: fileId, uploaderId, filename, contentType, size } = row;
-  return { id: fileId, uploaderId, filename, contentType, size, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, fileId, filename) };
+  const { id: fileId, uploaderId, filename, contentType, size, durationSeconds } = row;
+  return {
+    id: fileId,
+    uploaderId,
+    filename,
+    contentType,
+    size,
+    durationSeconds,
+    url: fileUrl(deps.config.MEDIA_PUBLIC_URL, fileId, filename),
+  };
 }
 
 /**

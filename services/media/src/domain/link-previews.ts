@@ -134,6 +134,7 @@ async function keepImage(deps: PreviewDeps, bytes: Buffer): Promise<string | nul
       contentType,
       size: bytes.length,
       sha256,
+      durationSeconds: null,
       createdAt: deps.now(),
     });
   } catch (err) {

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
 import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
+import { parseStream } from 'music-metadata';
 import { insertMediaFile } from '../db/media-files.ts';
 import { lockUploader } from '../db/quota.ts';
 import type { MediaDeps } from '../deps.ts';
@@ -25,6 +26,7 @@ export interface StoredFile {
   contentType: string;
   size: number;
   sha256: string;
+  durationSeconds: number | null;
 }
 
 /**
@@ -44,7 +46,25 @@ export async function storeFile(deps: Deps, file: IncomingFile): Promise<StoredF
     }
   }
   const { contentType } = await deps.storage.put(id, measured(), sniffContentType);
-  return { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
+  const stored = { id, storageKey: id, filename: sanitizeFilename(file.filename), contentType, size, sha256: digest.digest('hex') };
+  return { ...stored, durationSeconds: await audioDurationSeconds(deps, stored) };
+}
+
+/**
+ * The length of an audio file from its own metadata (music-metadata reads the stored object back;
+ * the upload itself streams and never holds the file). Null for other files, and for audio whose
+ * length cannot be read: the player then waits for a skip, as for a track of unknown length.
+ */
+async function audioDurationSeconds(deps: Deps, file: { storageKey: string; contentType: string; size: number }): Promise<number | null> {
+  if (!file.contentType.startsWith('audio/')) return null;
+  try {
+    const bytes = await deps.storage.read(file.storageKey);
+    const { format } = await parseStream(bytes, { mimeType: file.contentType, size: file.size }, { duration: true, skipCovers: true });
+    bytes.destroy();
+    return format.duration !== undefined && Number.isFinite(format.duration) ? format.duration : null;
+  } catch {
+    return null;
+  }
 }
 
 /**

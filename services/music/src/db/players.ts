@@ -1,4 +1,4 @@
-import type { PlayerState, Track } from '@chat/contracts';
+import type { LoopMode, PlayerState, Track } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
 
 /** The player row as a control sees it under its lock. */
@@ -9,6 +9,10 @@ export interface LockedPlayer {
   playing: boolean;
   paused: boolean;
   volume: number;
+  loop: LoopMode;
+  shuffle: boolean;
+  /** When the current track ends by itself; null while idle, paused or of unknown length. */
+  endsAt: Date | null;
 }
 
 interface PlayerRow extends Record<string, unknown> {
@@ -19,6 +23,9 @@ interface PlayerRow extends Record<string, unknown> {
   position_ms: number | null;
   volume: number;
   version: number;
+  loop: LoopMode;
+  shuffle: boolean;
+  ends_at: string | null;
 }
 
 interface TrackRow extends Record<string, unknown> {
@@ -27,6 +34,7 @@ interface TrackRow extends Record<string, unknown> {
   title: string;
   requested_by: string;
   added_at: string;
+  duration_ms: string | null;
 }
 
 // clock_timestamp(), not now(): a control may have waited for the row lock, and the track starts
@@ -35,19 +43,41 @@ const POSITION_MS = `CASE
   WHEN paused_position_ms IS NOT NULL THEN paused_position_ms
   WHEN started_at IS NOT NULL THEN greatest(0, floor(extract(epoch FROM clock_timestamp() - started_at) * 1000))::bigint
 END`;
-const PLAYER_COLUMNS = `channel_id, server_id, started_at, paused_position_ms, volume, version, ${POSITION_MS} AS position_ms`;
-const TRACK_COLUMNS = 'id, url, title, requested_by, added_at';
+const PLAYER_COLUMNS = `channel_id, server_id, started_at, paused_position_ms, volume, version, loop, shuffle, ends_at,
+  ${POSITION_MS} AS position_ms`;
+const TRACK_COLUMNS = 'id, url, title, requested_by, added_at, duration_ms';
+const PLAY_ORDER = 'ORDER BY sort_key, seq';
 
 /** Creates the channel's player when missing, then locks its row until the transaction ends. */
 export async function lockPlayer(tx: Queryable, channelId: string, serverId: string): Promise<LockedPlayer> {
   await exec(tx, 'INSERT INTO players (channel_id, server_id) VALUES ($1, $2) ON CONFLICT (channel_id) DO NOTHING', [channelId, serverId]);
   const row = await one<PlayerRow>(tx, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1 FOR UPDATE`, [channelId], 'Player');
+  return toLockedPlayer(row);
+}
+
+/**
+ * Locks players whose current track has ended by `now`, skipping those another replica (or a
+ * control) holds: each end is handled by whoever locked it, once.
+ */
+export async function lockDuePlayers(tx: Queryable, now: Date, limit: number): Promise<LockedPlayer[]> {
+  const rows = await many<PlayerRow>(
+    tx,
+    `SELECT ${PLAYER_COLUMNS} FROM players WHERE ends_at <= $1 ORDER BY ends_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    [now, limit],
+  );
+  return rows.map(toLockedPlayer);
+}
+
+function toLockedPlayer(row: PlayerRow): LockedPlayer {
   return {
     channelId: row.channel_id,
     serverId: row.server_id,
     playing: row.started_at !== null,
     paused: row.paused_position_ms !== null,
     volume: row.volume,
+    loop: row.loop,
+    shuffle: row.shuffle,
+    endsAt: row.ends_at === null ? null : new Date(row.ends_at),
   };
 }
 
@@ -55,7 +85,11 @@ export async function lockPlayer(tx: Queryable, channelId: string, serverId: str
 export async function readPlayerState(db: Queryable, channelId: string): Promise<PlayerState | undefined> {
   const row = await maybeOne<PlayerRow>(db, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1`, [channelId]);
   if (!row) return undefined;
-  const [current, ...queue] = (await listTracks(db, channelId)).map(toTrack);
+  const tracks = (await listTracks(db, channelId)).map(toTrack);
+  // An idle player may hold queued tracks (POST /v1/music/queue): then all of them are upcoming.
+  const playing = row.started_at !== null;
+  const current = row.started_at !== null ? tracks[0] : undefined;
+  const queue = playing ? tracks.slice(1) : tracks;
   return {
     channelId: row.channel_id,
     serverId: row.server_id,
@@ -64,16 +98,18 @@ export async function readPlayerState(db: Queryable, channelId: string): Promise
     volume: row.volume,
     queue,
     version: row.version,
+    loop: row.loop,
+    shuffle: row.shuffle,
   };
 }
 
 async function listTracks(db: Queryable, channelId: string): Promise<TrackRow[]> {
-  return many<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ORDER BY seq`, [channelId]);
+  return many<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ${PLAY_ORDER}`, [channelId]);
 }
 
 /** The first track of the queue: the one playing (or paused). */
 export async function findCurrentTrack(db: Queryable, channelId: string): Promise<Track | undefined> {
-  const row = await maybeOne<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ORDER BY seq LIMIT 1`, [channelId]);
+  const row = await maybeOne<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ${PLAY_ORDER} LIMIT 1`, [channelId]);
   return row && toTrack(row);
 }
 
@@ -82,14 +118,45 @@ export async function countTracks(db: Queryable, channelId: string): Promise<num
   return row.count;
 }
 
+/** Adds a track at the end of the play order. */
 export async function insertTrack(tx: Queryable, channelId: string, track: Omit<Track, 'addedAt'>): Promise<void> {
-  await exec(tx, 'INSERT INTO tracks (id, channel_id, url, title, requested_by) VALUES ($1, $2, $3, $4, $5)', [
-    track.id,
+  await exec(
+    tx,
+    `INSERT INTO tracks (id, channel_id, url, title, requested_by, duration_ms, sort_key)
+     VALUES ($1, $2, $3, $4, $5, $6, (SELECT coalesce(max(sort_key), 0) + 1 FROM tracks WHERE channel_id = $2))`,
+    [track.id, channelId, track.url, track.title, track.requestedBy, track.durationMs],
+  );
+}
+
+/** Puts a track first in the play order (shuffle's pick becomes the current one). */
+export async function moveTrackToFront(tx: Queryable, channelId: string, trackId: string): Promise<void> {
+  await exec(tx, 'UPDATE tracks SET sort_key = (SELECT min(sort_key) - 1 FROM tracks WHERE channel_id = $1) WHERE id = $2', [
     channelId,
-    track.url,
-    track.title,
-    track.requestedBy,
+    trackId,
   ]);
+}
+
+/** Puts a track last in the play order (queue loop). */
+export async function moveTrackToBack(tx: Queryable, channelId: string, trackId: string): Promise<void> {
+  await exec(tx, 'UPDATE tracks SET sort_key = (SELECT max(sort_key) + 1 FROM tracks WHERE channel_id = $1) WHERE id = $2', [
+    channelId,
+    trackId,
+  ]);
+}
+
+/** A random track of the queue other than `except` (shuffle). */
+export async function randomTrack(tx: Queryable, channelId: string, except: string): Promise<string | undefined> {
+  const row = await maybeOne<{ id: string }>(tx, 'SELECT id FROM tracks WHERE channel_id = $1 AND id <> $2 ORDER BY random() LIMIT 1', [
+    channelId,
+    except,
+  ]);
+  return row?.id;
+}
+
+/** Whether the track is in the channel's queue, and whether it is the current one. */
+export async function findQueuedTrack(tx: Queryable, channelId: string, trackId: string): Promise<Track | undefined> {
+  const row = await maybeOne<TrackRow>(tx, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 AND id = $2`, [channelId, trackId]);
+  return row && toTrack(row);
 }
 
 export async function deleteTrack(tx: Queryable, trackId: string): Promise<void> {
@@ -100,9 +167,36 @@ export async function deleteAllTracks(tx: Queryable, channelId: string): Promise
   await exec(tx, 'DELETE FROM tracks WHERE channel_id = $1', [channelId]);
 }
 
-/** The (new) first track starts now, unpaused. */
-export async function startCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, 'UPDATE players SET started_at = clock_timestamp(), paused_position_ms = NULL WHERE channel_id = $1', [channelId]);
+/** The (new) first track starts, unpaused: now, or (for the clock) right when the previous one ended. */
+export async function startCurrentTrack(tx: Queryable, channelId: string, at: Date | null = null): Promise<void> {
+  await exec(tx, 'UPDATE players SET started_at = coalesce($2, clock_timestamp()), paused_position_ms = NULL WHERE channel_id = $1', [
+    channelId,
+    at,
+  ]);
+}
+
+/**
+ * Recomputes when the current track ends: its start plus its length while it plays; nothing
+ * while idle, paused or of unknown length. Answers the new end.
+ */
+export async function refreshEndsAt(tx: Queryable, channelId: string): Promise<Date | null> {
+  const row = await one<{ ends_at: string | null }>(
+    tx,
+    `UPDATE players p SET ends_at = CASE WHEN p.started_at IS NOT NULL AND p.paused_position_ms IS NULL
+       THEN p.started_at + (SELECT t.duration_ms FROM tracks t WHERE t.channel_id = p.channel_id ${PLAY_ORDER} LIMIT 1) * interval '1 millisecond'
+     END
+     WHERE p.channel_id = $1 RETURNING p.ends_at`,
+    [channelId],
+  );
+  return row.ends_at === null ? null : new Date(row.ends_at);
+}
+
+export async function setModes(tx: Queryable, channelId: string, modes: { loop?: LoopMode; shuffle?: boolean }): Promise<void> {
+  await exec(tx, 'UPDATE players SET loop = coalesce($2, loop), shuffle = coalesce($3, shuffle) WHERE channel_id = $1', [
+    channelId,
+    modes.loop ?? null,
+    modes.shuffle ?? null,
+  ]);
 }
 
 /** Nothing is current any more. */
@@ -135,5 +229,12 @@ export async function markChanged(tx: Queryable, channelId: string): Promise<voi
 }
 
 function toTrack(row: TrackRow): Track {
-  return { id: row.id, url: row.url, title: row.title, requestedBy: row.requested_by, addedAt: row.added_at };
+  return {
+    id: row.id,
+    url: row.url,
+    title: row.title,
+    requestedBy: row.requested_by,
+    addedAt: row.added_at,
+    durationMs: row.duration_ms === null ? null : Number(row.duration_ms),
+  };
 }

@@ -4,21 +4,26 @@ import {
   MUSIC_SUBJECTS,
   type PlayBody,
   type PlayerAction,
+  type PlayerModesBody,
   type PlayerState,
   type PlayerTarget,
   type PlayerUpdatedEvent,
+  type QueueBody,
   type SkipBody,
   type VolumeBody,
 } from '@chat/contracts';
-import { type Bus, conflict, enqueueEvent, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { type Bus, conflict, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import { askVoiceAccess } from '../bus/guilds.ts';
 import * as players from '../db/players.ts';
 import { assertCanControl, assertCanListen } from './access.ts';
+import { trackDurationMs } from './durations.ts';
 
 export interface PlayerDeps {
   pool: Pool;
   bus: Bus;
+  log?: Logger;
 }
 
 /** A change to a locked player; answers false when there was nothing to change (no event then). */
@@ -32,15 +37,55 @@ export async function getPlayer(deps: PlayerDeps, ctx: RequestContext, channelId
 }
 
 /** Enqueues a track; when the player is idle it becomes the current track at once. */
-export function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody): Promise<PlayerState> {
+export async function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody): Promise<PlayerState> {
+  const durationMs = await trackDurationMs(deps, body, ctx.requestId);
   return control(deps, ctx, body, 'play', async (tx, player) => {
-    if ((await players.countTracks(tx, body.channelId)) >= MAX_QUEUE_LENGTH) {
-      throw conflict(`The queue is full (${MAX_QUEUE_LENGTH} tracks)`);
-    }
-    const track = { id: uuidv7(), url: body.url, title: body.title ?? body.url, requestedBy: ctx.userId };
-    await players.insertTrack(tx, body.channelId, track);
+    await enqueue(tx, ctx, body, durationMs);
     if (!player.playing) await players.startCurrentTrack(tx, body.channelId);
     return true;
+  });
+}
+
+/** Adds a track at the end of the queue and never starts the player (POST /v1/music/queue). */
+export async function queue(deps: PlayerDeps, ctx: RequestContext, body: QueueBody): Promise<PlayerState> {
+  const durationMs = await trackDurationMs(deps, body, ctx.requestId);
+  return control(deps, ctx, body, 'queue', async (tx) => {
+    await enqueue(tx, ctx, body, durationMs);
+    return true;
+  });
+}
+
+async function enqueue(tx: Queryable, ctx: RequestContext, body: QueueBody, durationMs: number | null): Promise<void> {
+  if ((await players.countTracks(tx, body.channelId)) >= MAX_QUEUE_LENGTH) {
+    throw conflict(`The queue is full (${MAX_QUEUE_LENGTH} tracks)`);
+  }
+  await players.insertTrack(tx, body.channelId, {
+    id: uuidv7(),
+    url: body.url,
+    title: body.title ?? body.url,
+    requestedBy: ctx.userId,
+    durationMs,
+  });
+}
+
+/** Removes one upcoming track; the current one is skipped, not removed. */
+export async function removeQueueItem(deps: PlayerDeps, ctx: RequestContext, channelId: string, itemId: string): Promise<void> {
+  await control(deps, ctx, { channelId }, 'remove', async (tx) => {
+    const track = await players.findQueuedTrack(tx, channelId, itemId);
+    if (!track) throw notFound('Queue item');
+    if ((await players.findCurrentTrack(tx, channelId))?.id === itemId) throw conflict('That track is playing: skip it');
+    await players.deleteTrack(tx, itemId);
+    return true;
+  });
+}
+
+/** Sets loop and shuffle (no change, no event, when they already are so). */
+export function setModes(deps: PlayerDeps, ctx: RequestContext, channelId: string, body: PlayerModesBody): Promise<PlayerState> {
+  return control(deps, ctx, { channelId }, 'modes', async (tx, player) => {
+    const changed =
+      (body.loop !== undefined && body.loop !== player.loop) || (body.shuffle !== undefined && body.shuffle !== player.shuffle);
+    if (changed) await players.setModes(tx, channelId, body);
+    return changed;
   });
 }
 
@@ -49,13 +94,11 @@ export function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody): Pro
  * that two people pressing skip on the same track skip it once: the second sees a stale track.
  */
 export async function skip(deps: PlayerDeps, ctx: RequestContext, body: SkipBody): Promise<void> {
-  await control(deps, ctx, body, 'skip', async (tx) => {
+  await control(deps, ctx, body, 'skip', async (tx, player) => {
     const current = await players.findCurrentTrack(tx, body.channelId);
     const stillCurrent = current && current.url === body.url && (body.trackId === undefined || body.trackId === current.id);
     if (!stillCurrent) throw conflict('That track is no longer playing');
-    await players.deleteTrack(tx, current.id);
-    const next = await players.findCurrentTrack(tx, body.channelId);
-    await (next ? players.startCurrentTrack(tx, body.channelId) : players.markIdle(tx, body.channelId));
+    await advanceQueue(tx, player, { endedBy: 'skip', at: null });
     return true;
   });
 }
@@ -104,24 +147,60 @@ export function setVolume(deps: PlayerDeps, ctx: RequestContext, body: VolumeBod
 async function control(
   deps: PlayerDeps,
   ctx: RequestContext,
-  target: PlayerTarget,
+  target: { channelId: string; serverId?: string },
   action: PlayerAction,
   change: Change,
 ): Promise<PlayerState> {
   const access = await askVoiceAccess(deps.bus, { channelId: target.channelId, userId: ctx.userId }, ctx.requestId);
   assertCanControl(access, ctx.userId, target);
   return withTx(deps.pool, async (tx) => {
-    const player = await players.lockPlayer(tx, target.channelId, target.serverId);
+    const player = await players.lockPlayer(tx, target.channelId, access.channel.serverId);
     const changed = await change(tx, player);
-    if (changed) await players.markChanged(tx, target.channelId);
-    // lockPlayer created the row when it was missing, so there is a state to read.
-    const state = (await players.readPlayerState(tx, target.channelId)) as PlayerState;
-    if (changed) {
-      const event: PlayerUpdatedEvent = { action, actorId: ctx.userId, player: state };
-      await enqueueEvent(tx, MUSIC_SUBJECTS.playerUpdated, event, ctx.requestId);
-    }
-    return state;
+    return changed ? commitChange(tx, target.channelId, action, ctx.userId, ctx.requestId) : readState(tx, target.channelId);
   });
+}
+
+/** After a change under the lock: the clock's next end, the version, and the event with the whole player. */
+export async function commitChange(
+  tx: Queryable,
+  channelId: string,
+  action: PlayerAction,
+  actorId: string,
+  requestId?: string,
+): Promise<PlayerState> {
+  await players.refreshEndsAt(tx, channelId);
+  await players.markChanged(tx, channelId);
+  const state = await readState(tx, channelId);
+  const event: PlayerUpdatedEvent = { action, actorId, player: state };
+  await enqueueEvent(tx, MUSIC_SUBJECTS.playerUpdated, event, requestId);
+  return state;
+}
+
+// lockPlayer created the row when it was missing, so there is a state to read.
+const readState = async (tx: Queryable, channelId: string) => (await players.readPlayerState(tx, channelId)) as PlayerState;
+
+/**
+ * Moves past the current track, by a skip or because it ended (`at`: when it ended, so the next
+ * one starts exactly then; null for now). Track loop replays an ended track; queue loop puts the
+ * finished track back at the end; shuffle picks the next one at random.
+ */
+export async function advanceQueue(
+  tx: Queryable,
+  player: players.LockedPlayer,
+  how: { endedBy: 'skip' | 'clock'; at: Date | null },
+): Promise<void> {
+  const { channelId } = player;
+  const current = await players.findCurrentTrack(tx, channelId);
+  if (!current) return players.markIdle(tx, channelId);
+  if (how.endedBy === 'clock' && player.loop === 'track') return players.startCurrentTrack(tx, channelId, how.at);
+  if (player.loop === 'queue') await players.moveTrackToBack(tx, channelId, current.id);
+  else await players.deleteTrack(tx, current.id);
+  if (player.shuffle) {
+    const pick = await players.randomTrack(tx, channelId, current.id);
+    if (pick) await players.moveTrackToFront(tx, channelId, pick);
+  }
+  const next = await players.findCurrentTrack(tx, channelId);
+  await (next ? players.startCurrentTrack(tx, channelId, how.at) : players.markIdle(tx, channelId));
 }
 
 function assertPlaying(player: players.LockedPlayer): void {
@@ -129,5 +208,5 @@ function assertPlaying(player: players.LockedPlayer): void {
 }
 
 function idlePlayer(channelId: string, serverId: string): PlayerState {
-  return { channelId, serverId, current: null, paused: false, volume: DEFAULT_VOLUME, queue: [], version: 0 };
+  return { channelId, serverId, current: null, paused: false, volume: DEFAULT_VOLUME, queue: [], version: 0, loop: 'off', shuffle: false };
 }

@@ -15,4 +15,10 @@ export function registerMusicRoutes(app: FastifyInstance, deps: player.PlayerDep
   route(app, musicRoutes.resume, async (req) => player.resume(deps, contextOf(req), req.body));
   route(app, musicRoutes.stop, async (req) => player.stop(deps, contextOf(req), req.body));
   route(app, musicRoutes.volume, async (req) => player.setVolume(deps, contextOf(req), req.body));
+  route(app, musicRoutes.queue, async (req) => player.queue(deps, contextOf(req), req.body));
+  route(app, musicRoutes.removeQueueItem, async (req) => {
+    await player.removeQueueItem(deps, contextOf(req), req.params.channelId, req.params.itemId);
+    return undefined;
+  });
+  route(app, musicRoutes.modes, async (req) => player.setModes(deps, contextOf(req), req.params.channelId, req.body));
 }

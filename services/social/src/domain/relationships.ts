@@ -1,5 +1,6 @@
-import { type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
+import { type Activity, type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
 import { badRequest, conflict, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { activitiesOf } from '../db/games.ts';
 import {
   deleteBlock,
   deleteFriendship,
@@ -124,6 +125,17 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-export const friendsOf = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listFriends(deps.pool, ctx.userId);
+/** The caller's friends, each with what they are playing (one query for all of them). */
+export async function friendsOf(deps: Deps, ctx: RequestContext): Promise<(ListedUser & { activity?: Activity })[]> {
+  const friends = await listFriends(deps.pool, ctx.userId);
+  const activities = await activitiesOf(
+    deps.pool,
+    friends.map((f) => f.user.id),
+  );
+  return friends.map((f) => {
+    const activity = activities.get(f.user.id);
+    return activity ? { ...f, activity } : f;
+  });
+}
 export const blockedBy = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listBlocked(deps.pool, ctx.userId);
 export const pendingRequestsOf = (deps: Deps, ctx: RequestContext): Promise<PendingRequest[]> => listRequests(deps.pool, ctx.userId);

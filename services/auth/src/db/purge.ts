@@ -1,0 +1,37 @@
+import { exec, type Queryable } from '@chat/kit';
+
+/** How many rows of each kind one purge removed. */
+export interface PurgeCounts {
+  pendingRegistrations: number;
+  refreshTokens: number;
+  sessions: number;
+  passwordResets: number;
+  resetFailures: number;
+  mailSends: number;
+}
+
+/**
+ * Removes what no rule reads any more, each by the rule that made it useless:
+ * - a pending registration a day after it was started (its codes live 15 minutes; resend works
+ *   within that day);
+ * - a refresh token once expired: an expired token is refused whether or not it was used, so it
+ *   is no longer needed to recognise reuse;
+ * - a session with no refresh token left that was revoked, or started longer ago than a refresh
+ *   token lives (its access tokens expired long before);
+ * - a reset code a day after it expired; wrong-code counts after a day; mail counts after an hour.
+ */
+export async function purgeExpired(db: Queryable, refreshTtlDays: number): Promise<PurgeCounts> {
+  const pendingRegistrations = await exec(db, "DELETE FROM pending_registrations WHERE created_at < now() - interval '1 day'");
+  const refreshTokens = await exec(db, 'DELETE FROM refresh_tokens WHERE expires_at < now()');
+  const sessions = await exec(
+    db,
+    `DELETE FROM sessions s
+     WHERE (s.revoked_at IS NOT NULL OR s.created_at < now() - make_interval(days => $1))
+       AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.session_id = s.id)`,
+    [refreshTtlDays],
+  );
+  const passwordResets = await exec(db, "DELETE FROM password_resets WHERE code_expires_at < now() - interval '1 day'");
+  const resetFailures = await exec(db, "DELETE FROM password_reset_failures WHERE failed_at < now() - interval '1 day'");
+  const mailSends = await exec(db, "DELETE FROM mail_sends WHERE sent_at < now() - interval '1 hour'");
+  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends };
+}

@@ -1,0 +1,31 @@
+import { type PurgeCounts, purgeExpired } from '../db/purge.ts';
+import type { AuthDomainDeps } from '../deps.ts';
+
+export interface Purger {
+  stop(): Promise<void>;
+}
+
+/** One purge of expired registrations, tokens, sessions, codes and counters (see purgeExpired). */
+export async function purgeOnce(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Promise<PurgeCounts> {
+  const counts = await purgeExpired(deps.pool, deps.config.REFRESH_TOKEN_TTL_DAYS);
+  if (Object.values(counts).some((n) => n > 0)) deps.log.info({ purged: counts }, 'purged expired auth records');
+  return counts;
+}
+
+/**
+ * Purges every PURGE_INTERVAL_SECONDS. Every replica may run one: the deletes are idempotent, and
+ * a failure waits for the next tick.
+ */
+export function startPurger(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Purger {
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = running.then(() => purgeOnce(deps)).catch((err) => deps.log.warn({ err }, 'purge failed; will retry'));
+  }, deps.config.PURGE_INTERVAL_SECONDS * 1_000);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { TokenPair } from '@chat/contracts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { newAccount, startAuth, startMailbox } from './helpers.ts';
+
+const mailbox = await startMailbox();
+const { app, runtime } = await startAuth({ env: { SMTP_URL: mailbox.url, MAILS_PER_ADDRESS_PER_HOUR: '100' } });
+afterAll(async () => {
+  await app.close();
+  await runtime.close();
+  await mailbox.close();
+});
+
+const post = (url: string, payload: object) => app.inject({ method: 'POST', url, payload });
+const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+
+async function account() {
+  const body = newAccount('reset');
+  const res = await post('/v1/auth/register', body);
+  expect(res.statusCode).toBe(201);
+  return { ...body, id: TokenPair.parse(res.json()).user.id };
+}
+
+/** Asks for a reset code and returns it; the previous code's minute is made to have passed (no waiting). */
+async function newResetCode(email: string, userId: string): Promise<string> {
+  await runtime.pool.query("UPDATE password_resets SET code_sent_at = now() - interval '2 minutes' WHERE user_id = $1", [userId]);
+  expect((await post('/v1/auth/forgot-password', { email })).statusCode).toBe(202);
+  return (await mailbox.mailTo(email)).code;
+}
+
+const storedCode = async (userId: string) =>
+  (await runtime.pool.query('SELECT code_hash, code_sent_at FROM password_resets WHERE user_id = $1', [userId])).rows[0];
+
+describe('password-reset attempts per account over a rolling day', () => {
+  it('after 20 wrong codes (four fresh codes of 5 tries), issues no new code and accepts none', async () => {
+    const user = await account();
+    for (let round = 0; round < 4; round++) {
+      const code = await newResetCode(user.email, user.id);
+      for (let i = 0; i < 5; i++) {
+        const wrong = await post('/v1/auth/reset-password', { email: user.email, code: wrongCode(code), password: 'a new password' });
+        expect(wrong.statusCode).toBe(400);
+        expect(wrong.json()).toEqual({ error: 'Invalid or expired code' });
+      }
+    }
+    const before = await storedCode(user.id);
+    await runtime.pool.query("UPDATE password_resets SET code_sent_at = now() - interval '2 minutes' WHERE user_id = $1", [user.id]);
+    const asked = await post('/v1/auth/forgot-password', { email: user.email });
+    // The same answer as ever (no hint), but no code was issued: the stored one is unchanged.
+    expect(asked.statusCode).toBe(202);
+    expect((await storedCode(user.id)).code_hash).toEqual(before.code_hash);
+    const count = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);
+    expect(count.rows[0].n).toBe(20);
+    // The password is unchanged: the old one still logs in.
+    expect((await post('/v1/auth/login', { login: user.email, password: user.password })).statusCode).toBe(200);
+  });
+
+  it('counts only the last day, and a successful reset clears the count', async () => {
+    const user = await account();
+    // 20 failures, all older than a day: they no longer count.
+    await runtime.pool.query(
+      "INSERT INTO password_reset_failures (user_id, failed_at) SELECT $1, now() - interval '25 hours' FROM generate_series(1, 20)",
+      [user.id],
+    );
+    const code = await newResetCode(user.email, user.id);
+    expect(
+      (await post('/v1/auth/reset-password', { email: user.email, code: wrongCode(code), password: 'a new password' })).statusCode,
+    ).toBe(400);
+    const done = await post('/v1/auth/reset-password', { email: user.email, code, password: 'a new password' });
+    expect(done.statusCode).toBe(200);
+    const count = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);
+    expect(count.rows[0].n).toBe(0);
+  });
+});
