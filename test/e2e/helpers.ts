@@ -55,3 +55,14 @@ export async function api(
   // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
   return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as any) : undefined };
 }
+
+/** Opens (or finds) the pair's conversation once social's read-model has heard of `other` from auth. */
+export async function conversationOnceKnown(user: TestUser, other: TestUser): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const res = await api('POST', '/v1/dm/conversations', { user, body: { userIds: [other.id] } });
+    if (res.status === 200 || res.status === 201) return res.body.id;
+    if (res.status !== 404 || Date.now() > deadline) throw new Error(`conversation answered ${res.status}: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

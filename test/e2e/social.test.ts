@@ -1,16 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { api, newUser, type TestUser } from './helpers.ts';
-
-/** Opens (or finds) the pair's conversation once social's read-model has heard of `other` from auth. */
-async function conversationOnceKnown(user: TestUser, other: TestUser): Promise<string> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const res = await api('POST', '/v1/dm/conversations', { user, body: { userIds: [other.id] } });
-    if (res.status === 200 || res.status === 201) return res.body.id;
-    if (res.status !== 404 || Date.now() > deadline) throw new Error(`conversation answered ${res.status}: ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { api, conversationOnceKnown, newUser } from './helpers.ts';
 
 describe('friends and direct messages through the gateway', () => {
   it('befriends, messages, hides the conversation from outsiders, and stops messages after a block', async () => {

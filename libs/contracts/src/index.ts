@@ -1,5 +1,6 @@
 export * from './auth.ts';
 export * from './bus.ts';
+export * from './calls.ts';
 export * from './common.ts';
 export * from './games.ts';
 export * from './guilds.ts';

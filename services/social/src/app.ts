@@ -1,10 +1,22 @@
-import { createHttpApp, registerHealth } from '@chat/kit';
+import { createHttpApp, mediaGrantIssuer, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from './deps.ts';
+import type { CallDeps } from './domain/calls.ts';
+import { callRoutes } from './routes/calls.ts';
 import { dmRoutes } from './routes/dm.ts';
 import { friendsRoutes } from './routes/friends.ts';
 import { gamesRoutes } from './routes/games.ts';
 import { keysRoutes } from './routes/keys.ts';
+
+/** What the calls domain needs, from the service's deps (main runs the call clock with the same). */
+export function callDeps(deps: SocialDeps): CallDeps {
+  return {
+    pool: deps.pool,
+    issueMediaGrant: mediaGrantIssuer(deps.config),
+    ringTimeoutSeconds: deps.config.CALL_RING_TIMEOUT_SECONDS,
+    now: () => new Date(),
+  };
+}
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
@@ -14,5 +26,6 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   dmRoutes(app, deps);
   keysRoutes(app, deps);
   gamesRoutes(app, deps);
+  callRoutes(app, callDeps(deps));
   return app;
 }

@@ -1,8 +1,9 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
-import { buildApp } from './app.ts';
+import { buildApp, callDeps } from './app.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
+import { startCallClock } from './domain/calls.ts';
 import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
@@ -16,11 +17,15 @@ const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.
 const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
-const app = await buildApp({ ...runtime, config, tokens });
+const deps = { ...runtime, config, tokens };
+const app = await buildApp(deps);
+// Unanswered calls end as missed on time; every replica runs the clock, each call ends once.
+const callClock = startCallClock({ ...callDeps(deps), log: runtime.log });
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
   consumers: [users, revocations],
+  onClose: () => callClock.stop(),
 });

@@ -25,7 +25,8 @@ export async function createHarness(
   const issuer = await createTestIssuer();
   const config = loadConfig(SocialConfig, { ...runtime.env, ...options.env });
   const tokens = issuer.verifier();
-  const app: FastifyInstance = await buildApp({ ...runtime, config, tokens, ...(options.clock ? { clock: options.clock } : {}) });
+  const deps = { ...runtime, config, tokens, ...(options.clock ? { clock: options.clock } : {}) };
+  const app: FastifyInstance = await buildApp(deps);
   await ensureStream(runtime.bus, STREAMS.auth);
   let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
   const media = await startMediaStandIn(runtime);
@@ -39,6 +40,7 @@ export async function createHarness(
 
   return {
     runtime,
+    deps,
     app,
     media,
     close,

@@ -40,6 +40,7 @@ export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
   '/v1/webhooks': 'guilds',
   '/v1/friends': 'social',
   '/v1/dm': 'social',
+  '/v1/calls': 'social',
   '/v1/keys': 'social',
   '/v1/games': 'social',
   // Until the gateway routes by each contract's service: social's route under auth's prefix.

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Call, CallParams, JoinedCall } from '../calls.ts';
 import { IdParams } from '../common.ts';
 import { Activity, Game, GameSearchQuery, PutActivityBody } from '../games.ts';
 import { Device, DeviceParams, KeyBundle, OneTimeKeyCount, PutDeviceBody, UploadOneTimeKeysBody } from '../keys.ts';
@@ -323,4 +324,63 @@ export const gamesRoutes = {
 };
 
 /** Every route of the social service. */
-export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...keysRoutes, ...gamesRoutes };
+const CALL_VISIBILITY = { 404: 'No such call, or not in its conversation' };
+
+const callRoutes = {
+  startCall: defineRoute({
+    method: 'POST',
+    path: '/v1/dm/conversations/:id/call',
+    service: 'social',
+    summary: "Ring the other participants: 201 with the call and the caller's media grant. Unanswered ringing ends after 30 s as missed",
+    params: CallParams,
+    status: 201,
+    response: JoinedCall,
+    errors: {
+      403: 'Blocked: the other person cannot be rung',
+      404: 'Unknown conversation',
+      409: 'A call is already live in this conversation',
+    },
+  }),
+  getCall: defineRoute({
+    method: 'GET',
+    path: '/v1/calls/:id',
+    service: 'social',
+    summary: 'A call, to the participants of its conversation',
+    params: CallParams,
+    status: 200,
+    response: Call,
+    errors: CALL_VISIBILITY,
+  }),
+  acceptCall: defineRoute({
+    method: 'POST',
+    path: '/v1/calls/:id/accept',
+    service: 'social',
+    summary: 'Answer (or rejoin) a live call: the call, active, and the media grant for its room',
+    params: CallParams,
+    status: 200,
+    response: JoinedCall,
+    errors: { ...CALL_VISIBILITY, 409: 'The call has ended' },
+  }),
+  declineCall: defineRoute({
+    method: 'POST',
+    path: '/v1/calls/:id/decline',
+    service: 'social',
+    summary: 'Decline a ringing call; when nobody is left to answer, it ends',
+    params: CallParams,
+    status: 200,
+    response: Call,
+    errors: { ...CALL_VISIBILITY, 409: 'Not ringing for the caller' },
+  }),
+  leaveCall: defineRoute({
+    method: 'POST',
+    path: '/v1/calls/:id/leave',
+    service: 'social',
+    summary: 'Leave a call (the initiator leaving a ringing call cancels it); the call ends when its last participant leaves',
+    params: CallParams,
+    status: 200,
+    response: Call,
+    errors: { ...CALL_VISIBILITY, 409: 'Not in the call' },
+  }),
+};
+
+export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...keysRoutes, ...gamesRoutes, ...callRoutes };
