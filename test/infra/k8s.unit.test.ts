@@ -186,6 +186,19 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     }
   });
 
+  it('gives guilds, social and LiveKit the same key pair for media grants', () => {
+    type EnvVar = { name: string; value?: string; valueFrom?: { secretKeyRef: unknown } };
+    const livekit: EnvVar[] = find('Deployment', 'livekit')!.spec.template.spec.containers[0].env;
+    const ref = (env: EnvVar[], name: string) => env.find((v) => v.name === name)?.valueFrom?.secretKeyRef;
+    for (const name of ['guilds', 'social'] as const) {
+      for (const variable of ['LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET']) {
+        expect(ref(container(name).env, variable), `${name} ${variable}`).toEqual(ref(livekit, variable));
+        expect(ref(container(name).env, variable)).toBeDefined();
+      }
+    }
+    expect(livekit.find((v) => v.name === 'LIVEKIT_KEYS')?.value).toBe('$(LIVEKIT_API_KEY): $(LIVEKIT_API_SECRET)');
+  });
+
   it('keeps secrets out of the ConfigMaps and creates no Secret', () => {
     const configured = objects.filter((m) => m.kind === 'ConfigMap').flatMap((m) => Object.keys(m.data ?? {}));
     expect(configured).not.toContain('DATABASE_URL');
