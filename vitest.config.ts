@@ -21,6 +21,16 @@ export default defineConfig({
       },
       {
         test: {
+          // A platform of its own under load and injected faults (npm run test:faults for the full run).
+          name: 'faults',
+          include: ['test/faults/**/*.test.ts'],
+          globalSetup: ['test/setup/backing.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 180_000,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/setup/backing.ts', 'test/setup/platform.ts'],

@@ -12,8 +12,9 @@ const PROCESSES: ServiceProcess[] = ['gateway', 'auth', 'guilds', 'social', 'med
 
 beforeAll(async () => {
   const backing = inject('backing');
-  nats = await startTcpProxy(new URL(backing.natsUrl).host);
-  const natsUrl = { NATS_URL: `nats://${nats.address}` };
+  const target = new URL(backing.natsUrl);
+  nats = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
+  const natsUrl = { NATS_URL: nats.url('nats') };
   run = await startIsolatedPlatform({
     backing,
     label: 'met',

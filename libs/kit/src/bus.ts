@@ -14,11 +14,23 @@ import { AppError, PUBLIC_MESSAGES } from './errors.ts';
 import { natsRequestDuration, natsRequestFailures } from './metrics.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, tracingEnabled, withSpan } from './tracing.ts';
 
-/** A NATS connection with JetStream, scoped to a namespace (empty in production). */
+/**
+ * A NATS connection with JetStream, scoped to a namespace (empty in production). It may exist
+ * before the connection does: a process starts and serves HTTP without the bus, and `nc`, `js` and
+ * `jsm` throw a 503 AppError until the first connection is made.
+ */
 export interface Bus {
-  nc: NatsConnection;
-  js: JetStreamClient;
-  jsm: JetStreamManager;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  /** True while connected (false before the first connection and during a reconnect). */
+  readonly connected: boolean;
+  /** Resolves on the first connection. */
+  readonly ready: Promise<void>;
+  /** Calls `listener` with each connect (true) and disconnect (false); returns the unsubscribe. */
+  onConnection(listener: (connected: boolean) => void): () => void;
+  /** Stops connecting, drains the connection if there is one. */
+  close(): Promise<void>;
   /** The real subject of a logical one (`auth.user.updated` -> `<ns>.auth.user.updated`). */
   subject(logical: string): string;
   /** The real name of a logical stream or durable consumer. */
@@ -30,22 +42,175 @@ export interface Bus {
 export const REQUEST_ID_HEADER = 'x-request-id';
 const STATUS_HEADER = 'x-status';
 
-export async function connectBus(options: { url: string; namespace: string; name: string; log: Logger }): Promise<Bus> {
-  const nc = await connect({ servers: options.url, name: options.name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
-  void (async () => {
-    for await (const s of nc.status()) {
-      if (s.type === 'disconnect' || s.type === 'reconnect') options.log.warn({ nats: s.type }, 'nats connection status');
+export interface BusOptions {
+  url: string;
+  namespace: string;
+  name: string;
+  log: Logger;
+}
+
+/** Connects and waits for the connection (tests and scripts: they cannot do without the bus). */
+export async function connectBus(options: BusOptions): Promise<Bus> {
+  const bus = openBus(options);
+  await bus.ready;
+  return bus;
+}
+
+/** Waits between attempts at the first connection: 250 ms doubling up to 10 s, with jitter. */
+export function connectBackoffMs(attempt: number, random = Math.random()): number {
+  const base = Math.min(10_000, 250 * 2 ** Math.min(attempt, 10));
+  return Math.round(base * (0.8 + 0.4 * random));
+}
+
+/**
+ * Returns at once and connects in the background with back-off, for ever (until close()). Once
+ * connected, the client reconnects by itself; `onConnection` hears of both.
+ */
+export function openBus(options: BusOptions): Bus {
+  const { log } = options;
+  let nc: NatsConnection | undefined;
+  let js: JetStreamClient | undefined;
+  let jsm: JetStreamManager | undefined;
+  let connected = false;
+  let closed = false;
+  let wakeBackoff: (() => void) | undefined;
+  const listeners = new Set<(connected: boolean) => void>();
+  const setConnected = (value: boolean) => {
+    if (connected === value) return;
+    connected = value;
+    for (const listener of listeners) listener(value);
+  };
+  const ready = (async () => {
+    for (let attempt = 0; !closed; attempt++) {
+      try {
+        const conn = await connect({
+          servers: options.url,
+          name: options.name,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 500,
+          // A stalled link is noticed within ~15 s rather than the default four minutes.
+          pingInterval: 5_000,
+          maxPingOut: 2,
+        });
+        if (closed) {
+          await conn.close();
+          break;
+        }
+        [nc, js, jsm] = [conn, jetstream(conn), await jetstreamManager(conn)];
+        watchStatus(conn);
+        if (attempt > 0) log.info({ attempts: attempt + 1 }, 'connected to NATS');
+        setConnected(true);
+        return;
+      } catch (err) {
+        const waitMs = connectBackoffMs(attempt);
+        if (attempt === 0 || attempt % 10 === 0) log.warn({ err, waitMs }, 'NATS not reachable; serving without the bus and retrying');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wakeBackoff = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
     }
+    throw new AppError(503, 'Message bus closed');
   })();
+  // Nobody may await ready (a process that only serves HTTP): its rejection on close is expected.
+  ready.catch(() => {});
+
+  function watchStatus(conn: NatsConnection) {
+    void (async () => {
+      for await (const s of conn.status()) {
+        if (s.type === 'disconnect' || s.type === 'reconnect') log.warn({ nats: s.type }, 'nats connection status');
+        if (s.type === 'disconnect' || s.type === 'staleConnection') setConnected(false);
+        if (s.type === 'reconnect') setConnected(true);
+      }
+    })();
+    void conn.closed().then(() => setConnected(false));
+  }
+
+  const unavailable = () => new AppError(503, 'Message bus unavailable');
   const ns = options.namespace;
   const prefix = ns ? `${ns}.` : '';
   return {
-    nc,
-    js: jetstream(nc),
-    jsm: await jetstreamManager(nc),
+    get nc() {
+      if (!nc) throw unavailable();
+      return nc;
+    },
+    get js() {
+      if (!js) throw unavailable();
+      return js;
+    },
+    get jsm() {
+      if (!jsm) throw unavailable();
+      return jsm;
+    },
+    get connected() {
+      return connected;
+    },
+    ready,
+    onConnection(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      closed = true;
+      wakeBackoff?.();
+      if (nc && !nc.isClosed()) await nc.drain().catch(() => {});
+    },
     subject: (logical) => prefix + logical,
     name: (logical) => (ns ? `${ns}_${logical}` : logical),
     logical: (subject) => (prefix && subject.startsWith(prefix) ? subject.slice(prefix.length) : subject),
+  };
+}
+
+/** Something started on the bus that can be stopped (a consumer). */
+export interface BusTask {
+  stop(): Promise<void>;
+}
+
+const START_RETRY_MS = 2_000;
+
+/**
+ * Runs `start` once the bus is connected: at once (awaited) when it is, otherwise in the background
+ * when it connects. A failed start is logged and retried while connected. The returned task stops
+ * what `start` returned, or prevents a start that has not happened yet.
+ */
+export async function whenConnected(bus: Bus, log: Logger, what: string, start: () => Promise<BusTask | undefined>): Promise<BusTask> {
+  let started: BusTask | undefined;
+  let stopped = false;
+  let inFlight: Promise<void> | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const attempt = (): Promise<void> => {
+    if (started || stopped || !bus.connected) return Promise.resolve();
+    inFlight ??= (async () => {
+      try {
+        started = (await start()) ?? { stop: async () => {} };
+        unsubscribe();
+      } catch (err) {
+        log.warn({ err, what }, 'could not start on the bus; retrying');
+        retry = setTimeout(() => void attempt(), START_RETRY_MS);
+        retry.unref();
+      } finally {
+        inFlight = undefined;
+      }
+      if (stopped && started) await started.stop();
+    })();
+    return inFlight;
+  };
+  const unsubscribe = bus.onConnection((up) => {
+    if (up) void attempt();
+  });
+  await attempt();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      unsubscribe();
+      await inFlight;
+      await started?.stop();
+      started = undefined;
+    },
   };
 }
 
@@ -104,15 +269,19 @@ export function serveRpc<S extends z.ZodType>(
   handler: (data: z.output<S>, ctx: RpcContext) => Promise<unknown>,
 ): void {
   const queue = subject.split('.').slice(0, 2).join('.');
-  bus.nc.subscribe(bus.subject(subject), {
-    queue,
-    callback: (err, msg) => {
-      if (err) {
-        log.error({ err, subject }, 'rpc subscription failed');
-        return;
-      }
-      void answer(msg);
-    },
+  // Subscribes once connected; the client renews the subscription after each reconnect.
+  void whenConnected(bus, log, subject, async () => {
+    const sub = bus.nc.subscribe(bus.subject(subject), {
+      queue,
+      callback: (err, msg) => {
+        if (err) {
+          log.error({ err, subject }, 'rpc subscription failed');
+          return;
+        }
+        void answer(msg);
+      },
+    });
+    return { stop: async () => sub.unsubscribe() };
   });
 
   async function answer(msg: Msg) {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { AppError } from './errors.ts';
 import { watchPool } from './metrics.ts';
@@ -51,13 +52,13 @@ export async function exec(db: Queryable, sql: string, params: unknown[] = []): 
 
 async function run(db: Queryable, sql: string, params: unknown[]) {
   try {
-    return await db.query(sql, params);
+    return await ambientClient(db).query(sql, params);
   } catch (err) {
     throw translatePgError(err);
   }
 }
 
-const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ETIMEDOUT', 'ENOTFOUND']);
+const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND']);
 
 /** Maps driver errors to statuses: unique violations are conflicts, a lost database is a 503. */
 export function translatePgError(err: unknown): unknown {
@@ -66,7 +67,7 @@ export function translatePgError(err: unknown): unknown {
   if (code === '23505') return new AppError(409, uniqueMessage((err as { constraint?: string }).constraint), { cause: err });
   if (code === '22P02') return new AppError(400, 'Malformed identifier', { cause: err });
   if (code && PG_UNAVAILABLE.has(code)) return new AppError(503, 'Database unavailable', { cause: err });
-  if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated/.test(err.message)) {
+  if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated|not queryable/.test(err.message)) {
     return new AppError(503, 'Database unavailable', { cause: err });
   }
   return err;
@@ -96,14 +97,69 @@ function notifyEventsCommitted(): void {
   for (const listener of commitListeners) listener();
 }
 
+/**
+ * A transaction that spans a whole request (an idempotent route's): every withTx on its pool joins
+ * it as a savepoint, and the query helpers given that pool run on it, so the request's writes and
+ * what the route records about them commit together or not at all.
+ */
+interface AmbientTx {
+  pool: Pool;
+  client: pg.PoolClient;
+  /** Nested withTx calls take turns: savepoints on one connection cannot interleave. */
+  turn: Promise<unknown>;
+  inSavepoint: boolean;
+  savepoints: number;
+}
+const ambient = new AsyncLocalStorage<AmbientTx>();
+
+/** Runs `fn` in a transaction that every withTx and query helper on `pool` inside it joins. */
+export async function withRequestTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  return withTx(pool, (client) =>
+    ambient.run({ pool, client, turn: Promise.resolve(), inSavepoint: false, savepoints: 0 }, () => fn(client)),
+  );
+}
+
+function ambientClient(db: Queryable): Queryable {
+  const store = ambient.getStore();
+  return store && db === store.pool ? store.client : db;
+}
+
+async function inSavepoint<T>(store: AmbientTx, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  if (store.inSavepoint) return fn(store.client);
+  const run = async () => {
+    const name = `sp_${++store.savepoints}`;
+    await store.client.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await ambient.run({ ...store, inSavepoint: true }, () => fn(store.client));
+      await store.client.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (err) {
+      await store.client.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => {});
+      throw translatePgError(err);
+    }
+  };
+  const mine = store.turn.then(run, run);
+  store.turn = mine.catch(() => {});
+  return mine;
+}
+
 /** Runs `fn` in a transaction; commits when it resolves, rolls back when it throws. */
 export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+  const store = ambient.getStore();
+  if (store && store.pool === pool) return inSavepoint(store, fn);
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
   } catch (err) {
     throw translatePgError(err);
   }
+  // A connection that breaks while no query runs on it (the transaction waits on other work) emits
+  // 'error' on the client: unheard, that would end the process. The next query fails instead.
+  let broken: Error | undefined;
+  const onError = (err: Error) => {
+    broken = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -115,7 +171,9 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
     await client.query('ROLLBACK').catch(() => {});
     throw translatePgError(err);
   } finally {
-    client.release();
+    client.off('error', onError);
+    // A broken connection is closed, not handed to the next caller.
+    client.release(broken);
   }
 }
 

@@ -6,11 +6,15 @@ import {
   type DurableConsumerSpec,
   type EventEnvelope,
   ensureConsumer,
+  ensureStream,
   headerRecord,
   REQUEST_ID_HEADER,
   requestHeaders,
+  type StreamSpec,
+  whenConnected,
 } from './bus.ts';
 import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
+import { AppError } from './errors.ts';
 import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
 
@@ -47,10 +51,28 @@ export interface Relay {
 
 /**
  * Publishes outbox rows to JetStream in commit order, with the event id as Nats-Msg-Id so a
- * republish after a crash is deduplicated by the stream. Wakes on NOTIFY and polls as a fallback.
+ * republish after a crash is deduplicated by the stream. Wakes after each commit that wrote
+ * events and polls for other replicas' commits. While the bus is away the rows wait in the outbox
+ * (writes go on); a batch cut off by a disconnect is abandoned at once and sent again as soon as the
+ * bus is back, rather than after its publish timeout (the stream drops the repeats by id).
  */
-export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; batchSize?: number; pollMs?: number }): Relay {
+export function startOutboxRelay(options: {
+  pool: Pool;
+  bus: Bus;
+  log: Logger;
+  /** Created when missing before the first publish (a process may start before the bus). */
+  stream?: StreamSpec;
+  batchSize?: number;
+  pollMs?: number;
+}): Relay {
   const { pool, bus, log } = options;
+  let streamReady = !options.stream;
+  // Rejects the batch in flight when the connection drops: its acks will never come.
+  let abandonBatch: ((err: Error) => void) | undefined;
+  const unwatch = bus.onConnection((up) => {
+    if (up) wake?.();
+    else abandonBatch?.(new AppError(503, 'Message bus disconnected during a publish'));
+  });
   const batchSize = options.batchSize ?? 200;
   const pollMs = options.pollMs ?? 250;
   let running = true;
@@ -67,9 +89,14 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
     committedSinceDrain = true;
     wake?.();
   });
-  const unwatch = watchOutbox(pool);
+  const unwatchOutbox = watchOutbox(pool);
 
   async function publishBatch(): Promise<number> {
+    if (!bus.connected) throw new AppError(503, 'Message bus unavailable');
+    if (!streamReady && options.stream) {
+      await ensureStream(bus, options.stream);
+      streamReady = true;
+    }
     return withTx(pool, async (tx) => {
       // One relay at a time per database, so that replicas cannot interleave batches out of order.
       const { rows: lock } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS held', [RELAY_LOCK_KEY]);
@@ -85,7 +112,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       ]);
       if (rows.length === 0) return 0;
       // One connection keeps publish order; awaiting all acks together keeps the batch fast.
-      await Promise.all(
+      const acks = Promise.all(
         rows.map(async (row) => {
           // A span of the publication, under the change that wrote the event; consumers continue from it.
           const span = startSpan(`publish ${row.subject}`, {
@@ -94,17 +121,28 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
             attributes: { 'messaging.system': 'nats', 'messaging.destination.name': row.subject, 'messaging.message.id': row.id },
           });
           try {
-            await bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
+            const ack = await bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
               msgID: row.id,
               headers: requestHeaders(row.headers[REQUEST_ID_HEADER], traceHeaders(contextWithSpan(span))),
             });
             endSpan(span);
+            return ack;
           } catch (err) {
             endSpan(span, err);
             throw err;
           }
         }),
       );
+      const cut = new Promise<never>((_, reject) => {
+        abandonBatch = reject;
+      });
+      try {
+        await Promise.race([acks, cut]);
+      } finally {
+        abandonBatch = undefined;
+        // An abandoned batch's acks still settle later (timeouts); nobody waits for them.
+        acks.catch(() => {});
+      }
       await tx.query('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)', [rows.map((r) => r.seq)]);
       return rows.length;
     });
@@ -153,6 +191,7 @@ export function startOutboxRelay(options: { pool: Pool; bus: Bus; log: Logger; b
       await queue;
       unsubscribe();
       unwatch();
+      unwatchOutbox();
     },
   };
 }
@@ -171,9 +210,17 @@ export async function consumeEvents(options: {
   pool: Pool;
   log: Logger;
   spec: DurableConsumerSpec;
+  /** The stream followed, created when missing (its owner may start later). */
+  stream?: StreamSpec;
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
 }): Promise<ConsumerHandle> {
+  // Starts now when the bus is connected, otherwise as soon as it connects.
+  return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
+}
+
+async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
+  if (options.stream) await ensureStream(bus, options.stream);
   await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });

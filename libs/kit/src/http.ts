@@ -6,7 +6,9 @@ import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
+import type { Pool } from './db.ts';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+import { type IdempotencyScope, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
 import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, withSpan } from './tracing.ts';
@@ -48,7 +50,21 @@ export interface HttpAppOptions {
   trustProxy?: boolean | string | string[];
   /** Longest path parameter the router matches (default 100); longer ones answer 404. */
   maxParamLength?: number;
+  /** The service's database: where idempotent routes keep their keys (see route()'s `idempotent`). */
+  pool?: Pool;
 }
+
+export interface RouteOptions {
+  /**
+   * Accept an `Idempotency-Key` header, keys scoped to the caller (`'user'`) or to what the
+   * function derives from the request: the handler then runs in one transaction with the stored
+   * answer (see runIdempotent). For creating POSTs.
+   */
+  idempotent?: IdempotencyScope;
+}
+
+/** The option of a creating POST whose Idempotency-Keys belong to the caller. */
+export const IDEMPOTENT: RouteOptions = { idempotent: 'user' };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 // The 405 lookup must match paths exactly as the app's router does.
@@ -68,6 +84,14 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     trustProxy: options.trustProxy ?? false,
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
+    // The router's own answers (a path parameter over the limit, a URL that does not decode) in the
+    // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
+    frameworkErrors: (error, req, reply) => {
+      const path = req.url.split('?')[0] ?? '/';
+      const plain = reply as unknown as FastifyReply;
+      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return plain.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
+      return plain.code(400).send({ error: 'Malformed URL' });
+    },
   });
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   const running = new Set<Promise<unknown>>();
@@ -233,10 +257,42 @@ export type RouteHandler<C extends RouteContract> = (
  * Registers the handler of a contract: input validated by the contract's zod schemas, the bearer
  * token verified unless the route is public, and the success status taken from the contract.
  */
-export function route<C extends RouteContract>(app: FastifyInstance, contract: C, handler: RouteHandler<C>): void {
+export function route<C extends RouteContract>(
+  app: FastifyInstance,
+  contract: C,
+  handler: RouteHandler<C>,
+  routeOptions: RouteOptions = {},
+): void {
   const options = app.httpOptions;
   const tokens = options.tokens;
   if (contract.auth && !tokens) throw new Error(`${contract.method} ${contract.path} needs a token verifier`);
+  const { idempotent } = routeOptions;
+  if (idempotent && !options.pool) throw new Error(`${contract.method} ${contract.path} is idempotent: createHttpApp needs the pool`);
+  if (idempotent === 'user' && !contract.auth)
+    throw new Error(`${contract.method} ${contract.path}: a public route cannot scope keys to the user`);
+
+  /** Runs the handler and settles the status and body it answers (checked against the contract in tests). */
+  async function answer(req: FastifyRequest, reply: FastifyReply): Promise<{ status: number; body: unknown } | undefined> {
+    const result = await handler(req as never, reply);
+    if (reply.sent) return undefined;
+    if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
+    const schema = reply.statusCode === contract.status ? contract.response : contract.alternatives?.[reply.statusCode]?.response;
+    if (options.validateResponses && schema) {
+      const parsed = schema.safeParse(result);
+      if (!parsed.success) throw new Error(`Response of ${contract.method} ${contract.path} breaks its contract: ${parsed.error.message}`);
+    }
+    return { status: reply.statusCode, body: result };
+  }
+
+  async function answerOnce(req: FastifyRequest, reply: FastifyReply, key: string) {
+    const scope = idempotent === 'user' ? `user:${req.user.id}` : (idempotent as (r: FastifyRequest) => string)(req);
+    return runIdempotent(options.pool as Pool, req, reply, scope, key, async () => {
+      const settled = await answer(req, reply);
+      if (!settled) throw new Error(`${contract.method} ${contract.path} sent its own reply; an idempotent route must return it`);
+      return settled;
+    });
+  }
+
   app.contracts.push(contract);
   app.route({
     method: contract.method,
@@ -254,20 +310,15 @@ export function route<C extends RouteContract>(app: FastifyInstance, contract: C
         }
       : undefined,
     handler: async (req, reply) => {
+      const key = idempotent ? idempotencyKeyOf(req) : undefined;
       // Under the request's span, so that its NATS requests and events continue the trace.
-      const result = await tracked(
+      const settled = await tracked(
         app.runningHandlers,
-        withSpan(requestSpans.get(req), () => handler(req as never, reply)),
+        withSpan(requestSpans.get(req), () => (key ? answerOnce(req, reply, key) : answer(req, reply))),
       );
-      if (reply.sent) return reply;
-      if (reply.statusCode === 200 && contract.status !== 200) reply.code(contract.status);
-      const schema = reply.statusCode === contract.status ? contract.response : contract.alternatives?.[reply.statusCode]?.response;
-      if (options.validateResponses && schema) {
-        const parsed = schema.safeParse(result);
-        if (!parsed.success)
-          throw new Error(`Response of ${contract.method} ${contract.path} breaks its contract: ${parsed.error.message}`);
-      }
-      return reply.statusCode === 204 ? reply.send() : reply.send(result);
+      if (!settled) return reply;
+      reply.code(settled.status);
+      return settled.status === 204 ? reply.send() : reply.send(settled.body);
     },
   });
 }

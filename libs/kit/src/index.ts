@@ -5,6 +5,7 @@ export * from './errors.ts';
 export * from './events.ts';
 export * from './health.ts';
 export * from './http.ts';
+export * from './idempotency.ts';
 export * from './logger.ts';
 export * from './media-grants.ts';
 export * from './metrics.ts';

@@ -2,7 +2,7 @@ import { AUTH_SUBJECTS, SessionRevokedData, STREAMS } from '@chat/contracts';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
-import { type Bus, type EventEnvelope, ensureStream } from './bus.ts';
+import { type Bus, type EventEnvelope, ensureStream, whenConnected } from './bus.ts';
 import { revocationRetentionMs, type TokenVerifier, tokenVerifierFor } from './tokens.ts';
 
 /** A revoked session as the processes learn it from `auth.session.revoked`. */
@@ -52,20 +52,30 @@ export async function watchRevocations(options: {
     for (const [sessionId, until] of revoked) if (until <= at) revoked.delete(sessionId);
   };
 
-  await ensureStream(bus, STREAMS.auth);
-  const consumer = await bus.js.consumers.get(bus.name(STREAMS.auth.name), {
-    filter_subjects: bus.subject(AUTH_SUBJECTS.sessionRevoked),
-    deliver_policy: DeliverPolicy.StartTime,
-    opt_start_time: new Date(now() - retentionMs).toISOString(),
+  // Starts once the bus is there: a process starts and serves without it (until then it knows no
+  // revocation; the gateway's Redis denylist still refuses at the edge).
+  const task = await whenConnected(bus, log, 'session revocations', async () => {
+    await ensureStream(bus, STREAMS.auth);
+    const consumer = await bus.js.consumers.get(bus.name(STREAMS.auth.name), {
+      filter_subjects: bus.subject(AUTH_SUBJECTS.sessionRevoked),
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: new Date(now() - retentionMs).toISOString(),
+    });
+    const messages = await consumer.consume();
+    const done = (async () => {
+      for await (const msg of messages) {
+        const revocation = revocationOf(msg.data, retentionMs);
+        if (revocation) remember(revocation);
+        else log.error({ seq: msg.seq }, 'auth.session.revoked message is not a valid event; ignored');
+      }
+    })().catch((err) => log.error({ err }, 'session revocation consumer stopped'));
+    return {
+      async stop() {
+        await messages.close();
+        await done;
+      },
+    };
   });
-  const messages = await consumer.consume();
-  const done = (async () => {
-    for await (const msg of messages) {
-      const revocation = revocationOf(msg.data, retentionMs);
-      if (revocation) remember(revocation);
-      else log.error({ seq: msg.seq }, 'auth.session.revoked message is not a valid event; ignored');
-    }
-  })().catch((err) => log.error({ err }, 'session revocation consumer stopped'));
 
   return {
     isRevoked(sessionId) {
@@ -76,10 +86,7 @@ export async function watchRevocations(options: {
       return false;
     },
     onRevoked: (listener) => void listeners.push(listener),
-    async stop() {
-      await messages.close();
-      await done;
-    },
+    stop: () => task.stop(),
   };
 }
 

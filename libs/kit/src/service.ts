@@ -2,11 +2,12 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { type Bus, connectBus, ensureStream, type StreamSpec } from './bus.ts';
+import { type Bus, openBus, type StreamSpec } from './bus.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createPool, type Pool } from './db.ts';
 import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
-import type { HealthCheck } from './health.ts';
+import { type HealthCheck, optionalCheck } from './health.ts';
+import { purgeIdempotencyKeys } from './idempotency.ts';
 import { createLogger } from './logger.ts';
 import { type MetricsServer, startMetricsServer } from './metrics.ts';
 import { migrate } from './migrate.ts';
@@ -48,8 +49,11 @@ export interface Runtime {
 export const MIGRATE_ONLY_FLAG = '--migrate-only';
 
 /**
- * Logger, pool, migrations, bus, the service's stream and its outbox relay, in that order. With
- * `--migrate-only` among the arguments it stops after the migrations and exits 0.
+ * Logger, pool, migrations, then the bus and the outbox relay. The database is required (the
+ * process cannot serve without it); the bus is not: it connects in the background with back-off,
+ * and the relay creates the service's stream and starts publishing once it is there. Readiness
+ * fails without PostgreSQL and reports the bus as degraded.
+ * With `--migrate-only` among the arguments it stops after the migrations and exits 0.
  */
 export async function startRuntime(options: {
   service: string;
@@ -67,13 +71,24 @@ export async function startRuntime(options: {
     await pool.end();
     process.exit(0);
   }
-  const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
-  await ensureStream(bus, options.stream);
-  const relay = startOutboxRelay({ pool, bus, log });
-  return { log, pool, bus, relay, checks: { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) } };
+  const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
+  const relay = startOutboxRelay({ pool, bus, log, stream: options.stream });
+  // Keys older than 24 h no longer answer; this keeps the table from growing for ever.
+  const purge = setInterval(
+    () => void purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed')),
+    10 * 60_000,
+  );
+  purge.unref();
+  return { log, pool, bus, relay, checks: runtimeChecks(pool, bus) };
+}
+
+/** PostgreSQL is required; the bus only degrades the service (writes go on through the outbox). */
+export function runtimeChecks(pool: Pool, bus: Bus): Record<string, HealthCheck> {
+  return { postgres: () => pool.query('SELECT 1'), nats: optionalCheck(() => natsCheck(bus)) };
 }
 
 export async function natsCheck(bus: Bus): Promise<void> {
+  if (!bus.connected) throw new Error('not connected');
   if (bus.nc.isClosed()) throw new Error('connection closed');
   await bus.nc.flush();
 }
@@ -103,7 +118,7 @@ export async function serve(options: {
     await options.onClose?.();
     if (runtime) {
       await runtime.relay.stop();
-      await runtime.bus.nc.drain();
+      await runtime.bus.close();
       await runtime.pool.end();
     }
     // Last: the spans of everything above are exported before the process ends.

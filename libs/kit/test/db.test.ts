@@ -1,4 +1,4 @@
-import { createTestDatabase } from '@chat/testkit';
+import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createPool, exec, many, maybeOne, one, translatePgError, withTx } from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
@@ -134,5 +134,31 @@ describe('withTx', () => {
     }
     expect(pool.totalCount).toBeLessThanOrEqual(4);
     expect(pool.idleCount).toBe(pool.totalCount);
+  });
+});
+
+describe('a connection that breaks inside a transaction', () => {
+  it('fails that transaction with 503 instead of ending the process, and the pool serves again once the link is back', async () => {
+    const target = new URL(db.url);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    target.hostname = '127.0.0.1';
+    target.port = String(proxy.port);
+    const proxied = createPool(target.toString(), 2);
+    try {
+      const failed = withTx(proxied, async (tx) => {
+        await tx.query('SELECT 1');
+        // The link drops while no query runs: the client hears it as an 'error' event.
+        const ended = new Promise((resolve) => tx.once('end', resolve));
+        proxy.cut();
+        await ended;
+        await tx.query('SELECT 1');
+      });
+      expect((await appError(failed)).status).toBe(503);
+      proxy.restore();
+      expect(await withTx(proxied, (tx) => maybeOne(tx, 'SELECT 2 AS two'))).toEqual({ two: 2 });
+    } finally {
+      await proxied.end();
+      await proxy.close();
+    }
   });
 });

@@ -3,7 +3,7 @@ import { testNamespace } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { connectBus } from '../src/bus.ts';
 import { createPool } from '../src/db.ts';
-import { registerHealth } from '../src/health.ts';
+import { optionalCheck, registerHealth } from '../src/health.ts';
 import { createHttpApp } from '../src/http.ts';
 import { natsCheck } from '../src/service.ts';
 import { captureLogs } from './logs.ts';
@@ -14,7 +14,7 @@ const bus = await connectBus({ url: backing.natsUrl, namespace: testNamespace('k
 const pool = createPool(backing.postgresUrl, 1);
 const lostPool = createPool('postgres://postgres@127.0.0.1:1/gone', 1);
 afterAll(async () => {
-  await bus.nc.drain();
+  await bus.close();
   await pool.end();
   await lostPool.end();
 });
@@ -58,10 +58,28 @@ describe('health endpoints', () => {
 
   it('reports a closed NATS connection', async () => {
     const closed = await connectBus({ url: backing.natsUrl, namespace: 'x', name: 'closed', log });
-    await closed.nc.close();
+    await closed.close();
     const app = appWith({ nats: () => natsCheck(closed) });
     const res = await app.inject({ method: 'GET', url: '/health/ready' });
-    expect(res.json()).toEqual({ status: 'unavailable', checks: { nats: 'unavailable: connection closed' } });
+    expect(res.json()).toEqual({ status: 'unavailable', checks: { nats: 'unavailable: not connected' } });
+    await app.close();
+  });
+
+  it('stays ready (200, degraded) when only an optional part such as the bus fails', async () => {
+    const closed = await connectBus({ url: backing.natsUrl, namespace: 'x', name: 'closed', log });
+    await closed.close();
+    const app = appWith({ postgres: () => pool.query('SELECT 1'), nats: optionalCheck(() => natsCheck(closed)) });
+    const res = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'degraded', checks: { postgres: 'ok', nats: 'unavailable: not connected' } });
+    await app.close();
+  });
+
+  it('is unavailable (503) when a required part fails, whatever the optional ones say', async () => {
+    const app = appWith({ postgres: () => lostPool.query('SELECT 1'), nats: optionalCheck(() => natsCheck(bus)) });
+    const res = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().status).toBe('unavailable');
     await app.close();
   });
 });

@@ -214,6 +214,17 @@ describe('createHttpApp and route', () => {
   });
 });
 
+describe("the router's own answers", () => {
+  it('answers a path parameter over the length limit with 404 {"error"} and a URL that does not decode with 400 {"error"}', async () => {
+    const long = await app.inject({ method: 'GET', url: `/v1/widgets/${'x'.repeat(300)}` });
+    expect(long.statusCode).toBe(404);
+    expect(long.json()).toEqual({ error: expect.stringMatching(/^No route GET \/v1\/widgets\//) });
+    const bad = await app.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toEqual({ error: 'Malformed URL' });
+  });
+});
+
 describe('request ids', () => {
   const get = async (headers: Record<string, string>) => {
     const token = await issuer.sign('user-1');

@@ -1,6 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connectBus } from '@chat/kit';
-import { buildBundles, bundlePath, createTestDatabase, deleteNamespaceStreams, freePort, testNamespace } from '@chat/testkit';
+import {
+  buildBundles,
+  bundlePath,
+  createTestDatabase,
+  deleteNamespaceStreams,
+  freePort,
+  startTcpProxy,
+  testNamespace,
+} from '@chat/testkit';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { captureLogs } from './logs.ts';
@@ -34,7 +42,7 @@ function startMusic(env: Record<string, string>, args: string[] = []) {
   return { child, exited, output: () => ({ stdout, stderr }) };
 }
 
-async function waitUntilLive(url: string, exited: Promise<unknown>) {
+async function waitUntilLive(url: string, exited: Promise<unknown>, status = 'ready') {
   let gone = false;
   void exited.then(() => {
     gone = true;
@@ -42,7 +50,7 @@ async function waitUntilLive(url: string, exited: Promise<unknown>) {
   const deadline = Date.now() + 45_000;
   while (Date.now() < deadline && !gone) {
     const ok = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1_000) }).then(
-      (r) => r.ok,
+      async (r) => r.ok && ((await r.json()) as { status: string }).status === status,
       () => false,
     );
     if (ok) return;
@@ -90,7 +98,39 @@ describe('a service process', () => {
     } finally {
       const bus = await connectBus({ url: backing.natsUrl, namespace, name: 'cleanup', log: captureLogs('silent').log });
       await deleteNamespaceStreams(bus, namespace);
-      await bus.nc.drain();
+      await bus.close();
+      await db.drop();
+    }
+  }, 60_000);
+
+  it('starts and serves HTTP while NATS is unreachable (ready, degraded), and becomes ready when the bus arrives', async () => {
+    const db = await createTestDatabase(backing.postgresUrl, 'musicnobus');
+    const namespace = testNamespace('musicnobus');
+    const nats = new URL(backing.natsUrl);
+    const proxy = await startTcpProxy({ host: nats.hostname, port: Number(nats.port) });
+    proxy.cut();
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const music = startMusic({ PORT: String(port), DATABASE_URL: db.url, NATS_URL: proxy.url('nats'), BUS_NAMESPACE: namespace });
+    try {
+      await waitUntilLive(url, music.exited, 'degraded');
+      const degraded = await fetch(`${url}/health/ready`);
+      expect(degraded.status).toBe(200);
+      expect(((await degraded.json()) as { checks: unknown }).checks).toEqual({ postgres: 'ok', nats: 'unavailable: not connected' });
+      // Its routes answer meanwhile.
+      const play = await fetch(`${url}/v1/music/play`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(play.status).toBe(401);
+      expect(await play.json()).toEqual({ error: 'Missing bearer token' });
+      proxy.restore();
+      await waitUntilLive(url, music.exited, 'ready');
+      expect(music.child.exitCode).toBeNull();
+    } finally {
+      music.child.kill('SIGTERM');
+      await music.exited;
+      await proxy.close();
+      const bus = await connectBus({ url: backing.natsUrl, namespace, name: 'cleanup', log: captureLogs('silent').log });
+      await deleteNamespaceStreams(bus, namespace);
+      await bus.close();
       await db.drop();
     }
   }, 60_000);

@@ -1,9 +1,11 @@
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connectBus, createLogger } from '@chat/kit';
 import type { Backing } from './backing.ts';
 import { createTestDatabase, testNamespace } from './database.ts';
 import { type Platform, type PlatformOptions, SERVICES, type ServiceProcess, startPlatform } from './platform.ts';
+import { deleteNamespaceStreams } from './runtime.ts';
 
 /** A TCP port nothing listens on right now. */
 export function freePort(): Promise<number> {
@@ -21,7 +23,9 @@ export interface IsolatedPlatform {
   platform: Platform;
   namespace: string;
   logDir: string;
-  /** Stops every process and drops the databases. */
+  /** Each service's database URL. */
+  databases: PlatformOptions['databases'];
+  /** Stops every process, drops the databases and removes the namespace's JetStream streams. */
   stop(): Promise<void>;
 }
 
@@ -48,12 +52,13 @@ export async function startIsolatedPlatform(options: {
   >;
   const namespace = testNamespace(options.label);
   const logDir = options.logDir ?? join(tmpdir(), `chat-${options.label}-${namespace}`);
+  const databaseUrls = Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'];
   try {
     const platform = await startPlatform({
       backing: options.backing,
       ports,
       metricsPorts,
-      databases: Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'],
+      databases: databaseUrls,
       namespace,
       logDir,
       baseEnv: options.baseEnv,
@@ -63,13 +68,29 @@ export async function startIsolatedPlatform(options: {
       platform,
       namespace,
       logDir,
+      databases: databaseUrls,
       stop: async () => {
         await platform.stop();
-        await dropAll();
+        await Promise.all([dropAll(), removeStreams(options.backing.natsUrl, namespace)]);
       },
     };
   } catch (err) {
-    await dropAll();
+    await Promise.all([dropAll(), removeStreams(options.backing.natsUrl, namespace)]);
     throw err;
+  }
+}
+
+/** The streams the processes created under `namespace` on the shared NATS. */
+async function removeStreams(natsUrl: string, namespace: string): Promise<void> {
+  const bus = await connectBus({
+    url: natsUrl,
+    namespace,
+    name: 'testkit-cleanup',
+    log: createLogger({ service: 'testkit', level: 'silent' }),
+  });
+  try {
+    await deleteNamespaceStreams(bus, namespace);
+  } finally {
+    await bus.close();
   }
 }

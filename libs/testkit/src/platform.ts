@@ -40,6 +40,8 @@ export interface Platform {
   metricsUrls: Record<ServiceProcess, string>;
   logFile(name: ServiceProcess): string;
   stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
+  /** Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and thaw a process). */
+  signalService(name: ServiceProcess, signal: NodeJS.Signals): void;
   startService(name: ServiceProcess): Promise<void>;
   stop(): Promise<void>;
 }
@@ -116,7 +118,14 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     return code;
   }
 
+  function signalService(name: ServiceProcess, signal: NodeJS.Signals) {
+    const child = children.get(name);
+    if (child && child.exitCode === null) child.kill(signal);
+  }
+
   const stop = async () => {
+    // A frozen process would not hear SIGTERM.
+    for (const name of children.keys()) signalService(name, 'SIGCONT');
     await Promise.all([...children.keys()].map((n) => stopService(n)));
   };
   try {
@@ -127,7 +136,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, metricsUrls, logFile, stopService, startService, stop };
+  return { urls, metricsUrls, logFile, stopService, startService, signalService, stop };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

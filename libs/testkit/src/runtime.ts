@@ -1,5 +1,5 @@
 import type { StreamSpec } from '@chat/kit';
-import { connectBus, createLogger, createPool, ensureStream, migrate, natsCheck, type Runtime, startOutboxRelay } from '@chat/kit';
+import { connectBus, createLogger, createPool, ensureStream, migrate, type Runtime, runtimeChecks, startOutboxRelay } from '@chat/kit';
 import type { Backing } from './backing.ts';
 import { createTestDatabase, testNamespace } from './database.ts';
 
@@ -34,14 +34,14 @@ export async function createTestRuntime(options: {
     pool,
     bus,
     relay,
-    checks: { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) },
+    checks: runtimeChecks(pool, bus),
     databaseUrl: database.url,
     namespace,
     env: { NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, NATS_URL: options.backing.natsUrl, BUS_NAMESPACE: namespace },
     async close() {
       await relay.stop();
       await deleteNamespaceStreams(bus, namespace);
-      await bus.nc.drain().catch(() => {});
+      await bus.close();
       await pool.end();
       await database.drop().catch(() => {});
     },

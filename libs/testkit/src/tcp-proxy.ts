@@ -1,51 +1,83 @@
 import { createServer, type Socket, connect as tcpConnect } from 'node:net';
 
-/** A TCP forwarder a test can cut and restore: a backing part made unreachable for one platform only. */
+/** A TCP proxy in front of one backing part, whose link a test can cut or stall. */
 export interface TcpProxy {
-  /** host:port to give the processes instead of the target's. */
-  address: string;
-  /** Drops every connection and refuses new ones until restore(). */
+  /** Where clients connect instead of the target (127.0.0.1). */
+  port: number;
+  /** `scheme://127.0.0.1:port`, for a connection URL. */
+  url(scheme: string, path?: string): string;
+  /** Drops every connection, and drops each new one at once until restore(). */
   cut(): void;
+  /** Stops forwarding bytes both ways (connections stay open and silent) until restore(). */
+  stall(): void;
+  /** Forwards again: held bytes flow on, new connections are accepted. */
   restore(): void;
+  /** How many connections are open now. */
+  connections(): number;
   close(): Promise<void>;
 }
 
-/** Forwards 127.0.0.1:<free port> to `target` (host:port). */
-export async function startTcpProxy(target: string): Promise<TcpProxy> {
-  const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
-  const open = new Set<Socket>();
-  let cut = false;
+/**
+ * Listens on a free port of 127.0.0.1 and relays each connection to `target`. Only the clients
+ * given this proxy's address are affected by a fault: a backing part that other tests share is
+ * never stopped or touched.
+ */
+export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+  let mode: 'open' | 'cut' | 'stalled' = 'open';
+  const sockets = new Set<Socket>();
+  const track = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    if (mode === 'stalled') socket.pause();
+  };
   const server = createServer((client) => {
-    if (cut) {
-      client.destroy();
-      return;
-    }
-    const upstream = tcpConnect(port, host);
-    for (const socket of [client, upstream]) {
-      open.add(socket);
-      socket.on('close', () => open.delete(socket));
-      socket.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
+    if (mode === 'cut') return void client.destroy();
+    const upstream = tcpConnect(target.port, target.host);
+    track(client);
+    track(upstream);
+    const stalled = () => mode === 'stalled';
+    relay(client, upstream, stalled);
+    relay(upstream, client, stalled);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port: own } = server.address() as { port: number };
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const port = (server.address() as { port: number }).port;
+
   return {
-    address: `127.0.0.1:${own}`,
+    port,
+    url: (scheme, path = '') => `${scheme}://127.0.0.1:${port}${path}`,
     cut() {
-      cut = true;
-      for (const socket of open) socket.destroy();
+      mode = 'cut';
+      for (const socket of sockets) socket.destroy();
+    },
+    stall() {
+      mode = 'stalled';
+      for (const socket of sockets) socket.pause();
     },
     restore() {
-      cut = false;
+      mode = 'open';
+      for (const socket of sockets) socket.resume();
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of open) socket.destroy();
-        server.close(() => resolve());
-      }),
+    connections: () => sockets.size / 2,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
+}
+
+/** Copies `from` into `to` chunk by chunk (a paused `from` holds its bytes); either end closing closes both. */
+function relay(from: Socket, to: Socket, stalled: () => boolean): void {
+  from.on('data', (chunk) => {
+    if (!to.write(chunk)) {
+      from.pause();
+      to.once('drain', () => {
+        if (!stalled()) from.resume();
+      });
+    }
+  });
+  from.once('close', () => to.destroy());
 }

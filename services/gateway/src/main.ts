@@ -1,4 +1,4 @@
-import { configOrExit, connectBus, createLogger, natsCheck, serve, startTokenVerifier, startTracing } from '@chat/kit';
+import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier, startTracing } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
@@ -8,20 +8,27 @@ import { createRedis, redisReady } from './redis.ts';
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 startTracing({ service: 'gateway', endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
-const bus = await connectBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
+// HTTP needs neither the bus nor Redis: both connect in the background and only degrade the gateway.
+const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
 const { tokens, revocations } = await startTokenVerifier({ config, bus, log });
 copyRevocationsToRedis(revocations, limiter, log);
-const app = await buildApp({ config, log, tokens, limiter, checks: { nats: () => natsCheck(bus), redis: () => redis.ping() } });
+const app = await buildApp({
+  config,
+  log,
+  tokens,
+  limiter,
+  checks: { nats: optionalCheck(() => natsCheck(bus)), redis: optionalCheck(() => redis.ping()) },
+});
 await serve({
   app,
   config,
   log,
   consumers: [revocations],
   onClose: async () => {
-    await bus.nc.drain();
+    await bus.close();
     redis.disconnect();
   },
 });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestIssuer, startGateway } from './helpers.ts';
+import { createTestIssuer, freePort, startGateway } from './helpers.ts';
 
 // An upstream whose answers the tests choose per path, on real HTTP: the gateway forwards small
 // answers whole and streams large ones, and both must arrive byte for byte.
@@ -29,12 +29,19 @@ const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => voi
     setTimeout(() => res.socket?.destroy(), 20);
   },
   '/v1/users/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
+  // The request arrived whole (the service may have acted on it); the connection drops before any answer.
+  '/v1/users/hangup': (req, res) => {
+    req.resume();
+    req.once('end', () => res.socket?.destroy());
+  },
 };
 const upstream = createServer((req, res) => (answers[req.url ?? ''] ?? ((_q, r) => r.writeHead(404).end()))(req, res));
 await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 const issuer = await createTestIssuer();
-const gateway = await startGateway({ upstreamUrl, keys: issuer.keys, env: { UPSTREAM_TIMEOUT_MS: '500' } });
+// Music points at a port nothing listens on: its connections are refused.
+const refusingUrl = `http://127.0.0.1:${await freePort()}`;
+const gateway = await startGateway({ upstreamUrl, keys: issuer.keys, env: { UPSTREAM_TIMEOUT_MS: '500', MUSIC_URL: refusingUrl } });
 const token = await issuer.sign(crypto.randomUUID());
 const get = (url: string, method: 'GET' | 'HEAD' = 'GET') =>
   gateway.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
@@ -98,5 +105,28 @@ describe('forwarding answers', () => {
     const res = await get('/v1/users/slow');
     expect(res.statusCode).toBe(504);
     expect(res.json()).toEqual({ error: 'The auth service did not answer in time' });
+  });
+
+  it('answers 503 {"error"} when the service refuses the connection: nothing reached it', async () => {
+    // Over a real socket: the refused hop must not tear down the client's connection with it.
+    const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+    const res = await fetch(`${address}/v1/music/play`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ channelId: crypto.randomUUID() }),
+    });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ error: 'The music service is unavailable' });
+  });
+
+  it('answers 502 {"error"}, not 503, when the request was sent and the connection dropped before an answer', async () => {
+    const res = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/users/hangup',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: { name: 'x' },
+    });
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({ error: 'The auth service closed the connection without an answer' });
   });
 });

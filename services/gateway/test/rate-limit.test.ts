@@ -127,7 +127,7 @@ describe('client IP', () => {
 });
 
 describe('when Redis is down', () => {
-  it('fails open for General onto per-process windows, closed for Auth onto one strict window, and warns once', async () => {
+  it('falls back onto per-process windows per client IP at the same limits, Auth included, and warns once', async () => {
     const lines: string[] = [];
     const log = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }));
     const deadRedis = `redis://127.0.0.1:${await freePort()}`;
@@ -147,17 +147,23 @@ describe('when Redis is down', () => {
       });
       expect(general.statusCode).toBe(200);
       expect(general.headers['x-ratelimit-limit']).toBe('300');
-      // Auth: five in total for the whole process, whichever IPs they come from.
+      // Auth: five per client IP in this process, as strict as with Redis...
+      const guesser = freshIp();
       const answers = [];
-      for (let i = 0; i < 6; i++) answers.push(await login(gw, freshIp()));
+      for (let i = 0; i < 6; i++) answers.push(await login(gw, guesser));
       expect(statuses(answers)).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(answers[5]?.json()).toEqual({ error: expect.stringContaining('Too many requests') });
+      // ...without locking every other client out of logging in.
+      const others = [];
+      for (let i = 0; i < 3; i++) others.push(await login(gw, freshIp()));
+      expect(statuses(others)).toEqual([200, 200, 200]);
       expect(lines.filter((l) => l.includes('Redis unavailable'))).toHaveLength(1);
     } finally {
       await gw.close();
     }
   });
 
-  it('falls back at once when Redis is stopped mid-run, and the Auth tier is then strict in this process', async () => {
+  it('falls back at once when Redis is stopped mid-run, and the Auth tier then counts per client in this process', async () => {
     const redis = await startOwnRedis();
     const gw = await startGateway({
       upstreamUrl: upstream.url,
@@ -172,10 +178,12 @@ describe('when Redis is down', () => {
       await redis.stop();
       const general = await gw.app.inject({ method: 'GET', url: '/v1/health', headers: { 'x-forwarded-for': ip } });
       expect(general.headers['x-ratelimit-limit']).toBe('300');
-      // The strict fallback window is fresh: five more logins in this process, then 429.
+      // The fallback window of this client is fresh: five more logins in this process, then 429.
+      const other = freshIp();
       const answers = [];
-      for (let i = 0; i < 6; i++) answers.push(await login(gw, freshIp()));
-      expect(statuses(answers)).toEqual([200, 200, 200, 200, 200, 429]);
+      for (let i = 0; i < 6; i++) answers.push(await login(gw, ip));
+      for (let i = 0; i < 2; i++) answers.push(await login(gw, other));
+      expect(statuses(answers)).toEqual([200, 200, 200, 200, 200, 429, 200, 200]);
     } finally {
       await gw.close();
       await redis.stop();

@@ -27,7 +27,12 @@ const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
 
 /** The guilds service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
-  const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
+  const app = createHttpApp({
+    log: deps.log,
+    tokens: deps.tokens,
+    pool: deps.pool,
+    validateResponses: deps.config.NODE_ENV !== 'production',
+  });
   registerHealth(app, deps.checks);
   const domain: Domain = {
     pool: deps.pool,

@@ -26,8 +26,8 @@ export async function startGuilds() {
   const consumers = await startBus(runtime);
   const tokenCache = new Map<string, string>();
 
-  async function call(userId: string | null, method: string, url: string, payload?: unknown) {
-    const headers: Record<string, string> = {};
+  async function call(userId: string | null, method: string, url: string, payload?: unknown, extraHeaders: Record<string, string> = {}) {
+    const headers: Record<string, string> = { ...extraHeaders };
     if (userId) {
       if (!tokenCache.has(userId)) tokenCache.set(userId, await issuer.sign(userId));
       headers.authorization = `Bearer ${tokenCache.get(userId)}`;

@@ -16,6 +16,7 @@ export async function buildApp(deps: MediaDeps): Promise<FastifyInstance> {
   const app = createHttpApp({
     log: deps.log,
     tokens: deps.tokens,
+    pool: deps.pool,
     validateResponses: deps.config.NODE_ENV !== 'production',
     maxParamLength: MAX_PARAM_LENGTH,
   });

@@ -4,9 +4,9 @@ import {
   createPool,
   type EventEnvelope,
   loadConfig,
-  natsCheck,
   notFound,
   type Runtime,
+  runtimeChecks,
   serveRpc,
   startOutboxRelay,
 } from '@chat/kit';
@@ -97,14 +97,14 @@ export async function startMusicTest(): Promise<MusicTest> {
     const pool = createPool(runtime.databaseUrl, 5);
     const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
     const relay = startOutboxRelay({ pool, bus, log: runtime.log, pollMs: 200 });
-    const checks = { postgres: () => pool.query('SELECT 1'), nats: () => natsCheck(bus) };
+    const checks = runtimeChecks(pool, bus);
     const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
     return {
       app: instance,
       async close() {
         await instance.close();
         await relay.stop();
-        await bus.nc.drain();
+        await bus.close();
         await pool.end();
       },
     };

@@ -20,7 +20,12 @@ export function callDeps(deps: SocialDeps): CallDeps {
 
 /** The social service's HTTP app; tests build it and call inject() without a port. */
 export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
-  const app = createHttpApp({ log: deps.log, tokens: deps.tokens, validateResponses: deps.config.NODE_ENV !== 'production' });
+  const app = createHttpApp({
+    log: deps.log,
+    tokens: deps.tokens,
+    pool: deps.pool,
+    validateResponses: deps.config.NODE_ENV !== 'production',
+  });
   registerHealth(app, deps.checks);
   friendsRoutes(app, deps);
   dmRoutes(app, deps);

@@ -120,3 +120,18 @@ describe('who may see and ring', () => {
     expect(participant(call, bob)).toBeUndefined();
   });
 });
+
+describe('a retried ring', () => {
+  it('with the same Idempotency-Key answers the first call again and starts no second one', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    const headers = { authorization: `Bearer ${alice.token}`, 'idempotency-key': `ring-${id}` };
+    const first = await h.app.inject({ method: 'POST', url: `/v1/dm/conversations/${id}/call`, headers });
+    const retried = await h.app.inject({ method: 'POST', url: `/v1/dm/conversations/${id}/call`, headers });
+    expect(first.statusCode).toBe(201);
+    expect(retried.statusCode).toBe(201);
+    expect(retried.json().id).toBe(first.json().id);
+    const rows = await h.runtime.pool.query('SELECT count(*)::int AS n FROM calls WHERE conversation_id = $1', [id]);
+    expect(rows.rows[0].n).toBe(1);
+  });
+});

@@ -8,6 +8,7 @@ import { serversRoutes } from './servers.ts';
 import { socialRoutes } from './social.ts';
 import { voiceRoutes } from './voice.ts';
 
+export { HealthReport } from './gateway.ts';
 export { gamesRoutes, keysRoutes } from './social.ts';
 export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, serversRoutes, socialRoutes, voiceRoutes };
 

@@ -5,7 +5,6 @@ import {
   consumeEvents,
   type DurableConsumerSpec,
   type EventEnvelope,
-  ensureStream,
   type Pool,
   type Queryable,
 } from '@chat/kit';
@@ -69,8 +68,8 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
 
 /** Follows guilds' stream from its start; creating the stream here lets auth start before guilds. */
 export async function startGuildsReadModel(deps: Deps): Promise<ConsumerHandle[]> {
-  await ensureStream(deps.bus, STREAMS.guilds);
-  const common = { bus: deps.bus, pool: deps.pool, log: deps.log };
+  // Created here too when guilds has not yet; the consumers start once the bus is there.
+  const common = { bus: deps.bus, pool: deps.pool, log: deps.log, stream: STREAMS.guilds };
   return [
     await consumeEvents({ ...common, spec: SERVERS_CONSUMER, handle: serverEventHandler(deps) }),
     await consumeEvents({ ...common, spec: MEMBERS_CONSUMER, handle: memberEventHandler(deps) }),

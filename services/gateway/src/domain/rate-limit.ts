@@ -109,10 +109,11 @@ export interface RateLimiter {
 const WARN_EVERY_MS = 60_000;
 
 /**
- * Redis windows, with the fallback of the issue when Redis does not answer: General and Webhook
- * fail open onto per-process windows per key; Auth fails closed onto one strict per-process 5/60 s
- * window shared by every client, so an outage never opens the door to password guessing. The
- * denylist then answers "not revoked": the processes' own revocation lists still refuse.
+ * Redis windows, with a fallback when Redis does not answer: every tier counts in per-process
+ * windows per key (client IP, or webhook id) at the same limits. Each client keeps its own 5 logins
+ * a minute per process: never more than with Redis in one process, and no platform-wide lock-out
+ * (one shared window let the whole platform log in 5 times a minute). The denylist then answers
+ * "not revoked": the processes' own revocation lists still refuse.
  */
 export function createRateLimiter(options: { redis: Redis; keyPrefix: string; log: Logger }): RateLimiter {
   const redis = options.redis as EdgeRedis;
@@ -127,7 +128,7 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
   const warn = (err: unknown) => {
     if (Date.now() - lastWarning < WARN_EVERY_MS) return;
     lastWarning = Date.now();
-    options.log.warn({ err }, 'Redis unavailable: rate limits fall back to this process (Auth tier strict)');
+    options.log.warn({ err }, 'Redis unavailable: rate limits fall back to windows per client in this process');
   };
 
   return {
@@ -182,7 +183,7 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
       const guard = memory.peek(guardKey, general.limit, general.windowMs);
       if (!guard.allowed) return { ...guard, revoked: false };
     }
-    const verdict = memory.hit(check.tier === 'auth' ? 'auth:*' : key, limit, windowMs);
+    const verdict = memory.hit(key, limit, windowMs);
     if (!guardKey || !verdict.allowed) return { ...verdict, revoked: false };
     return { ...verdict, revoked: false, chargeToClient: async () => memory.move(key, guardKey, verdict.nowMs) };
   }

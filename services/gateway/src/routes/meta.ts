@@ -1,6 +1,8 @@
-import { ALL_ROUTES, buildOpenApi, gatewayRoutes } from '@chat/contracts';
-import { route, runChecks } from '@chat/kit';
+import { ALL_ROUTES, buildOpenApi, gatewayRoutes, type HealthReport as HealthReportSchema } from '@chat/contracts';
+import { type HealthCheck, route, runChecks } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { GatewayConfig } from '../config.ts';
 import { docsPage } from '../docs-page.ts';
 import { upstreamUrls } from '../upstreams.ts';
@@ -8,7 +10,13 @@ import { upstreamUrls } from '../upstreams.ts';
 const READY_TIMEOUT_MS = 800;
 
 /** /v1/health, /v1/openapi.json and /v1/docs: the gateway's own routes. */
-export async function metaRoutes(app: FastifyInstance, deps: { config: GatewayConfig; checks: Record<string, () => Promise<unknown>> }) {
+interface HealthDeps {
+  config: GatewayConfig;
+  checks: Record<string, HealthCheck>;
+  log: Logger;
+}
+
+export async function metaRoutes(app: FastifyInstance, deps: HealthDeps) {
   const openapi = buildOpenApi(ALL_ROUTES, { title: 'Chat platform API', version: '1.0.0' });
   const page = docsPage(openapi);
 
@@ -24,7 +32,8 @@ export async function metaRoutes(app: FastifyInstance, deps: { config: GatewayCo
 
   route(app, gatewayRoutes.health, async (_req, reply) => {
     const report = await currentReport();
-    reply.code(report.status === 'ok' ? 200 : 503);
+    const anyUnavailable = Object.values(report.services).some((service) => service.status === 'unavailable');
+    reply.code(anyUnavailable ? 503 : 200);
     return report;
   });
 
@@ -35,30 +44,37 @@ export async function metaRoutes(app: FastifyInstance, deps: { config: GatewayCo
   });
 }
 
-type HealthReport = {
-  status: 'ok' | 'degraded';
-  services: Record<string, { status: 'ready' | 'unavailable'; checks?: Record<string, string> }>;
-};
+type HealthReport = z.infer<typeof HealthReportSchema>;
+type Readiness = HealthReport['services'][string]['status'];
 
-async function healthReport(deps: { config: GatewayConfig; checks: Record<string, () => Promise<unknown>> }): Promise<HealthReport> {
+/**
+ * The public report: each process's readiness and nothing else. Why a check failed (addresses,
+ * driver messages) is logged here and shown on the processes' own /health/ready, never to clients.
+ */
+async function healthReport(deps: HealthDeps): Promise<HealthReport> {
   const [gateway, ...services] = await Promise.all([
-    runChecks(deps.checks),
-    ...Object.entries(upstreamUrls(deps.config)).map(([name, url]) => serviceReadiness(name, url)),
+    runChecks(deps.checks).then((r) => {
+      if (r.status !== 'ready') deps.log.warn({ checks: r.checks }, 'gateway not fully ready');
+      return ['gateway', r.status] as const;
+    }),
+    ...Object.entries(upstreamUrls(deps.config)).map(([name, url]) => serviceReadiness(name, url, deps.log)),
   ]);
-  const report: HealthReport['services'] = {
-    gateway: { status: gateway.ready ? 'ready' : 'unavailable', checks: gateway.checks },
-    ...Object.fromEntries(services),
-  };
+  const report: HealthReport['services'] = Object.fromEntries([gateway, ...services].map(([name, status]) => [name, { status }]));
   const ok = Object.values(report).every((s) => s.status === 'ready');
   return { status: ok ? 'ok' : 'degraded', services: report };
 }
 
-async function serviceReadiness(name: string, baseUrl: string) {
+const READINESS = new Set<string>(['ready', 'degraded', 'unavailable']);
+
+async function serviceReadiness(name: string, baseUrl: string, log: Logger): Promise<readonly [string, Readiness]> {
   try {
     const res = await fetch(new URL('/health/ready', baseUrl), { signal: AbortSignal.timeout(READY_TIMEOUT_MS) });
-    const body = (await res.json()) as { checks?: Record<string, string> };
-    return [name, { status: res.ok ? 'ready' : 'unavailable', checks: body.checks }] as const;
+    const body = (await res.json()) as { status?: string; checks?: Record<string, string> };
+    const status = res.ok && READINESS.has(body.status ?? '') ? (body.status as Readiness) : 'unavailable';
+    if (status !== 'ready') log.warn({ service: name, checks: body.checks }, 'service not fully ready');
+    return [name, status];
   } catch (err) {
-    return [name, { status: 'unavailable', checks: { http: `unreachable: ${(err as Error).message}` } }] as const;
+    log.warn({ service: name, err }, 'service readiness unreachable');
+    return [name, 'unavailable'];
   }
 }

@@ -4,6 +4,7 @@ import { contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
+import { upstreamFailure } from '../domain/upstream-failure.ts';
 import { proxyTargets } from '../upstreams.ts';
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
@@ -11,8 +12,9 @@ const BUFFERED_ANSWER_BYTES = 64 * 1024;
 
 /**
  * Forwards each prefix to its service. The Authorization header travels unchanged (services
- * verify it themselves); the request id travels as x-request-id. A service that is down answers
- * 503 at once; one that does not answer in time, 504.
+ * verify it themselves); the request id travels as x-request-id. A service that refuses the
+ * connection answers 503 at once (nothing was done); one that drops the connection after the
+ * request was sent, 502; one that does not answer in time, 504 (both: outcome unknown).
  */
 export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): Promise<void> {
   for (const { prefix, service, url } of proxyTargets(config)) {
@@ -36,11 +38,9 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
         }),
         onResponse: (_req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, service),
         onError: (reply, { error }) => {
-          const timedOut = /timeout/i.test(`${(error as { code?: string }).code} ${error.message}`);
-          if (!timedOut) reply.log.warn({ err: error, service }, 'upstream unavailable');
-          reply
-            .code(timedOut ? 504 : 503)
-            .send({ error: timedOut ? `The ${service} service did not answer in time` : `The ${service} service is unavailable` });
+          const failure = upstreamFailure(error, service);
+          reply.log.warn({ err: error, service, status: failure.status, reachedService: failure.reachedService }, 'upstream failed');
+          reply.code(failure.status).send({ error: failure.error });
         },
       },
     });

@@ -1,5 +1,5 @@
 import { serversRoutes as r, toMask } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { createChannel, deleteChannel, getChannel, listVisibleChannels, myChannelPermissions, updateChannel } from '../domain/channels.ts';
 import type { Domain } from '../domain/context.ts';
@@ -7,7 +7,7 @@ import { deleteOverride, listOverrides, putOverride } from '../domain/overrides.
 import { noContent } from './no-content.ts';
 
 export function channelRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body));
+  route(app, r.createChannel, async (req) => createChannel(d, contextOf(req), req.params.serverId, req.body), IDEMPOTENT);
   route(app, r.listChannels, async (req) => listVisibleChannels(d, contextOf(req), req.params.serverId));
   route(app, r.getChannel, async (req) => getChannel(d, contextOf(req), req.params.channelId));
   route(app, r.updateChannel, async (req) => updateChannel(d, contextOf(req), req.params.channelId, req.body));

@@ -1,5 +1,5 @@
 import { serversRoutes as r, toMask } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { banUser, listBans, unbanUser } from '../domain/bans.ts';
 import type { Domain } from '../domain/context.ts';
@@ -20,7 +20,7 @@ export function memberRoutes(app: FastifyInstance, d: Domain): void {
 
 export function roleRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listRoles, async (req) => listRoles(d, contextOf(req), req.params.serverId));
-  route(app, r.createRole, async (req) => createRole(d, contextOf(req), req.params.serverId, req.body));
+  route(app, r.createRole, async (req) => createRole(d, contextOf(req), req.params.serverId, req.body), IDEMPOTENT);
   route(app, r.updateRole, async (req) => updateRole(d, contextOf(req), req.params.serverId, req.params.roleId, req.body));
   route(app, r.deleteRole, async (req) => noContent(deleteRole(d, contextOf(req), req.params.serverId, req.params.roleId)));
   route(app, r.assignRole, async (req) => noContent(setMemberRole(d, contextOf(req), req.params, true)));

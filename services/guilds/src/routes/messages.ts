@@ -1,5 +1,5 @@
 import { messagesRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Domain } from '../domain/context.ts';
 import { deleteMessage, editMessage, listMessages, sendMessage } from '../domain/messages.ts';
@@ -10,7 +10,7 @@ import { noContent } from './no-content.ts';
 
 /** Channel messages, pins and reactions. */
 export function messageRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.sendMessage, async (req) => sendMessage(d, contextOf(req), req.params.channelId, req.body));
+  route(app, r.sendMessage, async (req) => sendMessage(d, contextOf(req), req.params.channelId, req.body), IDEMPOTENT);
   route(app, r.listMessages, async (req) => listMessages(d, contextOf(req), req.params.channelId, req.query));
   route(app, r.editMessage, async (req) => editMessage(d, contextOf(req), req.params.channelId, req.params.messageId, req.body.content));
   route(app, r.deleteMessage, async (req) => noContent(deleteMessage(d, contextOf(req), req.params.channelId, req.params.messageId)));
@@ -32,13 +32,19 @@ export function messageRoutes(app: FastifyInstance, d: Domain): void {
 
 /** Webhook management (members with MANAGE_WEBHOOKS) and execution (the token in the path). */
 export function webhookRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createWebhook, async (req) => createWebhook(d, contextOf(req), req.params.channelId, req.body));
+  route(app, r.createWebhook, async (req) => createWebhook(d, contextOf(req), req.params.channelId, req.body), IDEMPOTENT);
   route(app, r.listWebhooks, async (req) => listWebhooks(d, contextOf(req), req.params.channelId));
   route(app, r.deleteWebhook, async (req) => noContent(deleteWebhook(d, contextOf(req), req.params.id)));
-  route(app, r.executeWebhook, async (req, reply) => {
-    const message = await executeWebhook(d, { requestId: req.id }, req.params.id, req.params.token, req.body);
-    if (req.query.wait) return message;
-    reply.code(204);
-    return message;
-  });
+  route(
+    app,
+    r.executeWebhook,
+    async (req, reply) => {
+      const message = await executeWebhook(d, { requestId: req.id }, req.params.id, req.params.token, req.body);
+      if (req.query.wait) return message;
+      reply.code(204);
+      return message;
+    },
+    // Keys belong to the webhook: its callers share no user.
+    { idempotent: (req) => `webhook:${(req.params as { id: string }).id}` },
+  );
 }

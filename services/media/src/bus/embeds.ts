@@ -1,5 +1,5 @@
 import { DmMessageEvent, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
-import { type ConsumerHandle, consumeEvents, ensureStream } from '@chat/kit';
+import { type ConsumerHandle, consumeEvents } from '@chat/kit';
 import type { MediaDeps } from '../deps.ts';
 import { resolveEmbeds } from '../domain/embeds.ts';
 
@@ -8,9 +8,10 @@ import { resolveEmbeds } from '../domain/embeds.ts';
  * messages are read (an update event is what the owner publishes after storing the embeds).
  */
 export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<ConsumerHandle[]> {
-  await Promise.all([ensureStream(deps.bus, STREAMS.guilds), ensureStream(deps.bus, STREAMS.social)]);
+  // Each consumer starts once the bus is there, creating its stream if its owner has not yet.
   const channel = await consumeEvents({
     ...deps,
+    stream: STREAMS.guilds,
     spec: { stream: STREAMS.guilds.name, durable: 'media-embeds-channel', filter: MESSAGES_SUBJECTS.messageCreated },
     handle: async (event, tx) => {
       const message = MessageEventData.safeParse(event.data);
@@ -21,6 +22,7 @@ export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<Consume
   });
   const dm = await consumeEvents({
     ...deps,
+    stream: STREAMS.social,
     spec: { stream: STREAMS.social.name, durable: 'media-embeds-dm', filter: SOCIAL_SUBJECTS.dmCreated },
     handle: async (event, tx) => {
       const parsed = DmMessageEvent.safeParse(event.data);

@@ -1,5 +1,5 @@
 import { mediaRoutes } from '@chat/contracts';
-import { AppError, badRequest, contextOf, route, tooManyRequests } from '@chat/kit';
+import { AppError, badRequest, contextOf, IDEMPOTENT, route, tooManyRequests } from '@chat/kit';
 import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { MediaDeps } from '../deps.ts';
@@ -21,21 +21,26 @@ export async function uploadRoutes(app: FastifyInstance, deps: MediaDeps): Promi
     });
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
-    route(scope, mediaRoutes.upload, async (req) => {
-      if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
-      const ctx = contextOf(req);
-      // A full quota is refused before the body is read; one byte must still fit.
-      const room = await requireRoomFor(deps.pool, deps, ctx.userId, 1);
-      const stored = await receiveOneFile(deps, req.parts(), { fileBytes: limit, quotaBytes: room }).catch(async (err) => {
-        if (!(err instanceof DoesNotFitQuota)) throw err;
-        // Throws the quota's 429 with the time at which a file of this size fits.
-        await requireRoomFor(deps.pool, deps, ctx.userId, err.size);
-        // Room was freed while the file streamed in: it still was not stored, so ask again at once.
-        throw tooManyRequests(1, `Upload quota exceeded: at most ${deps.config.MEDIA_QUOTA_BYTES_PER_DAY} bytes per day`);
-      });
-      const { id, url, filename, contentType, size } = await recordFile(deps, ctx, stored);
-      return { id, url, filename, contentType, size };
-    });
+    route(
+      scope,
+      mediaRoutes.upload,
+      async (req) => {
+        if (!req.isMultipart()) throw new AppError(415, ONE_FILE);
+        const ctx = contextOf(req);
+        // A full quota is refused before the body is read; one byte must still fit.
+        const room = await requireRoomFor(deps.pool, deps, ctx.userId, 1);
+        const stored = await receiveOneFile(deps, req.parts(), { fileBytes: limit, quotaBytes: room }).catch(async (err) => {
+          if (!(err instanceof DoesNotFitQuota)) throw err;
+          // Throws the quota's 429 with the time at which a file of this size fits.
+          await requireRoomFor(deps.pool, deps, ctx.userId, err.size);
+          // Room was freed while the file streamed in: it still was not stored, so ask again at once.
+          throw tooManyRequests(1, `Upload quota exceeded: at most ${deps.config.MEDIA_QUOTA_BYTES_PER_DAY} bytes per day`);
+        });
+        const { id, url, filename, contentType, size } = await recordFile(deps, ctx, stored);
+        return { id, url, filename, contentType, size };
+      },
+      IDEMPOTENT,
+    );
   });
 }
 

@@ -5,7 +5,6 @@ import {
   consumeEvents,
   type DurableConsumerSpec,
   type EventEnvelope,
-  ensureStream,
   type Pool,
   type Queryable,
 } from '@chat/kit';
@@ -41,6 +40,5 @@ export async function startUserReadModel(
   deps: { bus: Bus; pool: Pool; log: Logger },
   handle: UserEventHandler = userEventHandler(deps.log),
 ): Promise<ConsumerHandle> {
-  await ensureStream(deps.bus, STREAMS.auth);
-  return consumeEvents({ bus: deps.bus, pool: deps.pool, log: deps.log, spec: USERS_CONSUMER, handle });
+  return consumeEvents({ bus: deps.bus, pool: deps.pool, log: deps.log, spec: USERS_CONSUMER, stream: STREAMS.auth, handle });
 }

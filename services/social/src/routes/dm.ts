@@ -1,5 +1,5 @@
 import { socialRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
@@ -9,16 +9,21 @@ import { deleteMessage, editMessage, listMessages, react, sendMessage } from '..
 const noBody = () => undefined;
 
 export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
-  route(app, r.createConversation, async (req, reply) => {
-    const { conversation, created } = await openConversation(deps, contextOf(req), req.body.userIds);
-    if (created) reply.code(201);
-    return conversation;
-  });
+  route(
+    app,
+    r.createConversation,
+    async (req, reply) => {
+      const { conversation, created } = await openConversation(deps, contextOf(req), req.body.userIds);
+      if (created) reply.code(201);
+      return conversation;
+    },
+    IDEMPOTENT,
+  );
   route(app, r.listConversations, (req) => listConversations(deps, contextOf(req)));
   route(app, r.getConversation, (req) => conversationOf(deps, contextOf(req), req.params.id));
   route(app, r.leaveConversation, (req) => leaveConversation(deps, contextOf(req), req.params.id).then(noBody));
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));
-  route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body));
+  route(app, r.sendMessage, (req) => sendMessage(deps, contextOf(req), req.body), IDEMPOTENT);
   route(app, r.editMessage, (req) => editMessage(deps, contextOf(req), req.params.id, req.body.content));
   route(app, r.deleteMessage, (req) => deleteMessage(deps, contextOf(req), req.params.id).then(noBody));
   route(app, r.addReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, true).then(noBody));

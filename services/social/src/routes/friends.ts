@@ -1,5 +1,5 @@
 import { socialRoutes as r } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, IDEMPOTENT, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import {
@@ -19,7 +19,7 @@ import {
 const noBody = () => undefined;
 
 export function friendsRoutes(app: FastifyInstance, deps: SocialDeps): void {
-  route(app, r.sendRequest, (req) => sendFriendRequest(deps, contextOf(req), req.body));
+  route(app, r.sendRequest, (req) => sendFriendRequest(deps, contextOf(req), req.body), IDEMPOTENT);
   route(app, r.listRequests, (req) => pendingRequestsOf(deps, contextOf(req)));
   route(app, r.accept, (req) => acceptFriendRequest(deps, contextOf(req), req.body.userId));
   route(app, r.decline, (req) => declineFriendRequest(deps, contextOf(req), req.body.userId).then(noBody));

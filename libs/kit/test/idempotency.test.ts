@@ -1,0 +1,205 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defineRoute } from '@chat/contracts';
+import { createTestIssuer, createTestRuntime } from '@chat/testkit';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
+import { many, one, withTx } from '../src/db.ts';
+import { AppError } from '../src/errors.ts';
+import { enqueueEvent } from '../src/events.ts';
+import { createHttpApp, route } from '../src/http.ts';
+import { purgeIdempotencyKeys } from '../src/idempotency.ts';
+
+// A service of one table, whose creating route opts into Idempotency-Key like the real ones do.
+const migrationsDir = await mkdtemp(join(tmpdir(), 'kit-idem-'));
+await writeFile(join(migrationsDir, '0001_widgets.sql'), 'CREATE TABLE widgets (id uuid PRIMARY KEY, name text NOT NULL);');
+const runtime = await createTestRuntime({
+  service: 'kitidem',
+  migrationsDir,
+  stream: { name: 'IDEM', subjects: ['idem.>'] },
+  backing: inject('backing'),
+});
+const issuer = await createTestIssuer();
+const Widget = z.object({ id: z.uuid(), name: z.string() });
+const createWidget = defineRoute({
+  method: 'POST',
+  path: '/v1/widgets',
+  service: 'guilds',
+  summary: 'test',
+  body: z.object({ name: z.string(), fail: z.boolean().optional() }),
+  status: 201,
+  response: Widget,
+});
+const executeHook = defineRoute({
+  method: 'POST',
+  path: '/v1/hooks/:id',
+  service: 'guilds',
+  summary: 'test',
+  auth: false,
+  params: z.object({ id: z.uuid() }),
+  body: z.object({ name: z.string() }),
+  status: 201,
+  response: Widget,
+});
+
+// Lets a test hold a request inside its handler, after its write, before it answers.
+let gate: Promise<void> | undefined;
+let entered: (() => void) | undefined;
+const app = createHttpApp({ log: runtime.log, tokens: issuer.verifier(), pool: runtime.pool, validateResponses: true });
+const insertWidget = async (name: string, fail?: boolean) => {
+  const widget = await withTx(runtime.pool, async (tx) => {
+    const row = await one<{ id: string; name: string }>(
+      tx,
+      'INSERT INTO widgets (id, name) VALUES (gen_random_uuid(), $1) RETURNING id, name',
+      [name],
+    );
+    await enqueueEvent(tx, 'idem.widget.created', row);
+    return row;
+  });
+  entered?.();
+  await gate;
+  // After the write: the write must not outlive a failed request.
+  if (fail) throw new AppError(400, 'Refused after writing');
+  return widget;
+};
+route(app, createWidget, async (req) => insertWidget(req.body.name, req.body.fail), { idempotent: 'user' });
+route(app, executeHook, async (req) => insertWidget(req.body.name), {
+  idempotent: (req) => `webhook:${(req.params as { id: string }).id}`,
+});
+afterAll(async () => {
+  await app.close();
+  await runtime.close();
+});
+
+const userA = crypto.randomUUID();
+const userB = crypto.randomUUID();
+async function post(body: unknown, options: { key?: string; user?: string } = {}) {
+  const headers: Record<string, string> = { authorization: `Bearer ${await issuer.sign(options.user ?? userA)}` };
+  if (options.key !== undefined) headers['idempotency-key'] = options.key;
+  return app.inject({ method: 'POST', url: '/v1/widgets', headers, payload: body as object });
+}
+const widgetsNamed = async (name: string) => many(runtime.pool, 'SELECT id FROM widgets WHERE name = $1', [name]);
+const eventsFor = async (name: string) => many(runtime.pool, "SELECT id FROM outbox WHERE payload->'data'->>'name' = $1", [name]);
+
+describe('Idempotency-Key on a creating POST', () => {
+  it('answers a retry with the first answer, byte for byte, and writes once (one row, one event)', async () => {
+    const key = crypto.randomUUID();
+    const first = await post({ name: 'retried' }, { key });
+    const again = await post({ name: 'retried' }, { key });
+    expect(first.statusCode).toBe(201);
+    expect(again.statusCode).toBe(201);
+    expect(again.payload).toBe(first.payload);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    expect(await widgetsNamed('retried')).toHaveLength(1);
+    expect(await eventsFor('retried')).toHaveLength(1);
+  });
+
+  it('treats the same JSON with its keys in another order as the same request', async () => {
+    const key = crypto.randomUUID();
+    const first = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { authorization: `Bearer ${await issuer.sign(userA)}`, 'idempotency-key': key, 'content-type': 'application/json' },
+      payload: '{"name":"reordered","fail":false}',
+    });
+    const again = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { authorization: `Bearer ${await issuer.sign(userA)}`, 'idempotency-key': key, 'content-type': 'application/json' },
+      payload: '{ "fail": false, "name": "reordered" }',
+    });
+    expect(again.statusCode).toBe(201);
+    expect(again.json()).toEqual(first.json());
+    expect(await widgetsNamed('reordered')).toHaveLength(1);
+  });
+
+  it('answers 422 for the same key with another body, and writes nothing', async () => {
+    const key = crypto.randomUUID();
+    expect((await post({ name: 'original' }, { key })).statusCode).toBe(201);
+    const other = await post({ name: 'other body' }, { key });
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
+    expect(await widgetsNamed('other body')).toEqual([]);
+  });
+
+  it('answers 409 while a request with the same key is still running, and the first one completes once', async () => {
+    const key = crypto.randomUUID();
+    let release: () => void = () => {};
+    gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const first = post({ name: 'concurrent' }, { key });
+    await inside;
+    const second = await post({ name: 'concurrent' }, { key });
+    release();
+    gate = undefined;
+    entered = undefined;
+    expect(second.statusCode).toBe(409);
+    expect(second.json()).toEqual({ error: 'A request with this Idempotency-Key is still being processed; retry later' });
+    expect((await first).statusCode).toBe(201);
+    const third = await post({ name: 'concurrent' }, { key });
+    expect(third.json()).toEqual((await first).json());
+    expect(await widgetsNamed('concurrent')).toHaveLength(1);
+  });
+
+  it('records nothing for a request that fails, so its key may be used again; its write is rolled back', async () => {
+    const key = crypto.randomUUID();
+    const failed = await post({ name: 'fails once', fail: true }, { key });
+    expect(failed.statusCode).toBe(400);
+    expect(await widgetsNamed('fails once')).toEqual([]);
+    expect(await eventsFor('fails once')).toEqual([]);
+    const retried = await post({ name: 'fails once', fail: false }, { key });
+    expect(retried.statusCode).toBe(201);
+    expect(await widgetsNamed('fails once')).toHaveLength(1);
+  });
+
+  it('keeps keys per user: the same key from two users makes two writes', async () => {
+    const key = crypto.randomUUID();
+    const a = await post({ name: 'per user' }, { key, user: userA });
+    const b = await post({ name: 'per user' }, { key, user: userB });
+    expect(a.statusCode).toBe(201);
+    expect(b.statusCode).toBe(201);
+    expect(b.json().id).not.toBe(a.json().id);
+    expect(await widgetsNamed('per user')).toHaveLength(2);
+  });
+
+  it('keeps keys per webhook on a public route', async () => {
+    const key = crypto.randomUUID();
+    const hook = crypto.randomUUID();
+    const call = (id: string) =>
+      app.inject({ method: 'POST', url: `/v1/hooks/${id}`, headers: { 'idempotency-key': key }, payload: { name: 'hooked' } });
+    const first = await call(hook);
+    const again = await call(hook);
+    const otherHook = await call(crypto.randomUUID());
+    expect(again.payload).toBe(first.payload);
+    expect(otherHook.json().id).not.toBe(first.json().id);
+    expect(await widgetsNamed('hooked')).toHaveLength(2);
+  });
+
+  it('writes every time without a key, and refuses a malformed key with 400', async () => {
+    expect((await post({ name: 'no key' })).statusCode).toBe(201);
+    expect((await post({ name: 'no key' })).statusCode).toBe(201);
+    expect(await widgetsNamed('no key')).toHaveLength(2);
+    const bad = await post({ name: 'bad key' }, { key: 'x'.repeat(256) });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toEqual({ error: 'Idempotency-Key must be 1 to 255 visible ASCII characters' });
+    expect(await widgetsNamed('bad key')).toEqual([]);
+  });
+
+  it('forgets a key after 24 hours: the purge removes it and the same key writes anew', async () => {
+    const key = crypto.randomUUID();
+    const first = await post({ name: 'expired' }, { key });
+    await runtime.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
+    const later = await post({ name: 'expired' }, { key });
+    expect(later.statusCode).toBe(201);
+    expect(later.json().id).not.toBe(first.json().id);
+    await runtime.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
+    expect(await purgeIdempotencyKeys(runtime.pool)).toBeGreaterThanOrEqual(1);
+    expect(await many(runtime.pool, 'SELECT 1 FROM idempotency_keys WHERE key = $1', [key])).toEqual([]);
+  });
+});
