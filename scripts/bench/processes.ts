@@ -13,6 +13,8 @@ export interface BenchPlatform {
   logDir: string;
   /** Where the platform's backing parts are (references measure against the same ones). */
   backing: Backing;
+  /** The gateway's process id: the socket bench reads its memory and CPU time. */
+  gatewayPid: number;
 }
 
 /**
@@ -35,7 +37,8 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
       extraEnv: {
-        gateway: { TRUSTED_PROXIES: '127.0.0.1' },
+        // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
+        gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
         auth: { EMAIL_VERIFICATION: 'false' },
         // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
         media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
@@ -45,7 +48,7 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       },
     });
     return {
-      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing },
+      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
       stop: async () => {
         await run.stop();
         await cleanUp();

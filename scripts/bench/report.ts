@@ -3,6 +3,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { Figures } from './load.ts';
 import type { ReferenceFigures } from './references.ts';
+import type { SocketBenchResult } from './sockets.ts';
 
 /** One measured row: a scenario's load sent to one target. */
 export interface Measurement {
@@ -58,6 +59,8 @@ export interface BenchReport {
   /** The building blocks the scenarios are compared with, measured alone in the same run. */
   references: MeasuredReference[];
   notRun: NotRun[];
+  /** The real-time socket's benches (sockets.ts). */
+  sockets?: SocketBenchResult;
 }
 
 export function machine(): BenchReport['machine'] {

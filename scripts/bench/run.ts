@@ -20,13 +20,22 @@ import {
 } from './report.ts';
 import { type BenchContext, isSkip, type Scenario, type ScenarioLoad } from './scenario.ts';
 import { BenchSettings } from './settings.ts';
+import { formatSocketResults, runSocketBenches } from './sockets.ts';
 
 // `npm run bench`: starts the platform and a baseline server, runs every scenario of scenarios/
 // (or those BENCH_SCENARIOS names), prints a table and writes it to bench-results/. See README.md.
 
 const execFileAsync = promisify(execFile);
 const settings = configOrExit(BenchSettings, 'bench');
-const scenarios = selectScenarios(await loadScenarios(), settings.BENCH_SCENARIOS);
+// `socket.*` names the real-time socket's benches (sockets.ts), which have their own runner.
+const isSocketName = (name: string) => name === 'socket.' || name.startsWith('socket.');
+const httpFilter = settings.BENCH_SCENARIOS.filter((f) => !isSocketName(f));
+const socketFilter = settings.BENCH_SCENARIOS.filter(isSocketName);
+const onlySockets = settings.BENCH_SCENARIOS.length > 0 && httpFilter.length === 0;
+const scenarios = onlySockets ? [] : selectScenarios(await loadScenarios(), httpFilter);
+const socketSelected = (name: string) =>
+  settings.BENCH_SCENARIOS.length === 0 || socketFilter.some((f) => f === name || (f.endsWith('.') && name.startsWith(f)));
+const runSockets = ['socket.idle', 'socket.fanout', 'socket.rest'].some(socketSelected);
 const nextClientIp = clientIpCycle(settings.BENCH_IP_POOL);
 const running: Running<unknown>[] = [];
 stopOnSignals();
@@ -61,11 +70,28 @@ try {
     if ('reason' in outcome) report.notRun.push(outcome);
     else report.measurements.push(...outcome);
   }
+  if (runSockets) {
+    report.sockets = await runSocketBenches({
+      ctx,
+      gatewayUrl: platform.urls.gateway,
+      gatewayPid: platform.gatewayPid,
+      selected: socketSelected,
+      nextClientIp,
+      durationSeconds: settings.BENCH_DURATION,
+      warmupSeconds: settings.BENCH_WARMUP,
+      connections: settings.BENCH_CONNECTIONS,
+      progress,
+    }).catch((err) => {
+      report.notRun.push({ scenario: 'socket.*', reason: `failed: ${(err as Error).message}`, failed: true });
+      return undefined;
+    });
+  }
 } finally {
   await stopAll();
 }
 
 console.log(`\n${formatTable(report)}`);
+if (report.sockets) console.log(`\n${formatSocketResults(report.sockets)}`);
 if (report.references.length > 0) console.log(`\n${formatReferences(report)}`);
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);

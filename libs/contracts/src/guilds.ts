@@ -238,7 +238,8 @@ export const MemberEventData = z.object({ serverId: Id, userId: Id });
 export const MemberLeftEventData = MemberEventData.extend({ reason: z.enum(['left', 'kicked', 'banned']), by: Id.nullable() });
 export const MemberBannedEventData = MemberEventData.extend({ bannedBy: Id, reason: z.string().nullable() });
 export const MemberUpdatedEventData = MemberEventData.extend({ nickname: z.string().nullable(), roleIds: z.array(Id) });
-export const ServerDeletedEventData = z.object({ id: Id });
+/** `memberIds`: who was a member when it was deleted (the socket tells them; the members are gone). */
+export const ServerDeletedEventData = z.object({ id: Id, memberIds: z.array(Id).optional() });
 export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id });
 export const CategoryDeletedEventData = z.object({ id: Id, serverId: Id });
 export const RoleDeletedEventData = z.object({ id: Id, serverId: Id });

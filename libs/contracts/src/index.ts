@@ -10,6 +10,7 @@ export * from './messages.ts';
 export * from './music.ts';
 export * from './openapi.ts';
 export * from './permissions.ts';
+export * from './realtime.ts';
 export * from './records.ts';
 export * from './route.ts';
 export * from './routes/index.ts';

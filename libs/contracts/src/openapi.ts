@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorBody } from './common.ts';
+import { ClientFrame, PresenceUpdateData, ReadyData, ServerFrame, TypingStartData } from './realtime.ts';
 import type { RouteContract } from './route.ts';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -24,6 +25,8 @@ type JsonSchema = Record<string, unknown>;
 export function buildOpenApi(routes: RouteContract[], info: { title: string; version: string }): JsonSchema {
   const components: Record<string, JsonSchema> = {};
   toSchema(ErrorBody, 'output', components);
+  // The real-time socket is one GET (its upgrade); its frames are documented as named schemas.
+  for (const frame of [ClientFrame, ServerFrame, ReadyData, PresenceUpdateData, TypingStartData]) toSchema(frame, 'output', components);
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     const path = route.path.replace(/:([A-Za-z]+)/g, '{$1}');

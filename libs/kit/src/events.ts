@@ -288,3 +288,14 @@ export async function applyOnce(
     return true;
   });
 }
+
+/**
+ * Publishes an event that is not stored (typing): straight to JetStream in the usual envelope, so
+ * consumers read it like any other event. Nothing is written, so there is nothing to keep in step.
+ */
+export async function publishEphemeralEvent(bus: Bus, subject: string, data: unknown, requestId?: string): Promise<string> {
+  const id = uuidv7();
+  const envelope: EventEnvelope = { id, subject, occurredAt: new Date().toISOString(), data };
+  await bus.js.publish(bus.subject(subject), JSON.stringify(envelope), { msgID: id, headers: requestHeaders(requestId) });
+  return id;
+}

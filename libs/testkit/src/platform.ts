@@ -39,10 +39,17 @@ export interface Platform {
   /** Where each process serves GET /metrics. */
   metricsUrls: Record<ServiceProcess, string>;
   logFile(name: ServiceProcess): string;
+  /** The process id of a running process (the bench reads its memory and CPU time). */
+  pid(name: ServiceProcess): number | undefined;
   stopService(name: ServiceProcess, signal?: NodeJS.Signals): Promise<number | null>;
   /** Sends a signal and returns at once (SIGSTOP and SIGCONT freeze and thaw a process). */
   signalService(name: ServiceProcess, signal: NodeJS.Signals): void;
   startService(name: ServiceProcess): Promise<void>;
+  /**
+   * One more gateway process on `port`, with the same settings as the first (a second replica):
+   * its URL, and a stop that sends `signal` (SIGKILL to play a replica dying).
+   */
+  startGatewayReplica(port: number): Promise<{ url: string; stop(signal?: NodeJS.Signals): Promise<number | null> }>;
   stop(): Promise<void>;
 }
 
@@ -93,17 +100,48 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   ) as Record<ServiceProcess, string>;
   const logFile = (name: ServiceProcess) => join(o.logDir, `${name}.log`);
 
-  async function startService(name: ServiceProcess) {
-    const log = createWriteStream(logFile(name), { flags: 'a' });
+  function spawnProcess(name: ServiceProcess, env: Record<string, string>, logPath: string): ChildProcess {
+    const log = createWriteStream(logPath, { flags: 'a' });
     const child = spawn(process.execPath, [...NODE_FLAGS[name], bundlePath(name)], {
       cwd: ROOT,
-      env: { ...o.baseEnv, ...processEnv(name, o) },
+      env: { ...o.baseEnv, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
+    return child;
+  }
+
+  async function startService(name: ServiceProcess) {
+    const child = spawnProcess(name, processEnv(name, o), logFile(name));
     children.set(name, child);
     await waitFor(`${urls[name]}/health/live`, readyTimeoutMs, child, name, logFile(name));
+  }
+
+  const replicas = new Set<ChildProcess>();
+  async function startGatewayReplica(port: number) {
+    const logPath = join(o.logDir, `gateway-${port}.log`);
+    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port) }, logPath);
+    replicas.add(child);
+    const url = `http://127.0.0.1:${port}`;
+    await waitFor(`${url}/health/live`, readyTimeoutMs, child, 'gateway replica', logPath);
+    return {
+      url,
+      stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
+        replicas.delete(child);
+        return stopChild(child, signal);
+      },
+    };
+  }
+
+  async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
   }
 
   async function stopService(name: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') {
@@ -126,6 +164,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   const stop = async () => {
     // A frozen process would not hear SIGTERM.
     for (const name of children.keys()) signalService(name, 'SIGCONT');
+    await Promise.all([...replicas].map((c) => stopChild(c, 'SIGTERM')));
     await Promise.all([...children.keys()].map((n) => stopService(n)));
   };
   try {
@@ -136,7 +175,17 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, metricsUrls, logFile, stopService, startService, signalService, stop };
+  return {
+    urls,
+    metricsUrls,
+    logFile,
+    pid: (name) => children.get(name)?.pid,
+    stopService,
+    startService,
+    signalService,
+    startGatewayReplica,
+    stop,
+  };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

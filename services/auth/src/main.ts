@@ -2,6 +2,7 @@ import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startGuildsReadModel } from './bus/guilds.ts';
+import { serveAuthRpc } from './bus/rpc.ts';
 import { AuthConfig } from './config.ts';
 import { loadSigningKeys } from './domain/keys.ts';
 import { createSmtpMailer } from './domain/mailer.ts';
@@ -15,6 +16,7 @@ const runtime = await startRuntime({
   stream: STREAMS.auth,
 });
 const keys = await loadSigningKeys(config, runtime.log);
+serveAuthRpc(runtime.bus, runtime.log, runtime.pool, config);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
 const { tokens, revocations } = await startTokenVerifier({
   config: { ...config, ACCESS_TOKEN_MAX_TTL_SECONDS: Math.max(config.ACCESS_TOKEN_MAX_TTL_SECONDS, config.ACCESS_TOKEN_TTL_SECONDS) },

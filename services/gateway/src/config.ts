@@ -28,6 +28,19 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   CORS_ORIGINS: env.list(),
   /** A rate check that Redis does not answer in time falls back to the per-process windows. */
   REDIS_TIMEOUT_MS: env.int(100),
+  /** The real-time socket: what `GET /v1/gateway` answers; by default ws://<Host>/v1/gateway/ws of the request. */
+  GATEWAY_PUBLIC_URL: z.url().optional(),
+  /** HELLO's heartbeatInterval; a socket silent for 1.5 intervals closes with 4009. */
+  GATEWAY_HEARTBEAT_INTERVAL_MS: env.int(41_250),
+  /** RESUME is accepted this long after a socket dropped. */
+  GATEWAY_RESUME_WINDOW_MS: env.int(120_000),
+  /** Dispatches kept per session for RESUME (older ones make a resume impossible). */
+  GATEWAY_REPLAY_BUFFER: env.int(1_000),
+  /** Frames a client may send per window before it is closed with 4008 (Discord: 120 per 60 s). */
+  GATEWAY_FRAME_LIMIT: env.int(120),
+  GATEWAY_FRAME_WINDOW_MS: env.int(60_000),
+  /** IDENTIFYs per user per UTC day (Discord allows about 1,000). */
+  GATEWAY_IDENTIFY_PER_DAY: env.int(1_000),
 });
 
 export type GatewayConfig = z.output<typeof GatewayConfig>;

@@ -28,6 +28,10 @@ export function docsPage(openapi: Json): string {
 code,pre{font:13px/1.4 ui-monospace,monospace}pre{background:#f6f6f6;padding:.6rem;overflow:auto}summary{cursor:pointer}</style></head>
 <body><h1>${escapeHtml(info.title)} <small>${escapeHtml(info.version)}</small></h1>
 <p>Machine-readable: <a href="/v1/openapi.json">/v1/openapi.json</a>. Errors are always <code>{"error": "..."}</code>.</p>
+<p>Real-time events: <code>GET /v1/gateway</code> gives the URL of a WebSocket (<code>/v1/gateway/ws</code>) that speaks frames <code>{op, d, s, t}</code>:
+10 HELLO, 2 IDENTIFY <code>{token}</code>, 0 DISPATCH (READY first), 1 HEARTBEAT / 11 HEARTBEAT_ACK, 6 RESUME <code>{token, sessionId, seq}</code>,
+7 RECONNECT, 9 INVALID_SESSION; close codes 4000-4009. The schema of every frame and dispatch is among the schemas below
+(GatewayReady, PresenceUpdate, TypingStart) and in the repository's <code>docs/realtime.md</code>.</p>
 ${sections}<h2>Schemas</h2>${schemas}</body></html>`;
 }
 

@@ -3,6 +3,7 @@ import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
 import { copyRevocationsToRedis } from './domain/revocations.ts';
+import { startRealtime } from './realtime.ts';
 import { createRedis, redisReady } from './redis.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
@@ -15,11 +16,16 @@ if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate lim
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
 const { tokens, revocations } = await startTokenVerifier({ config, bus, log });
 copyRevocationsToRedis(revocations, limiter, log);
+// The socket's own connections: its commands may take longer than a rate check, and one listens.
+const socketRedis = createRedis(config.REDIS_URL, 5_000, true);
+const subscriber = createRedis(config.REDIS_URL, 5_000, true);
+const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter });
 const app = await buildApp({
   config,
   log,
   tokens,
   limiter,
+  realtime,
   checks: { nats: optionalCheck(() => natsCheck(bus)), redis: optionalCheck(() => redis.ping()) },
 });
 await serve({
@@ -30,5 +36,7 @@ await serve({
   onClose: async () => {
     await bus.close();
     redis.disconnect();
+    socketRedis.disconnect();
+    subscriber.disconnect();
   },
 });

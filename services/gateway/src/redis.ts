@@ -2,13 +2,14 @@ import { Redis } from 'ioredis';
 
 /**
  * The rate-limit connection: a command that does not answer within `timeoutMs` fails (the caller
- * falls back), and while disconnected commands fail at once instead of queueing.
+ * falls back), and while disconnected commands fail at once instead of queueing. The socket's
+ * connections queue while reconnecting (`queueWhileOffline`): a session write should wait, not fail.
  */
-export function createRedis(url: string, timeoutMs: number): Redis {
+export function createRedis(url: string, timeoutMs: number, queueWhileOffline = false): Redis {
   const redis = new Redis(url, {
     commandTimeout: timeoutMs,
     enableAutoPipelining: true,
-    enableOfflineQueue: false,
+    enableOfflineQueue: queueWhileOffline,
     maxRetriesPerRequest: 0,
     connectTimeout: 1_000,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),

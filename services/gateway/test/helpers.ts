@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import type { RouteContract } from '@chat/contracts';
 import { type Bus, createLogger, createTokenVerifier, loadConfig, optionalCheck, revocationRetentionMs, watchRevocations } from '@chat/kit';
 import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -14,9 +15,15 @@ import { copyRevocationsToRedis } from '../src/domain/revocations.ts';
 import { createRedis, redisReady } from '../src/redis.ts';
 
 /** Stands in for every service: answers any request with what it received (the proxy is under test, not the services). */
-export async function startEchoUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+export async function startEchoUpstream(name?: string): Promise<{ url: string; close(): Promise<void> }> {
   const echo = Fastify();
-  echo.all('/*', async (req) => ({ upstream: true, method: req.method, url: req.url, authorization: req.headers.authorization ?? null }));
+  echo.all('/*', async (req) => ({
+    upstream: true,
+    ...(name ? { name } : {}),
+    method: req.method,
+    url: req.url,
+    authorization: req.headers.authorization ?? null,
+  }));
   const url = await echo.listen({ port: 0, host: '127.0.0.1' });
   return { url, close: () => echo.close() };
 }
@@ -38,6 +45,8 @@ export async function startGateway(options: {
   redisUrl?: string;
   namespace?: string;
   log?: Logger;
+  /** The route contracts to route by (default: ALL_ROUTES). */
+  routes?: RouteContract[];
   /** A bus to learn session revocations from, as main does (none: no revocation list in memory). */
   bus?: Bus;
 }): Promise<TestGateway> {
@@ -63,7 +72,14 @@ export async function startGateway(options: {
     : undefined;
   if (revocations) copyRevocationsToRedis(revocations, limiter, log);
   const tokens = createTokenVerifier({ keys: options.keys, issuer: TEST_ISSUER, audience: TEST_AUDIENCE, algorithm: 'EdDSA', revocations });
-  const app = await buildApp({ config, log, tokens, limiter, checks: { redis: optionalCheck(() => redis.ping()) } });
+  const app = await buildApp({
+    config,
+    log,
+    tokens,
+    limiter,
+    routes: options.routes,
+    checks: { redis: optionalCheck(() => redis.ping()) },
+  });
   await app.ready();
   return {
     app,

@@ -33,6 +33,7 @@ describe('route classification', () => {
       auth: false,
       tier: 'general',
       multipart: false,
+      service: 'guilds',
       pattern: '/v1/webhooks/:id/:token',
     });
   });
@@ -43,6 +44,7 @@ describe('route classification', () => {
       tier: 'webhook',
       webhookId: hook,
       multipart: false,
+      service: 'guilds',
       pattern: '/v1/webhooks/:id/:token',
     });
   });
@@ -53,7 +55,7 @@ describe('route classification', () => {
   });
 
   it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {
-    expect(classify('GET', `/v1/servers/${hook}/not-yet-built`)).toEqual({ auth: true, tier: 'general', multipart: false });
+    expect(classify('GET', '/v1/servers/x/not-yet-built/at-all')).toEqual({ auth: true, tier: 'general', multipart: false });
     expect(classify('DELETE', '/v1/auth/login')).toMatchObject({ auth: true, tier: 'auth' });
     expect(classify('POST', '/v1//auth/sso')).toMatchObject({ auth: true, tier: 'auth' });
     expect(classify('GET', '/v1/authors')).toMatchObject({ auth: false, tier: 'general' });
@@ -65,5 +67,14 @@ describe('route classification', () => {
     expect(classify('POST', '/v1/auth/%2E/login')).toEqual({ auth: true, tier: 'auth', multipart: false, dotSegments: true });
     expect(classify('POST', '/v1/users/%2e%2E/auth/login')).toMatchObject({ tier: 'general', dotSegments: true });
     expect(classify('GET', '/v1/media/x/a..b.png')).not.toHaveProperty('dotSegments');
+  });
+});
+
+describe('the service of a request', () => {
+  it('is the service its contract names, and none for a path no contract describes', () => {
+    expect(classify('POST', '/v1/channels/0190f3c1-7a6e-7c1e-9a8b-1234567890ab/typing')).toMatchObject({ service: 'guilds' });
+    expect(classify('PATCH', '/v1/users/@me/presence')).toMatchObject({ service: 'auth' });
+    expect(classify('POST', '/v1/dm/conversations/0190f3c1-7a6e-7c1e-9a8b-1234567890ab/typing')).toMatchObject({ service: 'social' });
+    expect(classify('GET', '/v1/servers/x/not-yet-built/at-all').service).toBeUndefined();
   });
 });

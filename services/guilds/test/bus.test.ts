@@ -1,4 +1,4 @@
-import { GUILDS_RPC, Permission, STREAMS, toMask, VOICE_RPC } from '@chat/contracts';
+import { GUILDS_RPC, Permission, REALTIME_RPC, STREAMS, toMask, VOICE_RPC } from '@chat/contracts';
 import { type AppError, ensureStream, requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
@@ -175,5 +175,52 @@ describe('read-model of activities', () => {
     await publishActivity(member, { ...playing, name: 'Stale' }, t0);
     await until(applied(3));
     expect(await memberOf(member)).not.toHaveProperty('activity');
+  });
+});
+
+describe('the audience RPCs of the real-time socket', () => {
+  // A server of their own: other tests here add members to the shared one.
+  const [own, mem, hid] = [newId(), newId(), newId()];
+  let sid: string;
+  let open: { id: string };
+  let shut: { id: string };
+  beforeAll(async () => {
+    sid = (await g.call(own, 'POST', '/v1/servers', { name: 'Audience', isPublic: true })).body.id;
+    for (const u of [mem, hid]) await g.call(u, 'POST', `/v1/servers/${sid}/join`);
+    const channels = (await g.call(own, 'GET', `/v1/servers/${sid}/channels`)).body;
+    open = channels.find((c: { channelType: string }) => c.channelType === 'text');
+    shut = channels.find((c: { channelType: string }) => c.channelType === 'voice');
+    await g.call(own, 'PUT', `/v1/channels/${shut.id}/permissions`, {
+      userId: hid,
+      allowBits: 0,
+      denyBits: toMask(Permission.VIEW_CHANNEL),
+    });
+  });
+
+  it('rpc.guilds.channel.viewers answers who may view the channel now, overrides included', async () => {
+    const all = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: open.id });
+    expect(all).toMatchObject({ channelId: open.id, serverId: sid });
+    expect(all.userIds.sort()).toEqual([own, mem, hid].sort());
+    const some = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: shut.id });
+    expect(some.userIds.sort()).toEqual([own, mem].sort());
+    expect(await statusOf(ask(REALTIME_RPC.channelViewers, { channelId: newId() }))).toBe(404);
+  });
+
+  it('rpc.guilds.server.members answers the members, filtered by a server-level permission', async () => {
+    const everyone = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, { serverId: sid });
+    expect(everyone.userIds.sort()).toEqual([own, mem, hid].sort());
+    const banners = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, {
+      serverId: sid,
+      permission: toMask(Permission.BAN_MEMBERS),
+    });
+    expect(banners.userIds).toEqual([own]);
+    expect(await statusOf(ask(REALTIME_RPC.serverMembers, { serverId: newId() }))).toBe(404);
+  });
+
+  it('rpc.guilds.user.servers and rpc.guilds.user.comembers answer a user’s servers and who shares one', async () => {
+    expect(await ask(REALTIME_RPC.userServers, { userId: mem })).toEqual({ serverIds: [sid] });
+    expect(await ask(REALTIME_RPC.userServers, { userId: newId() })).toEqual({ serverIds: [] });
+    const comembers = await ask<{ userIds: string[] }>(REALTIME_RPC.userComembers, { userId: mem });
+    expect(comembers.userIds.sort()).toEqual([own, hid].sort());
   });
 });

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp, callDeps } from './app.ts';
+import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
 import { startCallClock } from './domain/calls.ts';
@@ -17,6 +18,7 @@ const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.
 const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
+serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
 // Unanswered calls end as missed on time; every replica runs the clock, each call ends once.

@@ -15,6 +15,7 @@ import {
   VerifyEmailBody,
 } from '../auth.ts';
 import { Empty, IdParams } from '../common.ts';
+import { PresenceBody } from '../realtime.ts';
 import { SelfUser, TokenPair, User } from '../records.ts';
 import { defineRoute } from '../route.ts';
 
@@ -177,5 +178,14 @@ export const authRoutes = {
     summary: 'Whether the caller is among the first accounts registered',
     status: 200,
     response: FounderStatus,
+  }),
+  updatePresence: defineRoute({
+    method: 'PATCH',
+    path: '/v1/users/@me/presence',
+    service: 'auth',
+    summary: 'Choose the status others see while connected (invisible shows offline) and the custom status',
+    body: PresenceBody,
+    status: 200,
+    response: SelfUser,
   }),
 };

@@ -12,6 +12,8 @@ export const HealthReport = z
   })
   .meta({ id: 'HealthReport' });
 
+export const GatewayInfo = z.object({ url: z.string() }).meta({ id: 'GatewayInfo' });
+
 export const gatewayRoutes = {
   health: defineRoute({
     method: 'GET',
@@ -40,5 +42,25 @@ export const gatewayRoutes = {
     auth: false,
     status: 200,
     response: null,
+  }),
+  gateway: defineRoute({
+    method: 'GET',
+    path: '/v1/gateway',
+    service: 'gateway',
+    summary: 'Where to open the real-time event socket (a WebSocket; see /v1/docs, section realtime)',
+    auth: false,
+    status: 200,
+    response: GatewayInfo,
+  }),
+  socket: defineRoute({
+    method: 'GET',
+    path: '/v1/gateway/ws',
+    service: 'gateway',
+    summary:
+      'The real-time event socket: a WebSocket upgrade (101). Frames {op, d, s, t}: HELLO, IDENTIFY {token}, READY, dispatches, HEARTBEAT/ACK, RESUME {token, sessionId, seq}, RECONNECT, INVALID_SESSION; close codes 4001-4009',
+    auth: false,
+    status: 101,
+    response: null,
+    errors: { 400: 'Not a WebSocket upgrade', 429: 'Too many requests (General tier)' },
   }),
 };

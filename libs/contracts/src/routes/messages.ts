@@ -190,5 +190,19 @@ const webhooks = {
   }),
 };
 
+/** Typing indicators (DESIGN.md presence and typing). */
+const typing = {
+  typing: defineRoute({
+    method: 'POST',
+    path: '/v1/channels/:channelId/typing',
+    service: 'guilds',
+    summary: 'Show the others in the channel that the caller is typing (TYPING_START, 10 s, not stored)',
+    params: ChannelParams,
+    status: 204,
+    response: null,
+    errors: { 403: 'Missing permission SEND_MESSAGES', 404: 'Unknown channel or not visible' },
+  }),
+};
+
 /** Routes of the messages area. */
-export const messagesRoutes = { ...messages, ...pins, ...reactions, ...webhooks };
+export const messagesRoutes = { ...messages, ...pins, ...reactions, ...webhooks, ...typing };

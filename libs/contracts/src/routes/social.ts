@@ -228,6 +228,20 @@ export const dmRoutes = {
   }),
 };
 
+/** Typing indicators (DESIGN.md presence and typing). */
+const typingRoutes = {
+  conversationTyping: defineRoute({
+    method: 'POST',
+    path: '/v1/dm/conversations/:id/typing',
+    service: 'social',
+    summary: 'Show the other participants that the caller is typing (TYPING_START, 10 s, not stored)',
+    params: IdParams,
+    status: 204,
+    response: null,
+    errors: { 404: 'Unknown conversation or not a participant' },
+  }),
+};
+
 /** E2EE key distribution (DESIGN.md route map: E2EE keys). */
 export const keysRoutes = {
   putDevice: defineRoute({
@@ -383,4 +397,4 @@ const callRoutes = {
   }),
 };
 
-export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...keysRoutes, ...gamesRoutes, ...callRoutes };
+export const socialRoutes = { ...friendsRoutes, ...dmRoutes, ...keysRoutes, ...gamesRoutes, ...callRoutes, ...typingRoutes };

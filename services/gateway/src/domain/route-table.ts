@@ -1,4 +1,4 @@
-import type { RateTier, RouteContract } from '@chat/contracts';
+import type { RateTier, RouteContract, ServiceName } from '@chat/contracts';
 import FindMyWay from 'find-my-way';
 
 /** What the edge needs to know of a request: must it carry a token, and which window counts it. */
@@ -11,6 +11,8 @@ export interface RouteClass {
   multipart: boolean;
   /** The contract's path pattern (`/v1/channels/:id/messages`), what metrics count by; undefined when none matches. */
   pattern?: string;
+  /** The service the route's contract names: the request goes there, whatever its prefix. */
+  service?: ServiceName;
   /**
    * The path has a "." or ".." segment (raw or percent-encoded): the services resolve those, so
    * the path classified here would not be the one served. Such a request is refused.
@@ -49,13 +51,14 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
       const multipart = contract.multipart === true;
+      const service = contract.service;
       const pattern = contract.path;
-      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, pattern };
+      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, service, pattern };
       // The service answers 400 for an id that is not a UUID: no window of its own (no Redis key
       // per made-up id), only the client's General one.
       const webhookId = match?.params.id?.toLowerCase();
-      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, pattern };
-      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, pattern };
+      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, service, pattern };
+      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, service, pattern };
     }
     return unknownPath(method, path);
   };

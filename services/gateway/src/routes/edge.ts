@@ -1,4 +1,4 @@
-import { ALL_ROUTES, ROUTE_PREFIXES } from '@chat/contracts';
+import { ROUTE_PREFIXES, type RouteContract, type ServiceName } from '@chat/contracts';
 import {
   AppError,
   badRequest,
@@ -23,6 +23,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The client IP of spec section 8 (proxy headers only from trusted peers). */
     clientIp: string;
+    /** The service the route contract names ('' when no contract describes the path: the prefix decides). */
+    routedService: ServiceName | '';
     /** Set on a webhook execution: moves its count to the client's General window if it fails. */
     chargeToClient?: () => Promise<void>;
   }
@@ -30,6 +32,8 @@ declare module 'fastify' {
 
 export interface EdgeDeps {
   config: GatewayConfig;
+  /** The route contracts requests are classified (and routed) by. */
+  routes: RouteContract[];
   tokens: TokenVerifier;
   limiter: RateLimiter;
 }
@@ -44,9 +48,10 @@ const PROBES = new Set(['/health/live', '/health/ready']);
  */
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
-  const classify = createRouteTable(ALL_ROUTES, Object.keys(ROUTE_PREFIXES));
+  const classify = createRouteTable(deps.routes, Object.keys(ROUTE_PREFIXES));
   const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
   app.decorateRequest('clientIp', '');
+  app.decorateRequest('routedService', '');
   app.decorateRequest('chargeToClient', undefined);
 
   app.addHook('onRequest', async (req, reply) => {
@@ -55,6 +60,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
     if (route.pattern) setMetricsRoute(req, route.pattern);
+    req.routedService = route.service ?? '';
     const client = rateSubject(req.clientIp);
     const token = route.auth ? bearerToken(req.headers.authorization) : undefined;
     const verdict = await deps.limiter.hit({

@@ -1,11 +1,12 @@
 import { Buffer } from 'node:buffer';
 import type { Readable } from 'node:stream';
+import type { RouteContract } from '@chat/contracts';
 import { contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { upstreamFailure } from '../domain/upstream-failure.ts';
-import { proxyTargets } from '../upstreams.ts';
+import { proxyTargets, type Upstream, upstreamUrls } from '../upstreams.ts';
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
 const BUFFERED_ANSWER_BYTES = 64 * 1024;
@@ -16,10 +17,16 @@ const BUFFERED_ANSWER_BYTES = 64 * 1024;
  * connection answers 503 at once (nothing was done); one that drops the connection after the
  * request was sent, 502; one that does not answer in time, 504 (both: outcome unknown).
  */
-export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): Promise<void> {
-  for (const { prefix, service, url } of proxyTargets(config)) {
+export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, routes: RouteContract[]): Promise<void> {
+  const urls = upstreamUrls(config);
+  // The contract's service when one describes the request (edge set it), else the prefix's owner.
+  const serviceOf = (req: FastifyRequest, owner: Upstream): Upstream =>
+    req.routedService && req.routedService !== 'gateway' ? req.routedService : owner;
+  for (const { prefix, service: owner } of proxyTargets(config, routes)) {
     await app.register(proxy, {
-      upstream: url,
+      // No fixed upstream: reply-from would send every request to its origin. getUpstream picks the
+      // service per request, and the undici agent keeps a pool per origin.
+      upstream: '',
       prefix,
       rewritePrefix: prefix,
       undici: {
@@ -30,14 +37,16 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig): 
         bodyTimeout: config.UPSTREAM_TIMEOUT_MS,
       },
       replyOptions: {
+        getUpstream: (req) => urls[serviceOf(req as FastifyRequest, owner)],
         // The service continues the gateway's span (W3C traceparent) when tracing is on.
         rewriteRequestHeaders: (req, headers) => ({
           ...headers,
           'x-request-id': req.id,
           ...traceHeaders(contextWithSpan(requestSpan(req as FastifyRequest))),
         }),
-        onResponse: (_req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, service),
+        onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
         onError: (reply, { error }) => {
+          const service = serviceOf(reply.request as FastifyRequest, owner);
           const failure = upstreamFailure(error, service);
           reply.log.warn({ err: error, service, status: failure.status, reachedService: failure.reachedService }, 'upstream failed');
           reply.code(failure.status).send({ error: failure.error });

@@ -1,11 +1,12 @@
 import type { ConsumerHandle } from '@chat/kit';
 import type { GuildsDeps } from '../deps.ts';
 import { consumeActivityEvents } from './activities.ts';
-import { serveGuildsRpc } from './rpc.ts';
+import { serveAudienceRpc, serveGuildsRpc } from './rpc.ts';
 import { consumeUserEvents } from './users.ts';
 
 /** Everything guilds does on the bus besides publishing: its RPC answers and its consumers. */
 export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log'>): Promise<ConsumerHandle[]> {
   serveGuildsRpc(deps.bus, deps.log, { pool: deps.pool, bus: deps.bus });
+  serveAudienceRpc(deps.bus, deps.log, deps);
   return [await consumeUserEvents(deps), await consumeActivityEvents(deps)];
 }

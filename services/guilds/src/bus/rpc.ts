@@ -2,21 +2,28 @@ import {
   ChannelGetRequest,
   type ChannelPermissionsReply,
   ChannelPermissionsRequest,
+  ChannelViewersRequest,
   GUILDS_RPC,
   type MemberCheckReply,
   MemberCheckRequest,
   Permission,
+  REALTIME_RPC,
+  ServerMembersRequest,
   type SharedServersReply,
   SharedServersRequest,
   toMask,
+  UserComembersRequest,
+  UserServersRequest,
   VOICE_RPC,
   type VoiceAccessReply,
   VoiceAccessRequest,
 } from '@chat/contracts';
 import { type Bus, type Logger, notFound, serveRpc } from '@chat/kit';
+import { listComemberIds, listServerIdsOfUser } from '../db/audience.ts';
 import { findChannel } from '../db/channels.ts';
 import { usersSharingAServer } from '../db/members.ts';
 import { loadChannelAccess, loadServerAccess } from '../domain/access.ts';
+import { channelViewers, serverMembers } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
 import { has } from '../domain/permissions.ts';
 import { isConnectedTo } from '../domain/voice.ts';
@@ -64,4 +71,18 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
       isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
     };
   });
+}
+
+/** What the gateway's socket asks to decide who receives an event; the same permission function as REST. */
+export function serveAudienceRpc(bus: Bus, log: Logger, d: Pick<Domain, 'pool'>): void {
+  serveRpc(bus, log, REALTIME_RPC.channelViewers, ChannelViewersRequest, ({ channelId }) => channelViewers(d.pool, channelId));
+  serveRpc(bus, log, REALTIME_RPC.serverMembers, ServerMembersRequest, async ({ serverId, permission }) => ({
+    userIds: await serverMembers(d.pool, serverId, permission),
+  }));
+  serveRpc(bus, log, REALTIME_RPC.userServers, UserServersRequest, async ({ userId }) => ({
+    serverIds: await listServerIdsOfUser(d.pool, userId),
+  }));
+  serveRpc(bus, log, REALTIME_RPC.userComembers, UserComembersRequest, async ({ userId }) => ({
+    userIds: await listComemberIds(d.pool, userId),
+  }));
 }

@@ -68,7 +68,10 @@ export function requirePermission(mask: bigint, bit: bigint, name: string): void
 }
 
 /** Only the overrides of this channel that concern this member, sorted into the algorithm's slots. */
-export function applicableOverrides(access: ServerAccess, overrides: readonly PermissionOverride[]): ApplicableOverrides {
+export function applicableOverrides(
+  access: Pick<ServerAccess, 'userId' | 'roleIds'> & { server: { id: string } },
+  overrides: readonly PermissionOverride[],
+): ApplicableOverrides {
   const mine = new Set(access.roleIds);
   const bits = (o: PermissionOverride) => ({ allow: BigInt(o.allowBits), deny: BigInt(o.denyBits) });
   const everyone = overrides.find((o) => o.roleId === access.server.id);

@@ -7,6 +7,7 @@ import {
 } from '@chat/contracts';
 import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
+import { listMemberMasks } from '../db/audience.ts';
 import { isBanned } from '../db/bans.ts';
 import { insertCategory } from '../db/categories.ts';
 import { findServerChannel, insertChannel } from '../db/channels.ts';
@@ -105,8 +106,9 @@ export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promi
   await withTx(d.pool, async (tx) => {
     const access = await serverAccess(tx, serverId, ctx.userId);
     if (!access.isOwner) throw forbidden('Only the owner can delete the server');
+    const memberIds = (await listMemberMasks(tx, serverId)).map((m) => m.user_id);
     await deleteServerRow(tx, serverId);
-    await emit(tx, ctx, 'guilds.server.deleted', { id: serverId });
+    await emit(tx, ctx, 'guilds.server.deleted', { id: serverId, memberIds });
   });
 }
 

@@ -5,6 +5,7 @@ import type { Domain } from '../domain/context.ts';
 import { deleteMessage, editMessage, listMessages, sendMessage } from '../domain/messages.ts';
 import { listPins, setPin } from '../domain/pins.ts';
 import { addMyReaction, listReactionUsers, removeMyReaction } from '../domain/reactions.ts';
+import { startTyping } from '../domain/typing.ts';
 import { createWebhook, deleteWebhook, executeWebhook, listWebhooks } from '../domain/webhooks.ts';
 import { noContent } from './no-content.ts';
 
@@ -28,6 +29,7 @@ export function messageRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.listReactionUsers, async (req) =>
     listReactionUsers(d, contextOf(req), req.params.channelId, req.params.messageId, req.params.emoji, req.query),
   );
+  route(app, r.typing, async (req) => noContent(startTyping(d, contextOf(req), req.params.channelId)));
 }
 
 /** Webhook management (members with MANAGE_WEBHOOKS) and execution (the token in the path). */

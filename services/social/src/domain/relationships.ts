@@ -1,5 +1,16 @@
 import { type Activity, type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
-import { badRequest, conflict, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  type Bus,
+  badRequest,
+  conflict,
+  enqueueEvent,
+  forbidden,
+  notFound,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
 import { activitiesOf } from '../db/games.ts';
 import {
   deleteBlock,
@@ -17,6 +28,7 @@ import {
   relationBetween,
 } from '../db/relationships.ts';
 import { findUserById, findUserByUsername, type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { withSeenStatus } from './presence.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
 
@@ -125,9 +137,11 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-/** The caller's friends, each with what they are playing (one query for all of them). */
-export async function friendsOf(deps: Deps, ctx: RequestContext): Promise<(ListedUser & { activity?: Activity })[]> {
-  const friends = await listFriends(deps.pool, ctx.userId);
+type ListDeps = Deps & { bus: Bus };
+
+/** The caller's friends, each with what others see of them now and what they are playing (one query for all). */
+export async function friendsOf(deps: ListDeps, ctx: RequestContext): Promise<(ListedUser & { activity?: Activity })[]> {
+  const friends = await withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId));
   const activities = await activitiesOf(
     deps.pool,
     friends.map((f) => f.user.id),
@@ -137,5 +151,7 @@ export async function friendsOf(deps: Deps, ctx: RequestContext): Promise<(Liste
     return activity ? { ...f, activity } : f;
   });
 }
-export const blockedBy = (deps: Deps, ctx: RequestContext): Promise<ListedUser[]> => listBlocked(deps.pool, ctx.userId);
-export const pendingRequestsOf = (deps: Deps, ctx: RequestContext): Promise<PendingRequest[]> => listRequests(deps.pool, ctx.userId);
+export const blockedBy = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
+  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId));
+export const pendingRequestsOf = async (deps: ListDeps, ctx: RequestContext): Promise<PendingRequest[]> =>
+  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId));

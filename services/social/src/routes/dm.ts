@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
 import { deleteMessage, editMessage, listMessages, react, sendMessage } from '../domain/messages.ts';
+import { startTyping } from '../domain/typing.ts';
 
 /** Answers of 204 routes carry no body. */
 const noBody = () => undefined;
@@ -28,4 +29,5 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.deleteMessage, (req) => deleteMessage(deps, contextOf(req), req.params.id).then(noBody));
   route(app, r.addReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, true).then(noBody));
   route(app, r.removeReaction, (req) => react(deps, contextOf(req), req.params.id, req.params.emoji, false).then(noBody));
+  route(app, r.conversationTyping, (req) => startTyping(deps, contextOf(req), req.params.id).then(noBody));
 }

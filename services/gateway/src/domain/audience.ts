@@ -1,0 +1,216 @@
+import {
+  AUTH_SUBJECTS,
+  ChannelViewersReply,
+  GUILDS_SUBJECTS,
+  MESSAGES_SUBJECTS,
+  MUSIC_SUBJECTS,
+  Permission,
+  REALTIME_RPC,
+  REALTIME_SUBJECTS,
+  SOCIAL_SUBJECTS,
+  toMask,
+  UserIdsReply,
+  VOICE_SUBJECTS,
+} from '@chat/contracts';
+import type { Redis } from 'ioredis';
+import type { z } from 'zod';
+
+/** Asks a service a typed question (requestRpc on the bus, parsed by the reply's schema). */
+export type Ask = <S extends z.ZodType>(subject: string, data: unknown, reply: S) => Promise<z.output<S>>;
+
+// biome-ignore lint/suspicious/noExplicitAny: event payloads were validated by their dispatch schema; each rule reads its own fields
+type Data = any;
+
+const CACHE_TTL_MS = 10 * 60_000;
+const MAX_CACHED = 20_000;
+const VERSION_TTL_S = 86_400;
+
+interface Cached {
+  serverVersion: string;
+  channelVersion: string;
+  serverId: string;
+  userIds: string[];
+  at: number;
+}
+
+/**
+ * Who receives each event: a channel's events go to the members who may VIEW_CHANNEL it now (asked
+ * of guilds, which applies the permission function of REST), server events to its members, DM and
+ * friend events to the people concerned.
+ *
+ * Viewer and member lists are cached per replica and checked against versions in Redis: every
+ * event that can change who sees what (roles, overrides, membership, bans, channels) replaces the
+ * version of its server or channel before anything after it is delivered, so every replica asks
+ * guilds again and a member who lost access receives nothing more.
+ */
+export function createAudience(options: { ask: Ask; redis: Redis; prefix: string; now?: () => number }) {
+  const { ask, redis, prefix } = options;
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, Cached>();
+  const serverKey = (serverId: string) => `${prefix}v:${serverId}`;
+  const channelKey = (channelId: string) => `${prefix}vc:${channelId}`;
+
+  async function versions(serverId: string, channelId?: string): Promise<[string, string]> {
+    const [s, c] = await redis.mget(serverKey(serverId), channelKey(channelId ?? '-'));
+    return [s ?? '', c ?? ''];
+  }
+
+  function remember(key: string, entry: Cached) {
+    if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
+    cache.set(key, entry);
+  }
+
+  async function cached(key: string, serverId: string, channelId: string | undefined, load: () => Promise<string[]>) {
+    const [serverVersion, channelVersion] = await versions(serverId, channelId);
+    const hit = cache.get(key);
+    if (hit && hit.serverVersion === serverVersion && hit.channelVersion === channelVersion && now() - hit.at < CACHE_TTL_MS)
+      return hit.userIds;
+    // Versions read before asking: a change that lands meanwhile leaves this entry outdated, not wrong for ever.
+    const userIds = await load();
+    remember(key, { serverVersion, channelVersion, serverId, userIds, at: now() });
+    return userIds;
+  }
+
+  /** Members who may view the channel now; empty for a channel that no longer exists. */
+  async function viewers(channelId: string, serverId?: string): Promise<string[]> {
+    const load = async () => {
+      try {
+        return (await ask(REALTIME_RPC.channelViewers, { channelId }, ChannelViewersReply)).userIds;
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return [];
+        throw err;
+      }
+    };
+    const known = serverId ?? cache.get(`c:${channelId}`)?.serverId;
+    return known ? cached(`c:${channelId}`, known, channelId, load) : load();
+  }
+
+  async function members(serverId: string, permission?: bigint): Promise<string[]> {
+    const mask = permission === undefined ? undefined : toMask(permission);
+    return cached(`s:${serverId}:${mask ?? ''}`, serverId, undefined, async () => {
+      try {
+        return (await ask(REALTIME_RPC.serverMembers, { serverId, permission: mask }, UserIdsReply)).userIds;
+      } catch (err) {
+        if ((err as { status?: number }).status === 404) return [];
+        throw err;
+      }
+    });
+  }
+
+  /** Friends and co-members (and the user's own other sessions with `self`): who sees presence and profile changes. */
+  async function acquaintances(userId: string, options: { self: boolean }): Promise<string[]> {
+    const [friends, comembers] = await Promise.all([
+      ask(REALTIME_RPC.userFriends, { userId }, UserIdsReply),
+      ask(REALTIME_RPC.userComembers, { userId }, UserIdsReply),
+    ]);
+    return [...new Set([...(options.self ? [userId] : []), ...friends.userIds, ...comembers.userIds])];
+  }
+
+  const bump = (key: string) => redis.set(key, `${now()}-${Math.random().toString(36).slice(2)}`, 'EX', VERSION_TTL_S);
+
+  /** Replaces the versions an event makes outdated; runs before the event's own audience is computed. */
+  async function invalidate(subject: string, data: Data): Promise<void> {
+    switch (subject) {
+      case GUILDS_SUBJECTS.memberJoined:
+      case GUILDS_SUBJECTS.memberLeft:
+      case GUILDS_SUBJECTS.memberUpdated:
+      case GUILDS_SUBJECTS.memberBanned:
+      case GUILDS_SUBJECTS.memberUnbanned:
+      case GUILDS_SUBJECTS.roleCreated:
+      case GUILDS_SUBJECTS.roleUpdated:
+      case GUILDS_SUBJECTS.roleDeleted:
+      case GUILDS_SUBJECTS.serverUpdated:
+        await bump(serverKey(data.serverId ?? data.id));
+        return;
+      case GUILDS_SUBJECTS.channelCreated:
+      case GUILDS_SUBJECTS.channelUpdated:
+      case GUILDS_SUBJECTS.channelDeleted:
+      case GUILDS_SUBJECTS.overrideUpdated:
+      case GUILDS_SUBJECTS.overrideDeleted:
+        await bump(channelKey(data.channelId ?? data.id));
+        return;
+      default:
+    }
+  }
+
+  const plus = async (list: Promise<string[]>, ...more: string[]) => [...(await list), ...more];
+
+  /** The users who receive the dispatch of this event. */
+  async function recipients(subject: string, data: Data): Promise<string[]> {
+    switch (subject) {
+      case MESSAGES_SUBJECTS.messageCreated:
+      case MESSAGES_SUBJECTS.messageUpdated:
+      case MESSAGES_SUBJECTS.messageDeleted:
+      case MESSAGES_SUBJECTS.reactionAdded:
+      case MESSAGES_SUBJECTS.reactionRemoved:
+      case MESSAGES_SUBJECTS.pinAdded:
+      case MESSAGES_SUBJECTS.pinRemoved:
+        return viewers(data.channelId, data.serverId);
+      case GUILDS_SUBJECTS.channelCreated:
+      case GUILDS_SUBJECTS.channelUpdated:
+        return viewers(data.id, data.serverId);
+      case GUILDS_SUBJECTS.overrideUpdated:
+      case GUILDS_SUBJECTS.overrideDeleted:
+        return viewers(data.channelId);
+      case MUSIC_SUBJECTS.playerUpdated:
+        return viewers(data.player.channelId, data.player.serverId);
+      case REALTIME_SUBJECTS.channelTyping:
+        return (await viewers(data.channelId, data.serverId)).filter((id) => id !== data.userId);
+      case GUILDS_SUBJECTS.serverCreated:
+        return [data.ownerId];
+      case GUILDS_SUBJECTS.serverUpdated:
+        return members(data.id);
+      case GUILDS_SUBJECTS.serverDeleted:
+        return data.memberIds ?? [];
+      case GUILDS_SUBJECTS.channelDeleted:
+      case GUILDS_SUBJECTS.categoryCreated:
+      case GUILDS_SUBJECTS.categoryUpdated:
+      case GUILDS_SUBJECTS.categoryDeleted:
+      case GUILDS_SUBJECTS.roleCreated:
+      case GUILDS_SUBJECTS.roleUpdated:
+      case GUILDS_SUBJECTS.roleDeleted:
+      case GUILDS_SUBJECTS.memberJoined:
+      case GUILDS_SUBJECTS.memberUpdated:
+      case VOICE_SUBJECTS.joined:
+      case VOICE_SUBJECTS.left:
+      case VOICE_SUBJECTS.moved:
+      case VOICE_SUBJECTS.updated:
+        return members(data.serverId);
+      // The member who left, was kicked or banned is told once; nothing of the server follows.
+      case GUILDS_SUBJECTS.memberLeft:
+        return plus(members(data.serverId), data.userId);
+      case GUILDS_SUBJECTS.memberBanned:
+      case GUILDS_SUBJECTS.memberUnbanned:
+        return members(data.serverId, Permission.BAN_MEMBERS);
+      case GUILDS_SUBJECTS.joinRequestCreated:
+      case GUILDS_SUBJECTS.joinRequestReviewed:
+        return plus(members(data.serverId, Permission.MANAGE_GUILD), data.userId);
+      case SOCIAL_SUBJECTS.conversationCreated:
+      case SOCIAL_SUBJECTS.dmCreated:
+      case SOCIAL_SUBJECTS.dmUpdated:
+      case SOCIAL_SUBJECTS.dmDeleted:
+      case SOCIAL_SUBJECTS.dmReactionAdded:
+      case SOCIAL_SUBJECTS.dmReactionRemoved:
+        return data.participantIds;
+      case REALTIME_SUBJECTS.conversationTyping:
+        return data.participantIds.filter((id: string) => id !== data.userId);
+      case SOCIAL_SUBJECTS.friendRequested:
+      case SOCIAL_SUBJECTS.friendAccepted:
+        return [data.requesterId, data.recipientId];
+      case SOCIAL_SUBJECTS.friendRemoved:
+        return [data.userId, data.otherUserId];
+      // Only the blocker learns of a block: the blocked user is not told, as on Discord.
+      case SOCIAL_SUBJECTS.blockCreated:
+      case SOCIAL_SUBJECTS.blockRemoved:
+        return [data.userId];
+      case AUTH_SUBJECTS.userUpdated:
+        return acquaintances(data.id, { self: true });
+      default:
+        return [];
+    }
+  }
+
+  return { invalidate, recipients, acquaintances };
+}
+
+export type Audience = ReturnType<typeof createAudience>;

@@ -1,0 +1,269 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Sessions of the real-time socket, kept in Redis so that any replica can resume them:
+ *
+ * - `s:<sid>` hash: userId, authSid (the token's session), seq (last dispatch numbered), node (the
+ *   replica holding its socket, '' when none), seenAt (last sign of life, ms), detachedAt (ms).
+ * - `b:<sid>` sorted set: the session's dispatch frames scored by seq, the last `bufferSize` kept:
+ *   the replay buffer of RESUME.
+ * - `u:<userId>` set: the user's sessions, so an event for a user reaches each of them.
+ * - `n:<node>` pub/sub channel of a replica: per dispatch one message "D <t>\n<sid>:<seq>,...\n<d>" for
+ *   the sessions it holds, and "K <sid>" when a resume elsewhere took a session over.
+ *
+ * A dispatch is numbered, buffered and published in one script, so the buffer and the live stream
+ * agree: a socket drops what it already sent (seq), and a resume reads the buffer then the stream.
+ * The scripts build key names from the prefix, so they expect one Redis (not a cluster).
+ */
+
+const DELIVER = `
+local p = ARGV[1]
+if ARGV[2] ~= '' then
+  if not redis.call('SET', p .. 'e:' .. ARGV[2], '1', 'NX', 'EX', 600) then return -1 end
+end
+local t, d, cap, mode = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local sent = 0
+local byNode = {}
+local function deliver(sid)
+  local skey = p .. 's:' .. sid
+  local ttl = redis.call('PTTL', skey)
+  if ttl < 0 then return false end
+  local seq = redis.call('HINCRBY', skey, 'seq', 1)
+  local frame = '{"op":0,"t":"' .. t .. '","s":' .. seq .. ',"d":' .. d .. '}'
+  local bkey = p .. 'b:' .. sid
+  redis.call('ZADD', bkey, seq, frame)
+  if seq > cap then redis.call('ZREMRANGEBYSCORE', bkey, '-inf', seq - cap) end
+  redis.call('PEXPIRE', bkey, ttl)
+  local node = redis.call('HGET', skey, 'node')
+  if node and node ~= '' then
+    byNode[node] = byNode[node] or {}
+    table.insert(byNode[node], sid .. ':' .. seq)
+  end
+  sent = sent + 1
+  return true
+end
+for i = 7, #ARGV do
+  if mode == 's' then
+    deliver(ARGV[i])
+  else
+    local ukey = p .. 'u:' .. ARGV[i]
+    for _, sid in ipairs(redis.call('SMEMBERS', ukey)) do
+      if not deliver(sid) then redis.call('SREM', ukey, sid) end
+    end
+  end
+end
+-- One message per replica, however many of its sessions get the dispatch (see parsePublished).
+for node, entries in pairs(byNode) do
+  redis.call('PUBLISH', p .. 'n:' .. node, 'D ' .. t .. '\\n' .. table.concat(entries, ',') .. '\\n' .. d)
+end
+return sent
+`;
+
+/** Detaches only when this node still holds the session (a resume elsewhere took it over otherwise). */
+const DETACH = `
+local skey = ARGV[1] .. 's:' .. ARGV[2]
+if redis.call('HGET', skey, 'node') ~= ARGV[3] then return 0 end
+redis.call('HSET', skey, 'node', '', 'detachedAt', ARGV[4])
+redis.call('PEXPIRE', skey, ARGV[5])
+redis.call('PEXPIRE', ARGV[1] .. 'b:' .. ARGV[2], ARGV[5])
+return 1
+`;
+
+type ScriptedRedis = Redis & {
+  socketDeliver(...args: (string | number)[]): Promise<number>;
+  socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
+};
+
+/** A user's set of sessions outlives any of them (refreshed by heartbeats); dead members are dropped on delivery. */
+const USER_SET_TTL_S = 86_400;
+
+export interface StoredSession {
+  sessionId: string;
+  userId: string;
+  authSid: string;
+  seq: number;
+  node: string;
+  seenAt: number;
+  detachedAt: number;
+}
+
+export interface SessionStoreOptions {
+  redis: Redis;
+  /** `gw:<namespace>:`: replicas of one platform share it. */
+  prefix: string;
+  /** RESUME is accepted this long after the socket dropped (120 s). */
+  resumeWindowMs: number;
+  /** How long a live socket may go without a sign of life before it counts as dropped. */
+  livenessMs: number;
+  bufferSize: number;
+  /** Injected so that the resume window can be tested without waiting. */
+  now?: () => number;
+}
+
+export type ResumeVerdict =
+  | { ok: true; session: StoredSession; frames: { seq: number; frame: string }[] }
+  | { ok: false; reason: 'unknown' | 'expired' | 'wrong-user' | 'gap' | 'future-seq' };
+
+/** A dispatch frame as the buffer holds it and a socket sends it. */
+export const dispatchFrame = (t: string, seq: number, d: string) => `{"op":0,"t":"${t}","s":${seq},"d":${d}}`;
+
+/** What a replica hears on its channel. */
+export type Published =
+  | { kind: 'dispatch'; t: string; d: string; targets: { sessionId: string; seq: number }[] }
+  | { kind: 'kick'; sessionId: string };
+
+export function parsePublished(message: string): Published | undefined {
+  if (message.startsWith('K ')) return { kind: 'kick', sessionId: message.slice(2) };
+  if (!message.startsWith('D ')) return undefined;
+  const first = message.indexOf('\n');
+  const second = message.indexOf('\n', first + 1);
+  const targets = message
+    .slice(first + 1, second)
+    .split(',')
+    .map((pair) => {
+      const colon = pair.lastIndexOf(':');
+      return { sessionId: pair.slice(0, colon), seq: Number(pair.slice(colon + 1)) };
+    });
+  return { kind: 'dispatch', t: message.slice(2, first), d: message.slice(second + 1), targets };
+}
+
+/** The message that tells a replica a session it held was resumed elsewhere. */
+export const kickMessage = (sessionId: string) => `K ${sessionId}`;
+
+export function createSessionStore(options: SessionStoreOptions) {
+  const redis = options.redis as ScriptedRedis;
+  redis.defineCommand('socketDeliver', { numberOfKeys: 0, lua: DELIVER });
+  redis.defineCommand('socketDetach', { numberOfKeys: 0, lua: DETACH });
+  const { prefix, bufferSize } = options;
+  const now = options.now ?? Date.now;
+  const key = (kind: string, id: string) => `${prefix}${kind}:${id}`;
+  // Kept while attached (refreshed by heartbeats), so a dead replica's sessions age out.
+  const attachedTtl = () => options.resumeWindowMs + options.livenessMs;
+
+  async function load(sessionId: string): Promise<StoredSession | undefined> {
+    const h = await redis.hgetall(key('s', sessionId));
+    if (!h.userId) return undefined;
+    return {
+      sessionId,
+      userId: h.userId,
+      authSid: h.authSid ?? '',
+      seq: Number(h.seq ?? 0),
+      node: h.node ?? '',
+      seenAt: Number(h.seenAt ?? 0),
+      detachedAt: Number(h.detachedAt ?? 0),
+    };
+  }
+
+  async function framesAfter(sessionId: string, seq: number): Promise<{ seq: number; frame: string }[]> {
+    const raw = await redis.zrangebyscore(key('b', sessionId), `(${seq}`, '+inf', 'WITHSCORES');
+    const frames: { seq: number; frame: string }[] = [];
+    for (let i = 0; i < raw.length; i += 2) frames.push({ frame: raw[i] as string, seq: Number(raw[i + 1]) });
+    return frames;
+  }
+
+  return {
+    channelOf: (node: string) => key('n', node),
+    /** The buffered dispatch frames of a session after `seq`, in order. */
+    framesAfter,
+
+    /**
+     * A new session held by `node`, with its first dispatch (READY) numbered 1 and buffered in the
+     * same transaction that makes the session reachable: nothing can be numbered before it.
+     * Answers the frame to send.
+     */
+    async create(s: { sessionId: string; userId: string; authSid: string; node: string; readyJson: string }): Promise<string> {
+      const ttl = attachedTtl();
+      const frame = dispatchFrame('READY', 1, s.readyJson);
+      await redis
+        .multi()
+        .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 1, node: s.node, seenAt: now(), detachedAt: 0 })
+        .pexpire(key('s', s.sessionId), ttl)
+        .zadd(key('b', s.sessionId), 1, frame)
+        .pexpire(key('b', s.sessionId), ttl)
+        .sadd(key('u', s.userId), s.sessionId)
+        .expire(key('u', s.userId), USER_SET_TTL_S)
+        .exec();
+      return frame;
+    },
+
+    /**
+     * Numbers, buffers and publishes one dispatch for every session of `userIds` (or for the
+     * sessions named, with `toSessions`). `dedupeId` (an event id) makes a redelivered event a no-op.
+     * Answers how many sessions got it, -1 for a duplicate.
+     */
+    deliver(t: string, payloadJson: string, targets: { userIds?: string[]; sessionIds?: string[] }, dedupeId = ''): Promise<number> {
+      const ids = targets.sessionIds ?? [...new Set(targets.userIds ?? [])];
+      if (ids.length === 0) return Promise.resolve(0);
+      return redis.socketDeliver(prefix, dedupeId, t, payloadJson, bufferSize, targets.sessionIds ? 's' : 'u', ...ids);
+    },
+
+    /** A heartbeat: the session is alive on `node`. */
+    async touch(sessionId: string, userId: string): Promise<void> {
+      await redis
+        .multi()
+        .expire(key('u', userId), USER_SET_TTL_S)
+        .hset(key('s', sessionId), 'seenAt', now())
+        .pexpire(key('s', sessionId), attachedTtl())
+        .pexpire(key('b', sessionId), attachedTtl())
+        .exec();
+    },
+
+    /** The socket closed: resumable for the window from now. */
+    async detach(sessionId: string, node: string): Promise<void> {
+      await redis.socketDetach(prefix, sessionId, node, now(), options.resumeWindowMs);
+    },
+
+    /** Gone for good (revoked, or resumed too late). */
+    async remove(sessionId: string, userId: string): Promise<void> {
+      await redis.multi().del(key('s', sessionId), key('b', sessionId)).srem(key('u', userId), sessionId).exec();
+    },
+
+    /**
+     * May this user resume this session from `seq`? When a replica died without detaching, the
+     * drop counts from the last sign of life. Answers the buffered frames after `seq`.
+     */
+    async checkResume(sessionId: string, userId: string, seq: number): Promise<ResumeVerdict> {
+      const session = await load(sessionId);
+      if (!session) return { ok: false, reason: 'unknown' };
+      if (session.userId !== userId) return { ok: false, reason: 'wrong-user' };
+      const droppedAt = session.node === '' ? session.detachedAt : session.seenAt;
+      if (now() - droppedAt > options.resumeWindowMs) return { ok: false, reason: 'expired' };
+      if (seq > session.seq) return { ok: false, reason: 'future-seq' };
+      const frames = await framesAfter(sessionId, seq);
+      // The buffer keeps the last bufferSize dispatches: anything older is lost, so no exact replay.
+      if (session.seq > seq && frames[0]?.seq !== seq + 1) return { ok: false, reason: 'gap' };
+      return { ok: true, session, frames };
+    },
+
+    /** `node` holds the session now; answers the node that held it before ('' when none). */
+    async attach(sessionId: string, node: string): Promise<string> {
+      const [[, previous]] = (await redis
+        .multi()
+        .hget(key('s', sessionId), 'node')
+        .hset(key('s', sessionId), 'node', node, 'seenAt', now(), 'detachedAt', 0)
+        .pexpire(key('s', sessionId), attachedTtl())
+        .pexpire(key('b', sessionId), attachedTtl())
+        .exec()) as [[Error | null, string | null]];
+      return previous ?? '';
+    },
+
+    /** Remembers a revoked token session, so a resume or identify with a still-valid token fails. */
+    async markRevoked(authSid: string, ttlMs: number): Promise<void> {
+      await redis.set(key('r', authSid), '1', 'PX', ttlMs);
+    },
+
+    async isRevoked(authSid: string): Promise<boolean> {
+      return (await redis.exists(key('r', authSid))) === 1;
+    },
+
+    /** Counts one IDENTIFY of the user in today's window; false over `limit`. */
+    async countIdentify(userId: string, limit: number): Promise<boolean> {
+      const day = Math.floor(now() / 86_400_000);
+      const k = key('id', `${userId}:${day}`);
+      const [[, count]] = (await redis.multi().incr(k).expire(k, 86_400).exec()) as [[Error | null, number]];
+      return count <= limit;
+    },
+  };
+}
+
+export type SessionStore = ReturnType<typeof createSessionStore>;

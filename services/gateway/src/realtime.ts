@@ -1,0 +1,85 @@
+import { PresenceSeenRequest, REALTIME_RPC } from '@chat/contracts';
+import { type Bus, type ConsumerHandle, requestRpc, serveRpc, type TokenVerifier } from '@chat/kit';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { consumeForDispatch, listenForRevocations } from './bus/events.ts';
+import type { GatewayConfig } from './config.ts';
+import { type Ask, createAudience } from './domain/audience.ts';
+import { createClientIpResolver } from './domain/client-ip.ts';
+import { createDispatcher } from './domain/dispatch.ts';
+import { createPresence } from './domain/presence.ts';
+import type { RateLimiter } from './domain/rate-limit.ts';
+import { createSessionStore } from './domain/session-store.ts';
+import { createSocketServer, type SocketServer } from './routes/socket.ts';
+
+export interface Realtime {
+  sockets: SocketServer;
+  stop(): Promise<void>;
+}
+
+/** Replicas of one platform share their sessions; platforms that share a Redis (tests) do not. */
+export function realtimeKeyPrefix(namespace: string): string {
+  return namespace ? `gw:${namespace}:` : 'gw:';
+}
+
+/**
+ * The real-time socket's parts: sessions and presence in Redis, audiences asked of the services,
+ * dispatch from JetStream, revocations from auth. `redis` is a connection of its own (commands may
+ * take longer than a rate check's), `subscriber` one in subscriber mode.
+ */
+export async function startRealtime(deps: {
+  config: GatewayConfig;
+  log: Logger;
+  bus: Bus;
+  redis: Redis;
+  subscriber: Redis;
+  tokens: TokenVerifier;
+  limiter: RateLimiter;
+}): Promise<Realtime> {
+  const { config, log, bus, redis } = deps;
+  const prefix = realtimeKeyPrefix(config.BUS_NAMESPACE);
+  const livenessMs = Math.round(config.GATEWAY_HEARTBEAT_INTERVAL_MS * 1.5);
+  const ask: Ask = async (subject, data, reply) => reply.parse(await requestRpc(bus, subject, data));
+  const store = createSessionStore({
+    redis,
+    prefix,
+    resumeWindowMs: config.GATEWAY_RESUME_WINDOW_MS,
+    livenessMs,
+    bufferSize: config.GATEWAY_REPLAY_BUFFER,
+  });
+  const audience = createAudience({ ask, redis, prefix });
+  const presence = createPresence({
+    redis,
+    prefix,
+    livenessMs,
+    announce: async (update) => {
+      await store.deliver('PRESENCE_UPDATE', JSON.stringify(update), {
+        userIds: await audience.acquaintances(update.userId, { self: false }),
+      });
+    },
+  });
+  const sockets = createSocketServer({
+    config,
+    log,
+    tokens: deps.tokens,
+    limiter: deps.limiter,
+    clientIp: createClientIpResolver(config.TRUSTED_PROXIES, config.FORWARDED_FOR_MODE),
+    store,
+    presence,
+    ask,
+    subscriber: deps.subscriber,
+    publisher: redis,
+  });
+  await sockets.ready;
+  // Social shows the seen status in its friend lists.
+  serveRpc(bus, log, REALTIME_RPC.presenceSeen, PresenceSeenRequest, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
+  listenForRevocations(bus, log, (sessionId) => sockets.revoke(sessionId));
+  const consumers: ConsumerHandle[] = await consumeForDispatch(bus, log, createDispatcher({ store, audience, presence, log }));
+  return {
+    sockets,
+    async stop() {
+      await sockets.shutdown();
+      await Promise.all(consumers.map((c) => c.stop()));
+    },
+  };
+}

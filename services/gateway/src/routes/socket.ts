@@ -1,0 +1,387 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  type ChosenStatus,
+  CLOSE_CODES,
+  type CloseCode,
+  OP,
+  REALTIME_RPC,
+  ReadyData,
+  UserConversationsReply,
+  UserGetReply,
+  UserServersReply,
+} from '@chat/contracts';
+import type { TokenVerifier } from '@chat/kit';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { v7 as uuidv7 } from 'uuid';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { GatewayConfig } from '../config.ts';
+import type { Ask } from '../domain/audience.ts';
+import { rateSubject } from '../domain/client-ip.ts';
+import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '../domain/frames.ts';
+import type { Presence } from '../domain/presence.ts';
+import type { RateLimiter } from '../domain/rate-limit.ts';
+import { dispatchFrame, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
+
+export const SOCKET_PATH = '/v1/gateway/ws';
+/** A revoked token session is remembered this long (longer than any access token lives). */
+const REVOKED_MEMORY_MS = 60 * 60_000;
+const MAX_FRAME_BYTES = 16 * 1024;
+
+/** One client socket. Kept small: ten thousand of them live in one process. */
+interface Conn {
+  ws: WebSocket;
+  openedAt: number;
+  lastBeat: number;
+  windowStart: number;
+  frames: number;
+  /** An IDENTIFY or RESUME is being answered. */
+  busy: boolean;
+  sessionId?: string;
+  userId?: string;
+  authSid?: string;
+  /** The last dispatch sequence sent on this socket. */
+  lastSent: number;
+  /** Dispatches that arrived while the buffer is being replayed, sent after it. */
+  pending?: { seq: number; frame: string }[];
+  /** Closed by the gateway for a reason that ends the session (revocation) or hands it over (resume elsewhere). */
+  ended?: 'revoked' | 'taken-over';
+  /** The close was handled (a shutdown handles it before the socket's own close event). */
+  closed?: boolean;
+}
+
+export interface SocketDeps {
+  config: GatewayConfig;
+  log: Logger;
+  tokens: TokenVerifier;
+  limiter: RateLimiter;
+  clientIp: (peer: string | undefined, headers: IncomingMessage['headers']) => string;
+  store: SessionStore;
+  presence: Presence;
+  ask: Ask;
+  /** Receives the frames published for this replica's sessions. */
+  subscriber: Redis;
+  /** Publishes to other replicas (a resume taking a session over). */
+  publisher: Redis;
+  now?: () => number;
+}
+
+/**
+ * The real-time socket of one gateway replica: the opcodes of DESIGN.md, sessions in Redis (so any
+ * replica can resume them), dispatches from the session store's stream for this replica.
+ */
+export function createSocketServer(deps: SocketDeps) {
+  const { config, log, store, presence } = deps;
+  const now = deps.now ?? Date.now;
+  const node = uuidv7();
+  const interval = config.GATEWAY_HEARTBEAT_INTERVAL_MS;
+  const helloFrame = hello(interval);
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
+  const live = new Set<Conn>();
+  const bySession = new Map<string, Conn>();
+  const byAuthSession = new Map<string, Set<Conn>>();
+
+  const ready = deps.subscriber.subscribe(store.channelOf(node));
+  deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
+
+  function send(conn: Conn, frame: string) {
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame);
+  }
+
+  function close(conn: Conn, code: CloseCode | 1000 | 1012, reason: string) {
+    if (conn.ws.readyState === conn.ws.OPEN || conn.ws.readyState === conn.ws.CONNECTING) conn.ws.close(code, reason);
+  }
+
+  /** A dispatch for sessions this replica holds (one message for all of them), or a takeover. */
+  function onPublished(message: string) {
+    const published = parsePublished(message);
+    if (published?.kind === 'kick') {
+      const conn = bySession.get(published.sessionId);
+      if (!conn) return;
+      conn.ended = 'taken-over';
+      return close(conn, 1000, 'Session resumed elsewhere');
+    }
+    if (!published) return;
+    for (const { sessionId, seq } of published.targets) {
+      const conn = bySession.get(sessionId);
+      if (conn) push(conn, seq, dispatchFrame(published.t, seq, published.d));
+    }
+  }
+
+  function push(conn: Conn, seq: number, frame: string) {
+    if (conn.pending) return void conn.pending.push({ seq, frame });
+    if (seq <= conn.lastSent) return;
+    if (seq === conn.lastSent + 1) {
+      conn.lastSent = seq;
+      return send(conn, frame);
+    }
+    // A gap (the subscription reconnected and missed frames): read them from the buffer, then go on.
+    conn.pending = [{ seq, frame }];
+    void catchUp(conn);
+  }
+
+  async function catchUp(conn: Conn) {
+    try {
+      if (conn.sessionId) for (const f of await store.framesAfter(conn.sessionId, conn.lastSent)) sendInOrder(conn, f);
+    } catch (err) {
+      log.warn({ err }, 'could not read the replay buffer');
+    }
+    flushPending(conn);
+  }
+
+  function sendInOrder(conn: Conn, f: { seq: number; frame: string }) {
+    if (f.seq <= conn.lastSent) return;
+    conn.lastSent = f.seq;
+    send(conn, f.frame);
+  }
+
+  function flushPending(conn: Conn) {
+    const pending = (conn.pending ?? []).sort((a, b) => a.seq - b.seq);
+    conn.pending = undefined;
+    for (const f of pending) sendInOrder(conn, f);
+  }
+
+  function register(conn: Conn) {
+    const sessionId = conn.sessionId as string;
+    const previous = bySession.get(sessionId);
+    if (previous && previous !== conn) {
+      previous.ended = 'taken-over';
+      close(previous, 1000, 'Session resumed elsewhere');
+    }
+    bySession.set(sessionId, conn);
+    const group = byAuthSession.get(conn.authSid as string) ?? new Set<Conn>();
+    group.add(conn);
+    byAuthSession.set(conn.authSid as string, group);
+  }
+
+  function unregister(conn: Conn) {
+    if (!conn.sessionId) return;
+    if (bySession.get(conn.sessionId) === conn) bySession.delete(conn.sessionId);
+    const group = byAuthSession.get(conn.authSid as string);
+    group?.delete(conn);
+    if (group?.size === 0) byAuthSession.delete(conn.authSid as string);
+  }
+
+  /** The token's identity, or the close code that ends the attempt. */
+  async function authenticate(token: string): Promise<{ id: string; sessionId: string } | CloseCode> {
+    try {
+      const identity = await deps.tokens.verify(token);
+      if (await store.isRevoked(identity.sessionId)) return CLOSE_CODES.AUTHENTICATION_FAILED;
+      return identity;
+    } catch (err) {
+      return (err as { status?: number }).status === 401 ? CLOSE_CODES.AUTHENTICATION_FAILED : CLOSE_CODES.UNKNOWN_ERROR;
+    }
+  }
+
+  async function identify(conn: Conn, token: string) {
+    const identity = await authenticate(token);
+    if (typeof identity === 'number')
+      return close(conn, identity, identity === CLOSE_CODES.UNKNOWN_ERROR ? 'Try again' : 'Authentication failed');
+    if (!(await store.countIdentify(identity.id, config.GATEWAY_IDENTIFY_PER_DAY))) {
+      return close(conn, CLOSE_CODES.RATE_LIMITED, 'Too many identifies today');
+    }
+    const [user, servers, conversations] = await Promise.all([
+      deps.ask(REALTIME_RPC.userGet, { userId: identity.id }, UserGetReply),
+      deps.ask(REALTIME_RPC.userServers, { userId: identity.id }, UserServersReply),
+      deps.ask(REALTIME_RPC.userConversations, { userId: identity.id }, UserConversationsReply),
+    ]);
+    if (conn.ws.readyState !== conn.ws.OPEN) return;
+    const sessionId = uuidv7();
+    // Dispatches that arrive before READY is sent wait behind it.
+    Object.assign(conn, { sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: 1, pending: [] });
+    register(conn);
+    // Connected before READY: a client that has READY counts as online on every replica.
+    const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
+    await showConnected(identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
+    const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
+    const readyFrame = await store.create({
+      sessionId,
+      userId: identity.id,
+      authSid: identity.sessionId,
+      node,
+      readyJson: JSON.stringify(readyData),
+    });
+    send(conn, readyFrame);
+    flushPending(conn);
+    // A revocation that landed while this identify was answered.
+    if (await store.isRevoked(identity.sessionId)) return revokeConn(conn);
+  }
+
+  async function resume(conn: Conn, d: { token: string; sessionId: string; seq: number }) {
+    const identity = await authenticate(d.token);
+    if (typeof identity === 'number')
+      return close(conn, identity, identity === CLOSE_CODES.UNKNOWN_ERROR ? 'Try again' : 'Authentication failed');
+    const verdict = await store.checkResume(d.sessionId, identity.id, d.seq);
+    if (!verdict.ok) {
+      if (verdict.reason === 'future-seq') return close(conn, CLOSE_CODES.INVALID_SEQ, 'Invalid seq');
+      return send(conn, INVALID_SESSION);
+    }
+    if (conn.ws.readyState !== conn.ws.OPEN) return;
+    Object.assign(conn, { sessionId: d.sessionId, userId: identity.id, authSid: verdict.session.authSid, lastSent: d.seq, pending: [] });
+    register(conn);
+    const previousNode = await store.attach(d.sessionId, node);
+    if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), kickMessage(d.sessionId));
+    // Read after attaching: what was delivered meanwhile went to the old replica, and is in the buffer.
+    const frames = await store.framesAfter(d.sessionId, d.seq);
+    for (const f of frames) sendInOrder(conn, f);
+    flushPending(conn);
+    await showConnected(identity.id, d.sessionId);
+    await store.deliver('RESUMED', JSON.stringify({ replayed: frames.length }), { sessionIds: [d.sessionId] });
+  }
+
+  /**
+   * Presence of a session that identified or resumed. Its failure (a service that does not answer
+   * who the user's friends are) does not fail the session: the next change shows the right status.
+   */
+  async function showConnected(userId: string, sessionId: string, before?: () => Promise<void>) {
+    try {
+      await before?.();
+      await presence.connected(userId, sessionId);
+    } catch (err) {
+      log.warn({ err, userId }, 'presence not announced');
+    }
+  }
+
+  function heartbeat(conn: Conn) {
+    conn.lastBeat = now();
+    send(conn, HEARTBEAT_ACK);
+    if (!conn.sessionId || conn.busy) return;
+    const { sessionId, userId } = conn;
+    Promise.all([store.touch(sessionId, userId as string), presence.heartbeat(userId as string, sessionId)]).catch((err) =>
+      log.warn({ err }, 'heartbeat not recorded'),
+    );
+  }
+
+  /** Counts a frame in the connection's window; false when it is over the limit. */
+  function withinLimit(conn: Conn): boolean {
+    const t = now();
+    if (t - conn.windowStart >= config.GATEWAY_FRAME_WINDOW_MS) {
+      conn.windowStart = t;
+      conn.frames = 0;
+    }
+    conn.frames += 1;
+    return conn.frames <= config.GATEWAY_FRAME_LIMIT;
+  }
+
+  function onMessage(conn: Conn, data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) {
+    if (!withinLimit(conn)) return close(conn, CLOSE_CODES.RATE_LIMITED, 'Too many frames');
+    const decoded = decodeFrame(data, isBinary);
+    if (!decoded.ok) return close(conn, decoded.code, decoded.reason);
+    const { frame } = decoded;
+    if (frame.op === OP.HEARTBEAT) return heartbeat(conn);
+    if (conn.sessionId || conn.busy) return close(conn, CLOSE_CODES.ALREADY_AUTHENTICATED, 'Already identified');
+    conn.busy = true;
+    const work = frame.op === OP.IDENTIFY ? identify(conn, frame.d.token) : resume(conn, frame.d);
+    work
+      .catch((err) => {
+        log.warn({ err }, 'identify or resume failed');
+        close(conn, CLOSE_CODES.UNKNOWN_ERROR, 'Try again');
+      })
+      .finally(() => {
+        conn.busy = false;
+      });
+  }
+
+  async function onClose(conn: Conn) {
+    if (conn.closed) return;
+    conn.closed = true;
+    live.delete(conn);
+    unregister(conn);
+    if (!conn.sessionId || conn.ended) return;
+    try {
+      await store.detach(conn.sessionId, node);
+      await presence.disconnected(conn.userId as string, conn.sessionId);
+    } catch (err) {
+      log.warn({ err }, 'could not record a closed socket');
+    }
+  }
+
+  function open(ws: WebSocket) {
+    const t = now();
+    const conn: Conn = { ws, openedAt: t, lastBeat: t, windowStart: t, frames: 0, busy: false, lastSent: 0 };
+    live.add(conn);
+    ws.on('message', (data, isBinary) => onMessage(conn, data, isBinary));
+    ws.on('close', () => void onClose(conn));
+    ws.on('error', () => {});
+    ws.send(helloFrame);
+  }
+
+  function revokeConn(conn: Conn) {
+    conn.ended = 'revoked';
+    close(conn, CLOSE_CODES.AUTHENTICATION_FAILED, 'Session revoked');
+    if (conn.sessionId && conn.userId) {
+      const { sessionId, userId } = conn;
+      void store
+        .remove(sessionId, userId)
+        .then(() => presence.disconnected(userId, sessionId))
+        .catch((err) => log.warn({ err }, 'could not end a revoked session'));
+    }
+  }
+
+  /** Not identified in one interval: 4003; no heartbeat in 1.5 intervals: 4009. */
+  function sweep() {
+    const t = now();
+    for (const conn of live) {
+      if (!conn.sessionId && !conn.busy && t - conn.openedAt > interval)
+        close(conn, CLOSE_CODES.NOT_AUTHENTICATED, 'Not identified in time');
+      else if (t - conn.lastBeat > interval * 1.5) close(conn, CLOSE_CODES.SESSION_TIMED_OUT, 'No heartbeat');
+    }
+  }
+  const sweeper = setInterval(sweep, Math.min(1_000, interval / 2));
+  sweeper.unref();
+  const presenceSweeper = setInterval(() => presence.sweep().catch((err) => log.warn({ err }, 'presence sweep failed')), interval);
+  presenceSweeper.unref();
+
+  return {
+    ready: ready.then(() => undefined),
+    /** Counts the upgrade in the General tier, then opens the socket (HELLO first). */
+    async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+      socket.on('error', () => {});
+      const path = (req.url ?? '/').split('?')[0]?.toLowerCase();
+      if (path !== SOCKET_PATH) return void rejectUpgrade(socket, 404, { error: 'Not found' });
+      const verdict = await deps.limiter.hit({
+        tier: 'general',
+        subject: rateSubject(deps.clientIp(req.socket.remoteAddress, req.headers)),
+      });
+      if (!verdict.allowed) {
+        const retry = Math.max(1, Math.ceil((verdict.resetAtMs - verdict.nowMs) / 1000));
+        return void rejectUpgrade(socket, 429, { error: 'Too many requests, slow down and retry later' }, { 'retry-after': String(retry) });
+      }
+      wss.handleUpgrade(req, socket, head, open);
+    },
+    /** Closes every socket of a revoked token session with 4004; it cannot be resumed. */
+    async revoke(authSid: string): Promise<void> {
+      await store.markRevoked(authSid, REVOKED_MEMORY_MS);
+      for (const conn of byAuthSession.get(authSid) ?? []) revokeConn(conn);
+    },
+    /** Shutting down: RECONNECT to every client, which resumes on another replica. */
+    async shutdown(): Promise<void> {
+      clearInterval(sweeper);
+      clearInterval(presenceSweeper);
+      const closing = [...live].map((conn) => {
+        send(conn, RECONNECT);
+        close(conn, 1012, 'Reconnect');
+        return onClose(conn);
+      });
+      await Promise.all(closing);
+      await deps.subscriber.unsubscribe().catch(() => {});
+    },
+    /** How many sockets this replica holds (bench and tests). */
+    size: () => live.size,
+  };
+}
+
+export type SocketServer = ReturnType<typeof createSocketServer>;
+
+function rejectUpgrade(socket: Duplex, status: number, body: object, headers: Record<string, string> = {}) {
+  const text = JSON.stringify(body);
+  const lines = [
+    `HTTP/1.1 ${status} ${status === 429 ? 'Too Many Requests' : 'Not Found'}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(text)}`,
+    'connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${text}`);
+}

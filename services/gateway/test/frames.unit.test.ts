@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { decodeFrame } from '../src/domain/frames.ts';
+
+const text = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
+
+describe('decodeFrame', () => {
+  it('accepts the three frames a client sends', () => {
+    expect(decodeFrame(text({ op: 1, d: null }), false)).toEqual({ ok: true, frame: { op: 1, d: null } });
+    expect(decodeFrame(text({ op: 2, d: { token: 't' } }), false)).toEqual({ ok: true, frame: { op: 2, d: { token: 't' } } });
+    const resume = { op: 6, d: { token: 't', sessionId: '0190a7a0-0000-7000-8000-000000000000', seq: 4 } };
+    expect(decodeFrame(text(resume), false)).toEqual({ ok: true, frame: resume });
+  });
+
+  it.each([
+    ['binary', Buffer.from([1, 2]), true, 4002],
+    ['not JSON', text('{'), false, 4002],
+    ['an array', text([1]), false, 4002],
+    ['null', text('null'), false, 4002],
+    ['op not a number', text({ op: '1' }), false, 4002],
+    ['a server opcode', text({ op: 11, d: null }), false, 4001],
+    ['an unknown opcode', text({ op: 3, d: {} }), false, 4001],
+    ['IDENTIFY without token', text({ op: 2, d: {} }), false, 4002],
+    [
+      'RESUME with a negative seq',
+      text({ op: 6, d: { token: 't', sessionId: '0190a7a0-0000-7000-8000-000000000000', seq: -1 } }),
+      false,
+      4002,
+    ],
+  ])('closes %s with its code', (_name, data, binary, code) => {
+    const decoded = decodeFrame(data as Buffer, binary as boolean);
+    expect(decoded).toMatchObject({ ok: false, code });
+  });
+});

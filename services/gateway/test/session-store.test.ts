@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createSessionStore, dispatchFrame, parsePublished } from '../src/domain/session-store.ts';
+
+/** The socket's sessions in a real Redis, on a clock the test moves. */
+
+const redis = new Redis(inject('backing').redisUrl);
+const subscriber = new Redis(inject('backing').redisUrl);
+afterAll(() => {
+  redis.disconnect();
+  subscriber.disconnect();
+});
+
+const WINDOW_MS = 120_000;
+let clock = 1_700_000_000_000;
+const store = createSessionStore({
+  redis,
+  prefix: `gwtest:${randomUUID()}:`,
+  resumeWindowMs: WINDOW_MS,
+  livenessMs: 60_000,
+  bufferSize: 3,
+  now: () => clock,
+});
+
+async function session(node = 'node-a') {
+  const ids = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node };
+  await store.create({ ...ids, readyJson: '{"ready":true}' });
+  return ids;
+}
+
+describe('delivery', () => {
+  it('numbers each dispatch per session, buffers it and publishes it to the node holding the socket', async () => {
+    const s = await session('node-live');
+    const heard: string[] = [];
+    await subscriber.subscribe(store.channelOf('node-live'));
+    subscriber.on('message', (_c, m) => heard.push(m));
+    expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1')).toBe(1);
+    expect(await store.deliver('MESSAGE_CREATE', '{"content":"b"}', { userIds: [s.userId, s.userId] })).toBe(1);
+    // The same event again (a redelivery) changes nothing.
+    expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1')).toBe(-1);
+    // READY is the first, numbered 1 when the session is created.
+    const frames = await store.framesAfter(s.sessionId, 0);
+    expect(frames.map((f) => [f.seq, JSON.parse(f.frame)])).toEqual([
+      [1, { op: 0, t: 'READY', s: 1, d: { ready: true } }],
+      [2, { op: 0, t: 'MESSAGE_CREATE', s: 2, d: { content: 'a' } }],
+      [3, { op: 0, t: 'MESSAGE_CREATE', s: 3, d: { content: 'b' } }],
+    ]);
+    await expect.poll(() => heard.length).toBe(2);
+    const published = parsePublished(heard[0] as string);
+    expect(published).toEqual({
+      kind: 'dispatch',
+      t: 'MESSAGE_CREATE',
+      d: '{"content":"a"}',
+      targets: [{ sessionId: s.sessionId, seq: 2 }],
+    });
+    expect(dispatchFrame('MESSAGE_CREATE', 2, '{"content":"a"}')).toBe(frames[1]?.frame);
+  });
+});
+
+describe('publishing', () => {
+  it('sends one message per node for all its sessions, each with its own seq', async () => {
+    const userId = randomUUID();
+    const [a, b] = [randomUUID(), randomUUID()];
+    await store.create({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
+    await store.create({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
+    await store.deliver('CHANNEL_CREATE', '{}', { sessionIds: [a] });
+    const heard: string[] = [];
+    const listener = new Redis(inject('backing').redisUrl);
+    await listener.subscribe(store.channelOf('node-pair'));
+    listener.on('message', (_c, m) => heard.push(m));
+    expect(await store.deliver('TYPING_START', '{"x":1}', { userIds: [userId] })).toBe(2);
+    await expect.poll(() => heard.length).toBe(1);
+    const published = parsePublished(heard[0] as string);
+    expect(published?.kind === 'dispatch' && published.targets.sort((x, y) => x.seq - y.seq)).toEqual([
+      { sessionId: b, seq: 2 },
+      { sessionId: a, seq: 3 },
+    ]);
+    listener.disconnect();
+  });
+});
+
+describe('resume', () => {
+  it('replays what came after seq while the session dropped less than the window ago', async () => {
+    const s = await session();
+    for (const c of ['a', 'b', 'c']) await store.deliver('MESSAGE_CREATE', JSON.stringify({ c }), { userIds: [s.userId] });
+    await store.detach(s.sessionId, 'node-a');
+    clock += WINDOW_MS - 1;
+    const verdict = await store.checkResume(s.sessionId, s.userId, 2);
+    expect(verdict.ok && verdict.frames.map((f) => f.seq)).toEqual([3, 4]);
+  });
+
+  it('refuses once the window has passed since the drop', async () => {
+    const s = await session();
+    await store.detach(s.sessionId, 'node-a');
+    clock += WINDOW_MS + 1;
+    expect(await store.checkResume(s.sessionId, s.userId, 0)).toEqual({ ok: false, reason: 'expired' });
+  });
+
+  it('counts the drop of a replica that died (never detached) from the last heartbeat', async () => {
+    const s = await session();
+    clock += 30_000;
+    await store.touch(s.sessionId, s.userId);
+    clock += WINDOW_MS;
+    expect((await store.checkResume(s.sessionId, s.userId, 0)).ok).toBe(true);
+    clock += 2;
+    expect(await store.checkResume(s.sessionId, s.userId, 0)).toEqual({ ok: false, reason: 'expired' });
+  });
+
+  it('refuses another user’s session, a seq from the future, and a seq older than the buffer keeps', async () => {
+    const s = await session();
+    for (const c of ['a', 'b', 'c', 'd', 'e']) await store.deliver('MESSAGE_CREATE', JSON.stringify({ c }), { userIds: [s.userId] });
+    expect(await store.checkResume(s.sessionId, randomUUID(), 5)).toEqual({ ok: false, reason: 'wrong-user' });
+    expect(await store.checkResume(s.sessionId, s.userId, 7)).toEqual({ ok: false, reason: 'future-seq' });
+    // READY was 1, the five 2..6; the buffer keeps the last 3 (4, 5, 6): from seq 2, the 3rd is lost.
+    expect(await store.checkResume(s.sessionId, s.userId, 2)).toEqual({ ok: false, reason: 'gap' });
+    const fromThree = await store.checkResume(s.sessionId, s.userId, 3);
+    expect(fromThree.ok && fromThree.frames.map((f) => f.seq)).toEqual([4, 5, 6]);
+  });
+
+  it('detaches only on the node that still holds the session', async () => {
+    const s = await session('node-a');
+    expect(await store.attach(s.sessionId, 'node-b')).toBe('node-a');
+    // The old node's late close must not mark the session dropped: it lives on node-b.
+    await store.detach(s.sessionId, 'node-a');
+    expect(await store.attach(s.sessionId, 'node-c')).toBe('node-b');
+  });
+});
+
+describe('limits and revocation', () => {
+  it('counts identifies per user per day', async () => {
+    const userId = randomUUID();
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await store.countIdentify(userId, 3));
+    expect(answers).toEqual([true, true, true, false]);
+  });
+
+  it('remembers a revoked token session', async () => {
+    const authSid = randomUUID();
+    expect(await store.isRevoked(authSid)).toBe(false);
+    await store.markRevoked(authSid, 60_000);
+    expect(await store.isRevoked(authSid)).toBe(true);
+  });
+});

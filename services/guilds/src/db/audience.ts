@@ -1,0 +1,51 @@
+import { many, maybeOne, type Queryable } from '@chat/kit';
+
+/** What the permission function needs of every member of a server at once. */
+export type MemberMaskRow = {
+  user_id: string;
+  role_ids: string[];
+  /** int8[] arrives as strings. */
+  role_permissions: string[];
+};
+
+export function listMemberMasks(db: Queryable, serverId: string): Promise<MemberMaskRow[]> {
+  return many<MemberMaskRow>(
+    db,
+    `SELECT m.user_id,
+       COALESCE(array_agg(ro.id::text) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_ids,
+       COALESCE(array_agg(ro.permissions) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_permissions
+     FROM members m
+     LEFT JOIN member_roles mr ON mr.server_id = m.server_id AND mr.user_id = m.user_id
+     LEFT JOIN roles ro ON ro.id = mr.role_id
+     WHERE m.server_id = $1
+     GROUP BY m.user_id`,
+    [serverId],
+  );
+}
+
+/** The owner and the @everyone mask of a server, or undefined for an unknown server. */
+export function findServerBase(db: Queryable, serverId: string): Promise<{ owner_id: string; everyone_permissions: number } | undefined> {
+  return maybeOne(
+    db,
+    'SELECT s.owner_id, e.permissions AS everyone_permissions FROM servers s JOIN roles e ON e.id = s.id WHERE s.id = $1',
+    [serverId],
+  );
+}
+
+export async function listServerIdsOfUser(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await many<{ server_id: string }>(db, 'SELECT server_id FROM members WHERE user_id = $1 ORDER BY joined_at, server_id', [
+    userId,
+  ]);
+  return rows.map((r) => r.server_id);
+}
+
+/** Everyone who shares at least one server with the user, the user excluded. */
+export async function listComemberIds(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await many<{ user_id: string }>(
+    db,
+    `SELECT DISTINCT o.user_id FROM members m JOIN members o ON o.server_id = m.server_id
+     WHERE m.user_id = $1 AND o.user_id <> $1`,
+    [userId],
+  );
+  return rows.map((r) => r.user_id);
+}

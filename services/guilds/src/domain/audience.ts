@@ -1,0 +1,49 @@
+import { Permission } from '@chat/contracts';
+import { notFound, type Queryable } from '@chat/kit';
+import { findServerBase, listMemberMasks, type MemberMaskRow } from '../db/audience.ts';
+import { findChannel } from '../db/channels.ts';
+import { listOverrides } from '../db/overrides.ts';
+import { toBigInts } from '../db/sql.ts';
+import { applicableOverrides, type ServerAccess } from './access.ts';
+import { channelPermissions, has, serverPermissions } from './permissions.ts';
+
+/**
+ * Who receives what on the real-time socket: the same permission function as REST, applied to
+ * every member of a server from one snapshot of the database.
+ */
+
+type Base = { owner_id: string; everyone_permissions: number };
+
+function memberAccess(base: Base, row: MemberMaskRow): Pick<ServerAccess, 'userId' | 'roleIds' | 'permissions'> {
+  const isOwner = row.user_id === base.owner_id;
+  const permissions = serverPermissions({ isOwner, everyone: BigInt(base.everyone_permissions), roles: toBigInts(row.role_permissions) });
+  return { userId: row.user_id, roleIds: row.role_ids, permissions };
+}
+
+/** The members who may VIEW_CHANNEL now (overrides included). 404 for an unknown channel. */
+export async function channelViewers(
+  db: Queryable,
+  channelId: string,
+): Promise<{ channelId: string; serverId: string; userIds: string[] }> {
+  const channel = await findChannel(db, channelId);
+  const base = channel && (await findServerBase(db, channel.serverId));
+  if (!channel || !base) throw notFound('Channel');
+  const [members, overrides] = await Promise.all([listMemberMasks(db, channel.serverId), listOverrides(db, channelId)]);
+  const userIds = members
+    .map((row) => memberAccess(base, row))
+    .filter((m) => {
+      const slots = applicableOverrides({ ...m, server: { id: channel.serverId } }, overrides);
+      return has(channelPermissions(m.permissions, slots), Permission.VIEW_CHANNEL);
+    })
+    .map((m) => m.userId);
+  return { channelId, serverId: channel.serverId, userIds };
+}
+
+/** The members of a server, only those holding `permission` at server level when given. 404 unknown. */
+export async function serverMembers(db: Queryable, serverId: string, permission?: number): Promise<string[]> {
+  const base = await findServerBase(db, serverId);
+  if (!base) throw notFound('Server');
+  const members = (await listMemberMasks(db, serverId)).map((row) => memberAccess(base, row));
+  const bit = permission === undefined ? undefined : BigInt(permission);
+  return members.filter((m) => bit === undefined || has(m.permissions, bit)).map((m) => m.userId);
+}

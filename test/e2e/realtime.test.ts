@@ -1,0 +1,449 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { join } from 'node:path';
+import { freePort, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { E2E_ENV } from '../setup/platform.ts';
+import { GatewayClient } from './gateway-client.ts';
+
+/**
+ * The real-time socket through real gateway processes: a platform of its own (this file kills a
+ * gateway replica), with a short heartbeat and resume window so that timeouts happen in seconds.
+ */
+
+const HEARTBEAT_MS = 2_000;
+const RESUME_WINDOW_MS = 6_000;
+const VIEW_CHANNEL = 1 << 10;
+const SEND_MESSAGES = 1 << 11;
+
+let run: IsolatedPlatform;
+let gateway: string;
+let replica: { url: string; stop(signal?: NodeJS.Signals): Promise<number | null> };
+const clients: GatewayClient[] = [];
+
+beforeAll(async () => {
+  run = await startIsolatedPlatform({
+    backing: inject('backing'),
+    label: 'rt',
+    logDir: join(inject('platform').logDir, 'realtime'),
+    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
+    extraEnv: {
+      ...E2E_ENV,
+      gateway: {
+        ...E2E_ENV.gateway,
+        GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
+        GATEWAY_RESUME_WINDOW_MS: String(RESUME_WINDOW_MS),
+      },
+    },
+  });
+  gateway = run.platform.urls.gateway;
+  replica = await run.platform.startGatewayReplica(await freePort());
+});
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await run?.stop();
+});
+
+interface User {
+  id: string;
+  token: string;
+  refreshToken: string;
+  ip: string;
+}
+
+const randomIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+
+async function call(method: string, path: string, options: { user?: User; body?: unknown } = {}) {
+  const headers: Record<string, string> = { 'x-forwarded-for': options.user?.ip ?? randomIp() };
+  if (options.user) headers.authorization = `Bearer ${options.user.token}`;
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${gateway}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
+  return { status: res.status, body: text ? (JSON.parse(text) as any) : undefined };
+}
+
+async function newUser(prefix: string): Promise<User> {
+  const username = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const res = await call('POST', '/v1/auth/register', { body: { username, email: `${username}@example.test`, password: 'realtime-pass' } });
+  expect(res.status).toBe(201);
+  return { id: res.body.user.id, token: res.body.token, refreshToken: res.body.refreshToken, ip: randomIp() };
+}
+
+/**
+ * A call that names another user, retried while social has not yet applied auth's event about that
+ * user (its read-model answers 404 until then).
+ */
+async function once404sPass(method: string, path: string, options: { user: User; body: unknown }, expected: number) {
+  const res = await vi.waitFor(
+    async () => {
+      const answer = await call(method, path, options);
+      if (answer.status === 404) throw new Error('the other user is not known to the service yet');
+      return answer;
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+  expect(res.status).toBe(expected);
+  return res;
+}
+
+async function befriend(a: User, b: User) {
+  await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
+  expect((await call('POST', '/v1/friends/accept', { user: b, body: { userId: a.id } })).status).toBe(200);
+}
+
+async function connect(user: User | undefined, options: { url?: string; heartbeat?: boolean } = {}) {
+  const client = await GatewayClient.connect(options.url ?? gateway, { ip: user?.ip ?? randomIp(), heartbeat: options.heartbeat });
+  clients.push(client);
+  return client;
+}
+
+async function identified(user: User, url?: string) {
+  const client = await connect(user, { url });
+  const ready = await client.identify(user.token);
+  return { client, ready };
+}
+
+/** A server owned by `owner` with `members` joined, and its text channel. */
+async function serverWith(owner: User, ...members: User[]) {
+  const server = (
+    await call('POST', '/v1/servers', { user: owner, body: { name: `rt ${randomBytes(3).toString('hex')}`, isPublic: true } })
+  ).body;
+  for (const m of members) expect((await call('POST', `/v1/servers/${server.id}/join`, { user: m })).status).toBe(200);
+  const channels = (await call('GET', `/v1/servers/${server.id}/channels`, { user: owner })).body as { id: string; channelType: string }[];
+  return { serverId: server.id as string, channelId: (channels.find((c) => c.channelType === 'text') as { id: string }).id };
+}
+
+async function post(user: User, channelId: string, content: string): Promise<string> {
+  const res = await call('POST', `/v1/channels/${channelId}/messages`, { user, body: { content } });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+const contentOf = (c: GatewayClient, t = 'MESSAGE_CREATE') => c.dispatches(t).map((f) => f.d.content);
+
+describe('GET /v1/gateway', () => {
+  it('answers where to open the socket, without a token', async () => {
+    const res = await call('GET', '/v1/gateway');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ url: `${gateway.replace('http', 'ws')}/v1/gateway/ws` });
+  });
+
+  it('answers 400 to a plain GET of the socket path', async () => {
+    const res = await call('GET', '/v1/gateway/ws');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: expect.any(String) });
+  });
+});
+
+describe('opcodes', () => {
+  it('says HELLO, answers IDENTIFY with READY (seq 1) and HEARTBEAT with HEARTBEAT_ACK', async () => {
+    const [owner, member] = [await newUser('rtready'), await newUser('rtpeer')];
+    const { serverId } = await serverWith(owner, member);
+    const conversation = await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201);
+
+    const client = await connect(owner, { heartbeat: false });
+    expect(client.frames[0]).toEqual({ op: 10, d: { heartbeatInterval: HEARTBEAT_MS }, s: null, t: null });
+    const ready = await client.identify(owner.token);
+    const readyFrame = client.dispatches('READY')[0];
+    expect(readyFrame?.s).toBe(1);
+    expect(ready).toMatchObject({
+      sessionId: expect.any(String),
+      user: { id: owner.id },
+      serverIds: [serverId],
+      conversationIds: [conversation.body.id],
+    });
+
+    client.send({ op: 1, d: 1 });
+    expect(await client.next((f) => f.op === 11)).toEqual({ op: 11, d: null, s: null, t: null });
+  });
+
+  it.each([
+    ['an unknown opcode', { op: 99, d: null }, 4001],
+    ['invalid JSON', '{"op": 2', 4002],
+    ['an IDENTIFY without a token', { op: 2, d: {} }, 4002],
+    ['a frame without op', { d: 1 }, 4002],
+    ['a bad token', { op: 2, d: { token: 'not-a-jwt' } }, 4004],
+  ])('closes on %s with %s', async (_name, frame, code) => {
+    const client = await connect(undefined);
+    client.send(frame);
+    expect((await client.closeCode()).code).toBe(code);
+  });
+
+  it('closes a socket that does not identify in time with 4003', async () => {
+    const client = await connect(undefined);
+    expect((await client.closeCode()).code).toBe(4003);
+  });
+
+  it('closes a second IDENTIFY with 4005', async () => {
+    const user = await newUser('rttwice');
+    const { client } = await identified(user);
+    client.send({ op: 2, d: { token: user.token } });
+    expect((await client.closeCode()).code).toBe(4005);
+  });
+
+  it('closes an identified socket that stops heartbeating with 4009', async () => {
+    const user = await newUser('rtsilent');
+    const client = await connect(user, { heartbeat: false });
+    client.send({ op: 2, d: { token: user.token } });
+    await client.dispatch('READY');
+    expect((await client.closeCode()).code).toBe(4009);
+  });
+
+  it('closes a client that sends more than 120 frames a minute with 4008', async () => {
+    const client = await connect(undefined, { heartbeat: false });
+    for (let i = 0; i < 121; i++) client.send({ op: 1, d: null });
+    expect((await client.closeCode()).code).toBe(4008);
+  });
+
+  it('closes a RESUME from a seq the session never reached with 4007', async () => {
+    const user = await newUser('rtseq');
+    const { client, ready } = await identified(user);
+    client.close();
+    const again = await connect(user);
+    again.send({ op: 6, d: { token: user.token, sessionId: ready.sessionId, seq: 50 } });
+    expect((await again.closeCode()).code).toBe(4007);
+  });
+
+  it('answers a RESUME of an unknown session with INVALID_SESSION {resumable: false}', async () => {
+    const user = await newUser('rtunknown');
+    const client = await connect(user);
+    client.send({ op: 6, d: { token: user.token, sessionId: crypto.randomUUID(), seq: 0 } });
+    expect(await client.next((f) => f.op === 9)).toEqual({ op: 9, d: { resumable: false }, s: null, t: null });
+  });
+
+  it('survives a burst of malformed frames from many sockets and keeps serving', async () => {
+    const sockets = await Promise.all(Array.from({ length: 20 }, () => connect(undefined, { heartbeat: false })));
+    for (const s of sockets) for (const junk of ['{', '\u0000\u0001', '[]', '{"op":"x"}', 'null']) s.send(junk);
+    const codes = await Promise.all(sockets.map((s) => s.closeCode()));
+    expect(codes.every((c) => c.code === 4002)).toBe(true);
+    expect((await fetch(`${gateway}/v1/health`)).status).toBe(200);
+    const user = await newUser('rtafter');
+    expect((await identified(user)).ready.user.id).toBe(user.id);
+  });
+});
+
+describe('dispatch and who receives it', () => {
+  it('sends a channel message to its viewers, and nothing from a channel an override hides', async () => {
+    const [owner, member, hidden] = [await newUser('rtown'), await newUser('rtmem'), await newUser('rthid')];
+    const { serverId, channelId } = await serverWith(owner, member, hidden);
+    const secret = (await call('POST', `/v1/servers/${serverId}/channels`, { user: owner, body: { name: 'secret', channelType: 'text' } }))
+      .body;
+    const deny = await call('PUT', `/v1/channels/${secret.id}/permissions`, {
+      user: owner,
+      body: { userId: hidden.id, allowBits: 0, denyBits: VIEW_CHANNEL },
+    });
+    expect(deny.status).toBe(200);
+    const [m, h] = [(await identified(member)).client, (await identified(hidden)).client];
+
+    await post(owner, secret.id, 'for some eyes only');
+    await post(owner, channelId, 'for everyone');
+    // The guilds stream keeps its order: once the second message is there, the first had its chance.
+    const seen = await m.dispatch('MESSAGE_CREATE', (d) => d.content === 'for everyone');
+    await h.dispatch('MESSAGE_CREATE', (d) => d.content === 'for everyone');
+    expect(contentOf(m)).toEqual(['for some eyes only', 'for everyone']);
+    expect(contentOf(h)).toEqual(['for everyone']);
+    expect(seen.d).toMatchObject({ channelId, serverId, authorId: owner.id });
+    expect(seen.d).not.toHaveProperty('reactions');
+  });
+
+  it('stops the events of a channel at once when an override takes the member’s access mid-session', async () => {
+    const [owner, member] = [await newUser('rtown2'), await newUser('rtmem2')];
+    const { serverId, channelId } = await serverWith(owner, member);
+    const other = (await call('POST', `/v1/servers/${serverId}/channels`, { user: owner, body: { name: 'other', channelType: 'text' } }))
+      .body;
+    const { client } = await identified(member);
+    await post(owner, channelId, 'before');
+    await client.dispatch('MESSAGE_CREATE', (d) => d.content === 'before');
+
+    const deny = await call('PUT', `/v1/channels/${channelId}/permissions`, {
+      user: owner,
+      body: { userId: member.id, allowBits: 0, denyBits: VIEW_CHANNEL },
+    });
+    expect(deny.status).toBe(200);
+    const started = Date.now();
+    await post(owner, channelId, 'after');
+    await post(owner, other.id, 'marker');
+    await client.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker');
+    expect(contentOf(client)).toEqual(['before', 'marker']);
+    expect(client.dispatches('CHANNEL_OVERRIDE_UPDATE')).toHaveLength(0);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('tells a kicked member once and sends nothing more from that server', async () => {
+    const [owner, member] = [await newUser('rtkick'), await newUser('rtkicked')];
+    const first = await serverWith(owner, member);
+    const second = await serverWith(owner, member);
+    const { client } = await identified(member);
+
+    expect((await call('DELETE', `/v1/servers/${first.serverId}/members/${member.id}`, { user: owner })).status).toBe(204);
+    const removed = await client.dispatch('SERVER_MEMBER_REMOVE');
+    expect(removed.d).toMatchObject({ serverId: first.serverId, userId: member.id, reason: 'kicked' });
+    await post(owner, first.channelId, 'after the kick');
+    await post(owner, second.channelId, 'marker');
+    await client.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker');
+    expect(contentOf(client)).toEqual(['marker']);
+  });
+
+  it('sends DM events and friend events only to the people concerned', async () => {
+    const [a, b, stranger] = [await newUser('rta'), await newUser('rtb'), await newUser('rtstranger')];
+    const [ca, cb, cs] = [(await identified(a)).client, (await identified(b)).client, (await identified(stranger)).client];
+    await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
+    const request = await cb.dispatch('FRIEND_REQUEST_CREATE');
+    expect(request.d).toMatchObject({ requesterId: a.id, recipientId: b.id });
+    await ca.dispatch('FRIEND_REQUEST_CREATE');
+
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: a, body: { userIds: [b.id] } }, 201)).body;
+    const sent = await call('POST', '/v1/dm/messages', { user: a, body: { conversationId: conversation.id, content: 'psst' } });
+    expect(sent.status).toBe(201);
+    const dm = await cb.dispatch('DM_MESSAGE_CREATE');
+    expect(dm.d).toMatchObject({ id: sent.body.id, conversationId: conversation.id, content: 'psst' });
+    expect(dm.d).not.toHaveProperty('participantIds');
+    // The stranger's own friend request comes after, on the same stream: then the DM had its chance.
+    await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: stranger.id } }, 201);
+    await cs.dispatch('FRIEND_REQUEST_CREATE');
+    expect(cs.dispatches().map((f) => f.t)).toEqual(['READY', 'FRIEND_REQUEST_CREATE']);
+  });
+});
+
+describe('typing', () => {
+  it('sends TYPING_START to the others in the channel and the conversation, 204, not to the typer', async () => {
+    const [owner, member] = [await newUser('rttype'), await newUser('rttype2')];
+    const { serverId, channelId } = await serverWith(owner, member);
+    const [co, cm] = [(await identified(owner)).client, (await identified(member)).client];
+    const typed = await call('POST', `/v1/channels/${channelId}/typing`, { user: owner });
+    expect(typed.status).toBe(204);
+    const typing = await cm.dispatch('TYPING_START');
+    expect(typing.d).toMatchObject({ channelId, serverId, userId: owner.id, timestamp: expect.any(String) });
+
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201)).body;
+    expect((await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user: member })).status).toBe(204);
+    await co.dispatch('TYPING_START', (d) => d.conversationId === conversation.id && d.userId === member.id);
+    expect(co.dispatches('TYPING_START').filter((f) => f.d.userId === owner.id)).toHaveLength(0);
+  });
+
+  it('refuses typing without SEND_MESSAGES (403) and in a conversation one is not in (404)', async () => {
+    const [owner, member, stranger] = [await newUser('rtmute'), await newUser('rtmuted'), await newUser('rtnosy')];
+    const { channelId } = await serverWith(owner, member);
+    await call('PUT', `/v1/channels/${channelId}/permissions`, {
+      user: owner,
+      body: { userId: member.id, allowBits: 0, denyBits: SEND_MESSAGES },
+    });
+    const muted = await call('POST', `/v1/channels/${channelId}/typing`, { user: member });
+    expect(muted.status).toBe(403);
+    expect(muted.body).toEqual({ error: expect.stringContaining('SEND_MESSAGES') });
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [member.id] } }, 201)).body;
+    const nosy = await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user: stranger });
+    expect(nosy.status).toBe(404);
+  });
+});
+
+describe('revocation', () => {
+  it('closes every socket of a session with 4004 within a second of logout, and refuses its resume', async () => {
+    const user = await newUser('rtlogout');
+    const { client, ready } = await identified(user);
+    const onReplica = (await identified(user, replica.url)).client;
+    const started = Date.now();
+    expect((await call('POST', '/v1/auth/logout', { user, body: { refreshToken: user.refreshToken } })).status).toBe(204);
+    const [closed, closedElsewhere] = await Promise.all([client.closeCode(), onReplica.closeCode()]);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(closed.code).toBe(4004);
+    expect(closedElsewhere.code).toBe(4004);
+
+    const again = await connect(user);
+    again.send({ op: 6, d: { token: user.token, sessionId: ready.sessionId, seq: 1 } });
+    expect((await again.closeCode()).code).toBe(4004);
+  });
+});
+
+describe('resume', () => {
+  it('replays the missed dispatches in order, once, on another replica after the first is killed', async () => {
+    const [owner, member] = [await newUser('rtres'), await newUser('rtres2')];
+    const { channelId } = await serverWith(owner, member);
+    const extra = await run.platform.startGatewayReplica(await freePort());
+    const client = await connect(member, { url: extra.url });
+    const ready = await client.identify(member.token);
+    await post(owner, channelId, 'one');
+    const one = await client.dispatch('MESSAGE_CREATE', (d) => d.content === 'one');
+
+    await extra.stop('SIGKILL');
+    await client.closeCode();
+    for (const content of ['two', 'three', 'four']) await post(owner, channelId, content);
+
+    const resumed = await connect(member);
+    resumed.send({ op: 6, d: { token: member.token, sessionId: ready.sessionId, seq: one.s } });
+    await resumed.dispatch('RESUMED');
+    await post(owner, channelId, 'five');
+    await resumed.dispatch('MESSAGE_CREATE', (d) => d.content === 'five');
+    const seqs = resumed.dispatches().map((f) => f.s as number);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => (one.s as number) + 1 + i));
+    // What was dispatched before the resume is replayed before RESUMED; a post still on its way when
+    // the client resumed comes after it. Either way: every message once, in order.
+    expect(resumed.dispatches('MESSAGE_CREATE').map((f) => f.d.content)).toEqual(['two', 'three', 'four', 'five']);
+    expect(resumed.dispatches('RESUMED')).toHaveLength(1);
+    expect(resumed.dispatches('RESUMED')[0]?.d).toEqual({ replayed: resumed.dispatches().findIndex((f) => f.t === 'RESUMED') });
+  });
+
+  it('refuses a resume after the window with INVALID_SESSION {resumable: false}', async () => {
+    const user = await newUser('rtlate');
+    const { client, ready } = await identified(user);
+    client.close();
+    await client.closed;
+    // The window is configured short for this file (GATEWAY_RESUME_WINDOW_MS); the session store's own test uses an injected clock.
+    await new Promise((resolve) => setTimeout(resolve, RESUME_WINDOW_MS + 500));
+    const late = await connect(user);
+    late.send({ op: 6, d: { token: user.token, sessionId: ready.sessionId, seq: 1 } });
+    expect(await late.next((f) => f.op === 9)).toEqual({ op: 9, d: { resumable: false }, s: null, t: null });
+  });
+});
+
+describe('presence', () => {
+  it('shows a friend online while any session is connected on any replica, offline after the last', async () => {
+    const [watcher, friend] = [await newUser('rtwatch'), await newUser('rtfriend')];
+    await befriend(watcher, friend);
+    const { client: w } = await identified(watcher);
+    const updates = () =>
+      w
+        .dispatches('PRESENCE_UPDATE')
+        .filter((f) => f.d.userId === friend.id)
+        .map((f) => `${f.d.status}:${f.d.customStatus}`);
+
+    const first = (await identified(friend)).client;
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'online');
+    const second = (await identified(friend, replica.url)).client;
+    first.close();
+    await first.closed;
+    // A change that is still shown as online proves the first close did not show offline.
+    expect((await call('PATCH', '/v1/users/@me/presence', { user: friend, body: { status: 'dnd', customStatus: 'busy' } })).status).toBe(
+      200,
+    );
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'dnd');
+    expect(updates()).toEqual(['online:', 'dnd:busy']);
+    const listed = async () =>
+      ((await call('GET', '/v1/friends', { user: watcher })).body as { user: { id: string; status: string } }[]).find(
+        (f) => f.user.id === friend.id,
+      )?.user.status;
+    expect(await listed()).toBe('dnd');
+
+    second.close();
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
+    expect(updates()).toEqual(['online:', 'dnd:busy', 'offline:']);
+    expect(await listed()).toBe('offline');
+  });
+
+  it('shows an invisible user offline while connected', async () => {
+    const [watcher, friend] = [await newUser('rtwatch2'), await newUser('rtghost')];
+    await befriend(watcher, friend);
+    const { client: w } = await identified(watcher);
+    await identified(friend);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'online');
+    const res = await call('PATCH', '/v1/users/@me/presence', { user: friend, body: { status: 'invisible' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: friend.id, status: 'invisible' });
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
+  });
+});
