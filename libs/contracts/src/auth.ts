@@ -94,3 +94,15 @@ export const AUTH_SUBJECTS = {
   userUpdated: 'auth.user.updated',
   sessionRevoked: 'auth.session.revoked',
 } as const;
+
+/**
+ * `rpc.auth.user.lookup`: a service whose read-model of users misses an id or a username (its
+ * event still in flight) asks auth once and stores the answer. `version` is when auth read the
+ * row, so an event that occurred before it changes nothing in the read-model. 404: unknown user.
+ */
+export const UserLookupRequest = z.union([z.object({ id: Id }), z.object({ username: z.string().min(1).max(64) })]);
+export type UserLookupRequest = z.infer<typeof UserLookupRequest>;
+export const UserLookupReply = z.object({ user: UserEventData, version: z.iso.datetime({ offset: true }) });
+export type UserLookupReply = z.infer<typeof UserLookupReply>;
+
+export const AUTH_RPC = { userLookup: 'rpc.auth.user.lookup' } as const;

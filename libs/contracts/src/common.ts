@@ -57,3 +57,23 @@ export const ImageUrl = z
 
 /** A Discord-style permission mask; all bits used stay below 2^53 so JSON numbers carry them. */
 export const PermissionMask = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The one query of every list that pages by its key (DESIGN.md: limit 50 by default, at most 100;
+ * a cursor on the list's order key). Each list is in ascending order of the key its contract
+ * names; `after` takes the keys greater than a cursor, `before` the `limit` keys just below one
+ * (still answered in ascending order), both together the keys between them. The answer keeps
+ * its shape: a bare array stays a bare array, and a page shorter than `limit` is the last one.
+ */
+export const ListPageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  after: z
+    .string()
+    .regex(/^[A-Za-z0-9-]{1,64}$/, 'not a cursor')
+    .optional(),
+  before: z
+    .string()
+    .regex(/^[A-Za-z0-9-]{1,64}$/, 'not a cursor')
+    .optional(),
+});
+export type ListPageQuery = z.infer<typeof ListPageQuery>;

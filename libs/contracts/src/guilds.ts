@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { Id, ImageUrl, PermissionMask, Timestamp } from './common.ts';
+import { Id, ImageUrl, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
+import { Permission, type PermissionName } from './permissions.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 
 /**
@@ -97,6 +98,42 @@ export type DiscoveryServer = z.infer<typeof DiscoveryServer>;
 
 export const PermissionsReply = z.object({ permissions: PermissionMask }).meta({ id: 'Permissions' });
 
+/** What last decided a permission bit, in the order of DESIGN.md's algorithm. */
+export const PermissionSource = z.enum([
+  'owner',
+  'administrator',
+  'everyone',
+  'role',
+  'none',
+  'everyoneOverride',
+  'roleOverride',
+  'memberOverride',
+  'noViewChannel',
+  'hidden',
+]);
+export type PermissionSource = z.infer<typeof PermissionSource>;
+
+export const PermissionDecision = z
+  .object({
+    permission: z.enum(Object.keys(Permission) as [PermissionName, ...PermissionName[]]),
+    granted: z.boolean(),
+    source: PermissionSource,
+    /** The role that decided (for administrator, role and roleOverride; the @everyone role's id is the server's). */
+    roleId: Id.nullable(),
+  })
+  .meta({ id: 'PermissionDecision' });
+
+/** The mask, plus with `explain=true` one decision per permission bit, from the function that enforces. */
+export const ExplainedPermissionsReply = z
+  .object({ permissions: PermissionMask, explanation: z.array(PermissionDecision).optional() })
+  .meta({ id: 'ExplainedPermissions' });
+export type ExplainedPermissionsReply = z.infer<typeof ExplainedPermissionsReply>;
+
+export const ExplainQuery = z.object({
+  /** `true` adds, for every permission bit, whether it is granted and what decided it. */
+  explain: z.enum(['true', 'false']).default('false'),
+});
+
 // ---- Field rules shared by bodies ----
 
 const ServerName = z.string().trim().min(2).max(100);
@@ -131,6 +168,8 @@ export const UpdateServerBody = z.object({
   entranceChannelId: Id.nullable().optional(),
   afkChannelId: Id.nullable().optional(),
   jtcChannelId: Id.nullable().optional(),
+  /** Discord's choices: 1, 5, 15, 30 or 60 minutes. */
+  afkTimeoutSeconds: z.union([z.literal(60), z.literal(300), z.literal(900), z.literal(1800), z.literal(3600)]).optional(),
   isPublic: z.boolean().optional(),
   requireApproval: z.boolean().optional(),
   tags: Tags.optional(),
@@ -153,6 +192,7 @@ export const DiscoveryQuery = z.object({
 
 export const CategoryBody = z.object({ name: CategoryName });
 export const CategoryPositionsBody = z.object({ categoryIds: z.array(Id).max(500) });
+export const ChannelPositionsBody = z.object({ channelIds: z.array(Id).max(500), categoryId: Id.nullish() });
 
 export const CreateChannelBody = z.object({
   name: ChannelName,
@@ -165,7 +205,9 @@ export type CreateChannelBody = z.infer<typeof CreateChannelBody>;
 export const UpdateChannelBody = z.object({
   name: ChannelName.optional(),
   topic: Topic.nullable().optional(),
+  /** Index among the channels of its (new) category; past the end means last. Siblings are renumbered 0..n-1. */
   position: z.number().int().min(0).max(10_000).optional(),
+  /** Moves it to the end of that category (or to `position` in it); null: uncategorised. */
   categoryId: Id.nullable().optional(),
   isNsfw: z.boolean().optional(),
   slowmodeSeconds: z.number().int().min(0).max(21_600).optional(),
@@ -213,7 +255,7 @@ export const CreateInviteBody = z.object({
 });
 
 export const CreateJoinRequestBody = z.object({ message: z.string().trim().max(500).nullish() });
-export const JoinRequestsQuery = z.object({ status: JoinRequestStatus.default('pending') });
+export const JoinRequestsQuery = ListPageQuery.extend({ status: JoinRequestStatus.default('pending') });
 
 export const PutOverrideBody = z
   .object({ roleId: Id.optional(), userId: Id.optional(), allowBits: PermissionMask, denyBits: PermissionMask })
@@ -230,6 +272,7 @@ export const RoleParams = z.object({ serverId: Id, roleId: Id });
 export const MemberRoleParams = z.object({ serverId: Id, userId: Id, roleId: Id });
 export const JoinRequestParams = z.object({ serverId: Id, requestId: Id });
 export const OverrideParams = z.object({ channelId: Id, overrideId: Id });
+export const ChannelMemberParams = z.object({ channelId: Id, userId: Id });
 export const InviteParams = z.object({ code: z.string().regex(/^[A-Za-z0-9]{8,32}$/, 'not an invite code') });
 
 // ---- Events (subject -> payload) ----

@@ -17,6 +17,10 @@ export const MAX_PINS_PER_CHANNEL = 50;
 export const MessageMentions = z.object({ users: z.array(Id), roles: z.array(Id), everyone: z.boolean() }).meta({ id: 'MessageMentions' });
 export type MessageMentions = z.infer<typeof MessageMentions>;
 
+/** DESIGN.md's message types: a system message (member_join, pinned, call_*) has empty content. */
+export const MessageType = z.enum(['default', 'reply', 'member_join', 'pinned', 'call_started', 'call_missed', 'call_ended']);
+export type MessageType = z.infer<typeof MessageType>;
+
 export const ChannelMessage = z
   .object({
     id: Id,
@@ -36,6 +40,11 @@ export const ChannelMessage = z
     /** `{emoji: {count, me}}`, `me` as the caller sees it. */
     reactions: Reactions,
     webhookId: Id.nullable(),
+    /**
+     * `member_join`: the author joined the server (posted in its entrance channel); `pinned`: the
+     * author pinned `replyToId`. Absent in events of producers older than the field: `default`.
+     */
+    type: MessageType.default('default'),
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;

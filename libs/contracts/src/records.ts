@@ -37,6 +37,8 @@ export const Server = z
     entranceChannelId: Id.nullable(),
     afkChannelId: Id.nullable(),
     jtcChannelId: Id.nullable(),
+    /** Seconds without activity after which a connected member is moved to the AFK channel. */
+    afkTimeoutSeconds: z.number().int(),
     tags: z.array(z.string()),
     /** Roles whose members control music in musicLocked voice channels. */
     djRoleIds: z.array(Id),
@@ -60,7 +62,10 @@ export const Channel = z
     ownerId: Id.nullable(),
     isTemporary: z.boolean(),
     isLocked: z.boolean(),
-    isHidden: z.boolean(),
+    isHidden: z.boolean().meta({
+      description:
+        'Visible only to members with MANAGE_CHANNELS, its owner, members connected to it and those an override allows VIEW_CHANNEL; 404 to anyone else',
+    }),
     userLimit: z.number().int(),
     musicLocked: z.boolean(),
     createdAt: Timestamp,

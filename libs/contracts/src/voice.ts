@@ -42,6 +42,9 @@ export type VoiceJoinReply = z.infer<typeof VoiceJoinReply>;
 
 export const VoiceJoinBody = z.object({ channelId: Id });
 export const VoiceMoveBody = z.object({ userId: Id, channelId: Id });
+/** A heartbeat may say the member is speaking, which counts as activity for the AFK timeout. Optional. */
+export const VoiceHeartbeatBody = z.object({ speaking: z.literal(true).optional() }).nullish();
+
 export const VoiceStateBody = z
   .object({ selfMute: z.boolean().optional(), selfDeaf: z.boolean().optional() })
   .refine((b) => b.selfMute !== undefined || b.selfDeaf !== undefined, { message: 'give selfMute or selfDeaf' });
@@ -54,7 +57,8 @@ export const VoiceLeftReason = z.enum(['left', 'switched', 'expired', 'removed']
 export type VoiceLeftReason = z.infer<typeof VoiceLeftReason>;
 
 export const VoiceLeftEventData = z.object({ userId: Id, serverId: Id, channelId: Id, reason: VoiceLeftReason });
-export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id });
+/** `movedBy` is null when the server moved the member (to the AFK channel, after inactivity). */
+export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id.nullable() });
 
 export const VOICE_SUBJECTS = {
   joined: 'guilds.voice.joined',

@@ -206,6 +206,21 @@ describe('the audience RPCs of the real-time socket', () => {
     expect(await statusOf(ask(REALTIME_RPC.channelViewers, { channelId: newId() }))).toBe(404);
   });
 
+  it('rpc.guilds.channel.viewers leaves out whoever a hidden channel is hidden from, as REST does', async () => {
+    const hidden = (await g.call(own, 'POST', `/v1/servers/${sid}/channels`, { name: 'hidden-room', channelType: 'text' })).body;
+    expect((await g.call(own, 'PATCH', `/v1/channels/${hidden.id}`, { isHidden: true })).status).toBe(200);
+    const viewers = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: hidden.id });
+    expect(viewers.userIds).toEqual([own]);
+    expect((await g.call(mem, 'GET', `/v1/channels/${hidden.id}`)).status).toBe(404);
+    await g.call(own, 'PUT', `/v1/channels/${hidden.id}/permissions`, {
+      userId: mem,
+      allowBits: toMask(Permission.VIEW_CHANNEL),
+      denyBits: 0,
+    });
+    const after = await ask<{ userIds: string[] }>(REALTIME_RPC.channelViewers, { channelId: hidden.id });
+    expect(after.userIds.sort()).toEqual([own, mem].sort());
+  });
+
   it('rpc.guilds.server.members answers the members, filtered by a server-level permission', async () => {
     const everyone = await ask<{ userIds: string[] }>(REALTIME_RPC.serverMembers, { serverId: sid });
     expect(everyone.userIds.sort()).toEqual([own, mem, hid].sort());

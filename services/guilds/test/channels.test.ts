@@ -127,10 +127,9 @@ describe('channels', () => {
       userLimit: 5,
       isLocked: true,
       musicLocked: true,
-      position: 7,
     });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ name: 'Talk', userLimit: 5, isLocked: true, musicLocked: true, position: 7 });
+    expect(ok.body).toMatchObject({ name: 'Talk', userLimit: 5, isLocked: true, musicLocked: true });
     const textOk = await g.call(owner, 'PATCH', `/v1/channels/${text.id}`, { slowmodeSeconds: 21600, isNsfw: true, topic: null });
     expect(textOk.body).toMatchObject({ slowmodeSeconds: 21600, isNsfw: true, topic: null });
     for (const [id, body] of [

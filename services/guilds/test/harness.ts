@@ -4,6 +4,7 @@ import { ensureStream, loadConfig } from '@chat/kit';
 import { createTestIssuer, createTestRuntime } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
+import { serveAuthLookup } from '../../auth/test/lookup-server.ts';
 import { buildApp } from '../src/app.ts';
 import { startBus } from '../src/bus/index.ts';
 import { GuildsConfig } from '../src/config.ts';
@@ -23,7 +24,8 @@ export async function startGuilds() {
   const config = loadConfig(GuildsConfig, runtime.env);
   const tokens = issuer.verifier();
   const app = await buildApp({ ...runtime, config, tokens });
-  const consumers = await startBus(runtime);
+  let consumers = await startBus(runtime);
+  const auth = await serveAuthLookup(runtime.bus, runtime.log);
   const tokenCache = new Map<string, string>();
 
   async function call(userId: string | null, method: string, url: string, payload?: unknown, extraHeaders: Record<string, string> = {}) {
@@ -64,13 +66,20 @@ export async function startGuilds() {
     return rows.map((r) => r.payload);
   }
 
+  /** Pauses the users consumer (as when the bus is slow or the consumer is behind). */
+  async function pauseConsumers() {
+    await Promise.all(consumers.map((c) => c.stop()));
+    consumers = [];
+  }
+
   async function close() {
     await Promise.all(consumers.map((c) => c.stop()));
     await app.close();
     await runtime.close();
+    await auth.close();
   }
 
-  return { runtime, app, call, publishUser, knownUser, outbox, close, db: runtime.pool };
+  return { runtime, app, call, publishUser, knownUser, outbox, pauseConsumers, auth, close, db: runtime.pool };
 }
 
 export type Guilds = Awaited<ReturnType<typeof startGuilds>>;

@@ -78,6 +78,7 @@ describe('posting', () => {
       createdAt: expect.any(String),
       reactions: {},
       webhookId: null,
+      type: 'default',
     });
     expect((await g.db.query('SELECT content, author_id FROM messages WHERE id = $1', [res.body.id])).rows).toEqual([
       { content: 'hello there', author_id: alice },

@@ -1,16 +1,20 @@
+import { isDeepStrictEqual } from 'node:util';
 import { ALL_PERMISSIONS, Permission } from '@chat/contracts';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   type ApplicableOverrides,
   bitsBeyondActor,
+  type ChannelVisibility,
   canEditOverrideOf,
   canManageRoleAt,
   channelPermissions,
+  type Decision,
   type MemberPermissionInput,
   type OverrideBits,
   outranks,
   overrideChangeBeyondActor,
+  PermissionTrace,
   serverPermissions,
 } from '../src/domain/permissions.ts';
 
@@ -21,16 +25,17 @@ import {
 const BIT_COUNT = 32;
 const ADMIN_BIT = 3;
 const VIEW_BIT = 10;
+const MANAGE_CHANNELS_BIT = 4;
 const bitOf = (mask: bigint, i: number) => ((mask >> BigInt(i)) & 1n) === 1n;
 const fromBits = (bits: boolean[]) => bits.reduce((mask, on, i) => (on ? mask | (1n << BigInt(i)) : mask), 0n);
 
 function referenceServer(input: MemberPermissionInput): boolean[] {
-  const all = [input.everyone, ...input.roles];
+  const all = [input.everyone, ...input.roles.map((r) => r.permissions)];
   const admin = all.some((m) => bitOf(m, ADMIN_BIT));
   return Array.from({ length: BIT_COUNT }, (_, i) => input.isOwner || admin || all.some((m) => bitOf(m, i)));
 }
 
-function referenceChannel(server: boolean[], o: ApplicableOverrides): boolean[] {
+function referenceChannel(server: boolean[], o: ApplicableOverrides, v?: ChannelVisibility): boolean[] {
   if (server[ADMIN_BIT]) return server.map(() => true);
   const result = server.map((allowed, i) => {
     let on = allowed;
@@ -42,20 +47,54 @@ function referenceChannel(server: boolean[], o: ApplicableOverrides): boolean[] 
     if (o.member && bitOf(o.member.allow, i)) on = true;
     return on;
   });
-  return result[VIEW_BIT] ? result : result.map(() => false);
+  const explicitView = [o.everyone, ...o.roles, o.member].some((x) => x !== undefined && bitOf(x.allow, VIEW_BIT));
+  const hiddenFromMe = v?.isHidden && !(result[MANAGE_CHANNELS_BIT] || v.isChannelOwner || v.isConnected || explicitView);
+  return result[VIEW_BIT] && !hiddenFromMe ? result : result.map(() => false);
+}
+
+/** The reference's explanation of one bit: the last step of DESIGN.md's order that set it. */
+function referenceDecision(m: MemberPermissionInput, o: ApplicableOverrides, v: ChannelVisibility, i: number): Decision {
+  if (m.isOwner) return { granted: true, by: { source: 'owner' } };
+  if (bitOf(m.everyone, ADMIN_BIT)) return { granted: true, by: { source: 'administrator', roleId: null } };
+  const admin = m.roles.find((r) => bitOf(r.permissions, ADMIN_BIT));
+  if (admin) return { granted: true, by: { source: 'administrator', roleId: admin.id } };
+  const granter = m.roles.find((r) => bitOf(r.permissions, i));
+  let d: Decision = bitOf(m.everyone, i)
+    ? { granted: true, by: { source: 'everyone' } }
+    : granter
+      ? { granted: true, by: { source: 'role', roleId: granter.id } }
+      : { granted: false, by: { source: 'none' } };
+  if (o.everyone && bitOf(o.everyone.deny, i)) d = { granted: false, by: { source: 'everyoneOverride' } };
+  if (o.everyone && bitOf(o.everyone.allow, i)) d = { granted: true, by: { source: 'everyoneOverride' } };
+  const denier = o.roles.find((r) => bitOf(r.deny, i));
+  if (denier) d = { granted: false, by: { source: 'roleOverride', roleId: denier.roleId } };
+  const allower = o.roles.find((r) => bitOf(r.allow, i));
+  if (allower) d = { granted: true, by: { source: 'roleOverride', roleId: allower.roleId } };
+  if (o.member && bitOf(o.member.deny, i)) d = { granted: false, by: { source: 'memberOverride' } };
+  if (o.member && bitOf(o.member.allow, i)) d = { granted: true, by: { source: 'memberOverride' } };
+  const plain = referenceChannel(referenceServer(m), o);
+  if (!plain[VIEW_BIT]) return i === VIEW_BIT ? d : { granted: false, by: { source: 'noViewChannel' } };
+  if (!referenceChannel(referenceServer(m), o, v)[VIEW_BIT]) return { granted: false, by: { source: 'hidden' } };
+  return d;
 }
 
 const mask = fc.bigInt({ min: 0n, max: ALL_PERMISSIONS }).map((m) => m & ALL_PERMISSIONS);
 /** Masks without ADMINISTRATOR, so the channel algorithm is actually exercised. */
 const plainMask = mask.map((m) => m & ~Permission.ADMINISTRATOR);
 const override = fc.record({ allow: plainMask, deny: plainMask });
-const member = fc.record({ isOwner: fc.boolean(), everyone: mask, roles: fc.array(mask, { maxLength: 5 }) });
-const plainMember = fc.record({ isOwner: fc.constant(false), everyone: plainMask, roles: fc.array(plainMask, { maxLength: 5 }) });
+const withIds = (masks: bigint[]) => masks.map((permissions, i) => ({ id: `role-${i}`, permissions }));
+const member = fc.record({ isOwner: fc.boolean(), everyone: mask, roles: fc.array(mask, { maxLength: 5 }).map(withIds) });
+const plainMember = fc.record({
+  isOwner: fc.constant(false),
+  everyone: plainMask,
+  roles: fc.array(plainMask, { maxLength: 5 }).map(withIds),
+});
 const overrides = fc.record({
   everyone: fc.option(override, { nil: undefined }),
-  roles: fc.array(override, { maxLength: 5 }),
+  roles: fc.array(override, { maxLength: 5 }).map((os) => os.map((o, i) => ({ ...o, roleId: `role-${i}` }))),
   member: fc.option(override, { nil: undefined }),
 });
+const visibility = fc.record({ isHidden: fc.boolean(), isChannelOwner: fc.boolean(), isConnected: fc.boolean() });
 const singleBit = fc.integer({ min: 0, max: BIT_COUNT - 1 }).map((i) => 1n << BigInt(i));
 const nonViewBit = singleBit.filter((b) => b !== Permission.VIEW_CHANNEL && b !== Permission.ADMINISTRATOR);
 
@@ -69,7 +108,7 @@ describe('serverPermissions', () => {
     fc.assert(
       fc.property(member, fc.nat(5), (m, at) => {
         const roles = [...m.roles];
-        roles.splice(at, 0, Permission.ADMINISTRATOR);
+        roles.splice(at, 0, { id: 'admin', permissions: Permission.ADMINISTRATOR });
         return serverPermissions({ ...m, roles }) === ALL_PERMISSIONS;
       }),
     );
@@ -91,13 +130,40 @@ describe('channelPermissions', () => {
     );
   });
 
+  it('agrees with the reference for hidden channels, whoever the member is', () => {
+    fc.assert(
+      fc.property(fc.oneof(member, plainMember), overrides, visibility, (m, o, v) => {
+        const server = serverPermissions(m);
+        return channelPermissions(server, o, v) === fromBits(referenceChannel(referenceServer(m), o, v));
+      }),
+      { numRuns: 4_000 },
+    );
+  });
+
+  it('hides a hidden channel from a member who only has VIEW_CHANNEL from their roles', () => {
+    const v = { isHidden: true, isChannelOwner: false, isConnected: false };
+    const everyone = Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES;
+    expect(channelPermissions(everyone, { roles: [] }, v)).toBe(0n);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isHidden: false })).toBe(everyone);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isConnected: true })).toBe(everyone);
+    expect(channelPermissions(everyone, { roles: [] }, { ...v, isChannelOwner: true })).toBe(everyone);
+    expect(channelPermissions(everyone | Permission.MANAGE_CHANNELS, { roles: [] }, v)).toBe(everyone | Permission.MANAGE_CHANNELS);
+    const viaRole = { roles: [{ roleId: 'r', allow: Permission.VIEW_CHANNEL, deny: 0n }] };
+    expect(channelPermissions(everyone, viaRole, v)).toBe(everyone);
+    // An explicit allow that the member override then denies does not show it.
+    expect(channelPermissions(everyone, { ...viaRole, member: { allow: 0n, deny: Permission.VIEW_CHANNEL } }, v)).toBe(0n);
+  });
+
   it('gives the owner and any ADMINISTRATOR every bit whatever the overrides deny', () => {
     fc.assert(
       fc.property(member, overrides, (m, o) => {
         const denyAll = { ...o, member: { allow: 0n, deny: ALL_PERMISSIONS } };
         return (
           channelPermissions(serverPermissions({ ...m, isOwner: true }), denyAll) === ALL_PERMISSIONS &&
-          channelPermissions(serverPermissions({ ...m, roles: [...m.roles, Permission.ADMINISTRATOR] }), denyAll) === ALL_PERMISSIONS
+          channelPermissions(
+            serverPermissions({ ...m, roles: [...m.roles, { id: 'admin', permissions: Permission.ADMINISTRATOR }] }),
+            denyAll,
+          ) === ALL_PERMISSIONS
         );
       }),
     );
@@ -107,8 +173,8 @@ describe('channelPermissions', () => {
     fc.assert(
       fc.property(plainMember, nonViewBit, (m, bit) => {
         const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
-        const deny = { allow: 0n, deny: bit };
-        const allow = { allow: bit, deny: 0n };
+        const deny = { roleId: 'a', allow: 0n, deny: bit };
+        const allow = { roleId: 'b', allow: bit, deny: 0n };
         // Whatever order the roles come in: the roles' allows are applied after all their denies.
         return [
           [deny, allow],
@@ -122,8 +188,8 @@ describe('channelPermissions', () => {
     fc.assert(
       fc.property(plainMember, nonViewBit, (m, bit) => {
         const server = serverPermissions(m) | Permission.VIEW_CHANNEL;
-        const allowed = channelPermissions(server, { everyone: { allow: 0n, deny: bit }, roles: [{ allow: bit, deny: 0n }] });
-        const denied = channelPermissions(server, { everyone: { allow: bit, deny: 0n }, roles: [{ allow: 0n, deny: bit }] });
+        const allowed = channelPermissions(server, { everyone: { allow: 0n, deny: bit }, roles: [{ roleId: 'r', allow: bit, deny: 0n }] });
+        const denied = channelPermissions(server, { everyone: { allow: bit, deny: 0n }, roles: [{ roleId: 'r', allow: 0n, deny: bit }] });
         return (allowed & bit) === bit && (denied & bit) === 0n;
       }),
     );
@@ -158,6 +224,45 @@ describe('channelPermissions', () => {
         return channelPermissions(server, { roles: [] }) === server;
       }),
     );
+  });
+});
+
+describe('explanations', () => {
+  const explain = (m: MemberPermissionInput, o: ApplicableOverrides, v: ChannelVisibility) => {
+    const trace = new PermissionTrace();
+    const result = channelPermissions(serverPermissions(m, trace), o, v, trace);
+    return { result, trace };
+  };
+
+  it('decide every bit, with a verdict that equals the mask, and the same decider as the reference', () => {
+    fc.assert(
+      fc.property(fc.oneof(member, plainMember), overrides, visibility, (m, o, v) => {
+        const { result, trace } = explain(m, o, v);
+        if (result !== channelPermissions(serverPermissions(m), o, v)) return false;
+        return Array.from({ length: BIT_COUNT }, (_, i) => i).every((i) => {
+          const bit = 1n << BigInt(i);
+          const decision = trace.decisions.get(bit);
+          return decision?.granted === ((result & bit) === bit) && isDeepStrictEqual(decision, referenceDecision(m, o, v, i));
+        });
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('name the highest role that grants a bit, the @everyone role first', () => {
+    const m = {
+      isOwner: false,
+      everyone: Permission.VIEW_CHANNEL,
+      roles: [
+        { id: 'high', permissions: Permission.SEND_MESSAGES },
+        { id: 'low', permissions: Permission.SEND_MESSAGES | Permission.VIEW_CHANNEL | Permission.CONNECT },
+      ],
+    };
+    const { trace } = explain(m, { roles: [] }, { isHidden: false, isChannelOwner: false, isConnected: false });
+    expect(trace.decisions.get(Permission.VIEW_CHANNEL)).toEqual({ granted: true, by: { source: 'everyone' } });
+    expect(trace.decisions.get(Permission.SEND_MESSAGES)).toEqual({ granted: true, by: { source: 'role', roleId: 'high' } });
+    expect(trace.decisions.get(Permission.CONNECT)).toEqual({ granted: true, by: { source: 'role', roleId: 'low' } });
+    expect(trace.decisions.get(Permission.BAN_MEMBERS)).toEqual({ granted: false, by: { source: 'none' } });
   });
 });
 
@@ -210,7 +315,7 @@ function withSlot(o: ApplicableOverrides, at: 'everyone' | 'member' | number, va
   if (at === 'everyone') return { ...o, everyone: value };
   if (at === 'member') return { ...o, member: value };
   const roles = [...o.roles];
-  roles.splice(Math.min(at, roles.length), 1, ...(value ? [value] : []));
+  roles.splice(Math.min(at, roles.length), 1, ...(value ? [{ roleId: `slot-${at}`, ...value }] : []));
   return { ...o, roles };
 }
 
@@ -254,7 +359,10 @@ describe('changing an override (issue 16)', () => {
     fc.assert(
       fc.property(member, overrides, maybeOverride, maybeOverride, (m, o, before, after) => {
         const owner = channelPermissions(serverPermissions({ ...m, isOwner: true }), o);
-        const admin = channelPermissions(serverPermissions({ ...m, roles: [...m.roles, Permission.ADMINISTRATOR] }), o);
+        const admin = channelPermissions(
+          serverPermissions({ ...m, roles: [...m.roles, { id: 'admin', permissions: Permission.ADMINISTRATOR }] }),
+          o,
+        );
         return overrideChangeBeyondActor(owner, before, after) === 0n && overrideChangeBeyondActor(admin, before, after) === 0n;
       }),
     );

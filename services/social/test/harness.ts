@@ -4,6 +4,7 @@ import { createTestIssuer, createTestRuntime, startMediaStandIn, type TestRuntim
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
+import { serveAuthLookup } from '../../auth/test/lookup-server.ts';
 import { buildApp } from '../src/app.ts';
 import { startUserReadModel, type UserEventHandler } from '../src/bus/users.ts';
 import { SocialConfig } from '../src/config.ts';
@@ -30,9 +31,11 @@ export async function createHarness(
   await ensureStream(runtime.bus, STREAMS.auth);
   let consumer: ConsumerHandle | undefined = await startUserReadModel(runtime, options.handleUserEvent?.(runtime.log));
   const media = await startMediaStandIn(runtime);
+  const auth = await serveAuthLookup(runtime.bus, runtime.log);
 
   async function close() {
     await media.stop();
+    await auth.close();
     await consumer?.stop();
     await app.close();
     await runtime.close();
@@ -43,6 +46,7 @@ export async function createHarness(
     deps,
     app,
     media,
+    auth,
     close,
     async stopConsumer() {
       await consumer?.stop();

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Call, CallParams, JoinedCall } from '../calls.ts';
-import { IdParams } from '../common.ts';
+import { IdParams, ListPageQuery } from '../common.ts';
 import { Activity, Game, GameSearchQuery, PutActivityBody } from '../games.ts';
 import { Device, DeviceParams, KeyBundle, OneTimeKeyCount, PutDeviceBody, UploadOneTimeKeysBody } from '../keys.ts';
 import { DirectMessage, PendingFriendRequest } from '../records.ts';
@@ -39,8 +39,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends/requests',
     service: 'social',
-    summary: 'Pending friend requests, incoming and outgoing, newest first',
+    summary: 'Pending friend requests, incoming and outgoing, by the other user’s id (the cursor); paged with limit, after, before',
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(PendingFriendRequest),
   }),
   accept: defineRoute({
@@ -77,8 +79,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends',
     service: 'social',
-    summary: "The caller's friends, most recent first",
+    summary: "The caller's friends, by friend's user id (the cursor); paged with limit, after, before",
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(Friend),
   }),
   remove: defineRoute({
@@ -115,8 +119,10 @@ export const friendsRoutes = {
     method: 'GET',
     path: '/v1/friends/blocked',
     service: 'social',
-    summary: 'Users the caller blocked, most recent first',
+    summary: 'Users the caller blocked, by user id (the cursor); paged with limit, after, before',
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(BlockedUser),
   }),
 };
@@ -139,8 +145,10 @@ export const dmRoutes = {
     method: 'GET',
     path: '/v1/dm/conversations',
     service: 'social',
-    summary: "The caller's conversations, most recent activity first, each with its last message",
+    summary: "The caller's conversations, each with its last message, by conversation id (the cursor); paged with limit, after, before",
+    query: ListPageQuery,
     status: 200,
+    errors: { 400: 'Invalid query (a cursor of the wrong kind)' },
     response: z.array(Conversation),
   }),
   getConversation: defineRoute({

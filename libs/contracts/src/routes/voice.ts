@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ServerParams } from '../guilds.ts';
 import { defineRoute } from '../route.ts';
-import { MediaGrant, VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
+import { MediaGrant, VoiceHeartbeatBody, VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
 
 /**
  * Voice states (guilds service): who is connected to which voice channel. Paths follow DESIGN.md's
@@ -60,7 +60,9 @@ export const voiceRoutes = {
     method: 'POST',
     path: '/v1/voice/heartbeat',
     service: g,
-    summary: "Keep the caller's voice state alive; it ends when no heartbeat arrives before expiresAt",
+    summary:
+      "Keep the caller's voice state alive; it ends when no heartbeat arrives before expiresAt. `speaking: true` counts as activity (the server's afkTimeoutSeconds runs from the last activity)",
+    body: VoiceHeartbeatBody,
     status: 200,
     response: VoiceState,
     errors: NOT_CONNECTED,

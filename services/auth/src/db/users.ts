@@ -139,6 +139,16 @@ export async function assertUsernameAndEmailFree(
   return { emailTaken: row?.email_taken === true, ownerEmail: row?.owner_email ?? undefined };
 }
 
+/**
+ * The row by id or username (any case), read after any update of it in progress commits (FOR
+ * SHARE), so what is answered is never older than an event already written about it.
+ */
+export function findUserForLookup(tx: Queryable, ref: { id: string } | { username: string }): Promise<UserRow | undefined> {
+  return 'id' in ref
+    ? maybeOne<UserRow>(tx, 'SELECT * FROM users WHERE id = $1 FOR SHARE', [ref.id])
+    : maybeOne<UserRow>(tx, 'SELECT * FROM users WHERE lower(username) = lower($1) FOR SHARE', [ref.username]);
+}
+
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
   return maybeOne<UserRow>(db, 'SELECT * FROM users WHERE id = $1', [id]);
 }

@@ -5,10 +5,13 @@ import { SERVER_COLUMNS, type ServerRow } from './servers.ts';
 export type MembershipRow = ServerRow & {
   everyone_permissions: number;
   is_member: boolean;
+  /** Highest role first. */
   role_ids: string[];
   /** int8[] arrives as strings. */
   role_permissions: string[];
   highest_position: number;
+  /** The channel of the user's live voice state in this server, if any. */
+  voice_channel_id: string | null;
 };
 
 export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
@@ -16,12 +19,13 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
     db,
     `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
        COALESCE(r.role_ids, '{}') AS role_ids, COALESCE(r.role_permissions, '{}') AS role_permissions,
-       COALESCE(r.highest_position, 0) AS highest_position
+       COALESCE(r.highest_position, 0) AS highest_position,
+       (SELECT v.channel_id FROM voice_states v WHERE v.user_id = $2 AND v.server_id = s.id AND v.expires_at > now()) AS voice_channel_id
      FROM servers s
      JOIN roles e ON e.id = s.id
      LEFT JOIN members m ON m.server_id = s.id AND m.user_id = $2
      LEFT JOIN LATERAL (
-       SELECT array_agg(ro.id::text) AS role_ids, array_agg(ro.permissions) AS role_permissions, max(ro.position) AS highest_position
+       SELECT array_agg(ro.id::text ORDER BY ro.position DESC) AS role_ids, array_agg(ro.permissions ORDER BY ro.position DESC) AS role_permissions, max(ro.position) AS highest_position
        FROM member_roles mr JOIN roles ro ON ro.id = mr.role_id
        WHERE mr.server_id = s.id AND mr.user_id = $2
      ) r ON m.user_id IS NOT NULL

@@ -6,19 +6,23 @@ export type MemberMaskRow = {
   role_ids: string[];
   /** int8[] arrives as strings. */
   role_permissions: string[];
+  /** The channel of the member's live voice state in this server, if any (hidden channels). */
+  voice_channel_id: string | null;
 };
 
 export function listMemberMasks(db: Queryable, serverId: string): Promise<MemberMaskRow[]> {
   return many<MemberMaskRow>(
     db,
     `SELECT m.user_id,
-       COALESCE(array_agg(ro.id::text) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_ids,
-       COALESCE(array_agg(ro.permissions) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_permissions
+       COALESCE(array_agg(ro.id::text ORDER BY ro.position DESC) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_ids,
+       COALESCE(array_agg(ro.permissions ORDER BY ro.position DESC) FILTER (WHERE ro.id IS NOT NULL), '{}') AS role_permissions,
+       (SELECT v.channel_id FROM voice_states v WHERE v.user_id = m.user_id AND v.server_id = m.server_id AND v.expires_at > now())
+         AS voice_channel_id
      FROM members m
      LEFT JOIN member_roles mr ON mr.server_id = m.server_id AND mr.user_id = m.user_id
      LEFT JOIN roles ro ON ro.id = mr.role_id
      WHERE m.server_id = $1
-     GROUP BY m.user_id`,
+     GROUP BY m.user_id, m.server_id`,
     [serverId],
   );
 }

@@ -1,4 +1,4 @@
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import type { Ban } from '../records.ts';
 
 type BanRow = {
@@ -48,6 +48,10 @@ export async function deleteBan(db: Queryable, serverId: string, userId: string)
   return (await exec(db, 'DELETE FROM bans WHERE server_id = $1 AND user_id = $2', [serverId, userId])) === 1;
 }
 
-export async function listBans(db: Queryable, serverId: string): Promise<Ban[]> {
-  return (await many<BanRow>(db, `${SELECT_BAN} WHERE b.server_id = $1 ORDER BY b.created_at, b.user_id`, [serverId])).map(toBan);
+/** One page of the server's bans, by banned user id. */
+export async function listBans(db: Queryable, serverId: string, page: KeyPage): Promise<Ban[]> {
+  const k = keysetPage('b.user_id', page, 2);
+  return k
+    .finish(await many<BanRow>(db, `${SELECT_BAN} WHERE b.server_id = $1 AND ${k.where} ${k.orderLimit}`, [serverId, ...k.params]))
+    .map(toBan);
 }

@@ -1,5 +1,5 @@
 import type { Invite } from '@chat/contracts';
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 
 type InviteRow = {
   code: string;
@@ -57,10 +57,14 @@ export async function consumeInvite(db: Queryable, code: string): Promise<Invite
   return row && toInvite(row);
 }
 
-export async function listInvites(db: Queryable, serverId: string): Promise<Invite[]> {
-  return (await many<InviteRow>(db, `SELECT ${COLUMNS} FROM invites WHERE server_id = $1 ORDER BY created_at, code`, [serverId])).map(
-    toInvite,
-  );
+/** One page of the server's invites, by code. */
+export async function listInvites(db: Queryable, serverId: string, page: KeyPage): Promise<Invite[]> {
+  const k = keysetPage('code', page, 2, 'text');
+  const rows = await many<InviteRow>(db, `SELECT ${COLUMNS} FROM invites WHERE server_id = $1 AND ${k.where} ${k.orderLimit}`, [
+    serverId,
+    ...k.params,
+  ]);
+  return k.finish(rows).map(toInvite);
 }
 
 export function deleteInvite(db: Queryable, code: string): Promise<number> {

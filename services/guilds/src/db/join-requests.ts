@@ -1,5 +1,5 @@
 import type { JoinRequest } from '@chat/contracts';
-import { many, maybeOne, one, type Queryable } from '@chat/kit';
+import { type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 
 type JoinRequestRow = {
   id: string;
@@ -38,13 +38,20 @@ export async function insertJoinRequest(
   return toJoinRequest(row);
 }
 
-export async function listJoinRequests(db: Queryable, serverId: string, status: JoinRequest['status']): Promise<JoinRequest[]> {
+/** One page of the server's join requests of one status, by request id. */
+export async function listJoinRequests(
+  db: Queryable,
+  serverId: string,
+  status: JoinRequest['status'],
+  page: KeyPage,
+): Promise<JoinRequest[]> {
+  const k = keysetPage('id', page, 3);
   const rows = await many<JoinRequestRow>(
     db,
-    `SELECT ${COLUMNS} FROM join_requests WHERE server_id = $1 AND status = $2 ORDER BY created_at, id LIMIT 500`,
-    [serverId, status],
+    `SELECT ${COLUMNS} FROM join_requests WHERE server_id = $1 AND status = $2 AND ${k.where} ${k.orderLimit}`,
+    [serverId, status, ...k.params],
   );
-  return rows.map(toJoinRequest);
+  return k.finish(rows).map(toJoinRequest);
 }
 
 export async function listJoinRequestsOfUser(db: Queryable, userId: string): Promise<JoinRequest[]> {

@@ -1,4 +1,4 @@
-import type { ChannelMessage, MessageMentions, UploadedFile } from '@chat/contracts';
+import type { ChannelMessage, MessageMentions, MessageType, UploadedFile } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
@@ -23,11 +23,12 @@ type MessageRow = {
   pinned_at: string | null;
   edited_at: string | null;
   created_at: string;
+  type: MessageType;
 };
 
 // A webhook message carries its own name and avatar; a user's come from the read-model.
 const COLUMNS = `m.id, m.channel_id, m.server_id, m.author_id, m.webhook_id, m.content, m.attachments, m.reply_to_id,
-  m.mentions, m.pinned_at, m.edited_at, m.created_at,
+  m.mentions, m.pinned_at, m.edited_at, m.created_at, m.type,
   CASE WHEN m.webhook_id IS NULL THEN u.display_name ELSE m.author_name END AS author_name,
   CASE WHEN m.webhook_id IS NULL THEN u.avatar_url ELSE m.author_avatar END AS author_avatar`;
 const FROM = 'FROM messages m LEFT JOIN users u ON u.id = m.author_id';
@@ -49,6 +50,7 @@ function toMessage(r: MessageRow): StoredMessage {
     editedAt: r.edited_at,
     createdAt: r.created_at,
     webhookId: r.webhook_id,
+    type: r.type,
   };
 }
 
@@ -86,14 +88,16 @@ export type NewMessage = {
   mentions: MessageMentions;
   /** For webhook messages: the webhook and the name and avatar it posts under. */
   webhook?: { id: string; name: string; avatarUrl: string | null };
+  /** System messages name their type; otherwise `reply` when it replies, else `default`. */
+  type?: MessageType;
 };
 
 export async function insertMessage(tx: Queryable, m: NewMessage): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, webhook_id, author_name, author_avatar)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING *)
+       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, webhook_id, author_name, author_avatar, type)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *)
      SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
     [
       m.id,
@@ -107,6 +111,7 @@ export async function insertMessage(tx: Queryable, m: NewMessage): Promise<Store
       m.webhook?.id ?? null,
       m.webhook?.name ?? null,
       m.webhook?.avatarUrl ?? null,
+      m.type ?? (m.replyToId ? 'reply' : 'default'),
     ],
   );
   return toMessage(row);

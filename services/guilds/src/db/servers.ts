@@ -1,4 +1,4 @@
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import type { Server } from '../records.ts';
 import { containsPattern, setClause } from './sql.ts';
 
@@ -14,6 +14,7 @@ export type ServerRow = {
   entrance_channel_id: string | null;
   afk_channel_id: string | null;
   jtc_channel_id: string | null;
+  afk_timeout_seconds: number;
   tags: string[];
   dj_role_ids: string[];
   member_count: number;
@@ -21,7 +22,7 @@ export type ServerRow = {
 };
 
 export const SERVER_COLUMNS = `s.id, s.name, s.icon_url, s.banner_url, s.description, s.owner_id, s.is_public, s.require_approval,
-  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.tags, s.dj_role_ids, s.member_count, s.created_at`;
+  s.entrance_channel_id, s.afk_channel_id, s.jtc_channel_id, s.afk_timeout_seconds, s.tags, s.dj_role_ids, s.member_count, s.created_at`;
 
 export function toServer(row: ServerRow): Server {
   return {
@@ -36,6 +37,7 @@ export function toServer(row: ServerRow): Server {
     entranceChannelId: row.entrance_channel_id,
     afkChannelId: row.afk_channel_id,
     jtcChannelId: row.jtc_channel_id,
+    afkTimeoutSeconds: row.afk_timeout_seconds,
     tags: row.tags,
     djRoleIds: row.dj_role_ids,
     createdAt: row.created_at,
@@ -71,11 +73,15 @@ export function lockServer(db: Queryable, id: string): Promise<ServerRow | undef
   return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1 FOR UPDATE`, [id]);
 }
 
-export function listServersOfUser(db: Queryable, userId: string): Promise<ServerRow[]> {
-  return many<ServerRow>(
-    db,
-    `SELECT ${SERVER_COLUMNS} FROM servers s JOIN members m ON m.server_id = s.id WHERE m.user_id = $1 ORDER BY m.joined_at, s.id`,
-    [userId],
+/** One page of the user's servers, by server id. */
+export async function listServersOfUser(db: Queryable, userId: string, page: KeyPage): Promise<ServerRow[]> {
+  const k = keysetPage('s.id', page, 2);
+  return k.finish(
+    await many<ServerRow>(
+      db,
+      `SELECT ${SERVER_COLUMNS} FROM servers s JOIN members m ON m.server_id = s.id WHERE m.user_id = $1 AND ${k.where} ${k.orderLimit}`,
+      [userId, ...k.params],
+    ),
   );
 }
 
@@ -87,6 +93,7 @@ export interface ServerPatch {
   entranceChannelId?: string | null;
   afkChannelId?: string | null;
   jtcChannelId?: string | null;
+  afkTimeoutSeconds?: number;
   isPublic?: boolean;
   requireApproval?: boolean;
   tags?: string[];
@@ -101,6 +108,7 @@ const PATCH_COLUMNS: { [K in keyof ServerPatch]: string } = {
   entranceChannelId: 'entrance_channel_id',
   afkChannelId: 'afk_channel_id',
   jtcChannelId: 'jtc_channel_id',
+  afkTimeoutSeconds: 'afk_timeout_seconds',
   isPublic: 'is_public',
   requireApproval: 'require_approval',
   tags: 'tags',

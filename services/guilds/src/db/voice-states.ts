@@ -82,29 +82,36 @@ export async function upsertVoiceState(
     `INSERT INTO voice_states (user_id, server_id, channel_id, expires_at)
      VALUES ($1, $2, $3, now() + make_interval(secs => $4))
      ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
-       joined_at = now(), expires_at = EXCLUDED.expires_at
+       joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now()
      RETURNING ${RETURNING}`,
     [s.userId, s.serverId, s.channelId, s.ttlSeconds],
   );
   return toVoiceState(row!);
 }
 
-/** Moves an existing state to another channel of the same server; its heartbeat deadline stays. */
+/** Moves an existing state to another channel of the same server; its heartbeat deadline stays. A move counts as activity. */
 export async function moveVoiceState(db: Queryable, userId: string, channelId: string): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `UPDATE voice_states SET channel_id = $2, joined_at = now() WHERE user_id = $1 RETURNING ${RETURNING}`,
+    `UPDATE voice_states SET channel_id = $2, joined_at = now(), last_active_at = now() WHERE user_id = $1 RETURNING ${RETURNING}`,
     [userId, channelId],
   );
   return toVoiceState(row!);
 }
 
-/** Pushes a live state's deadline forward; undefined when the user has no live state. */
-export async function refreshVoiceState(db: Queryable, userId: string, ttlSeconds: number): Promise<VoiceState | undefined> {
+/** Pushes a live state's deadline forward (and its activity, when speaking); undefined when the user has no live state. */
+export async function refreshVoiceState(
+  db: Queryable,
+  userId: string,
+  ttlSeconds: number,
+  speaking = false,
+): Promise<VoiceState | undefined> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `UPDATE voice_states v SET expires_at = now() + make_interval(secs => $2) WHERE v.user_id = $1 AND ${LIVE} RETURNING ${COLUMNS}`,
-    [userId, ttlSeconds],
+    `UPDATE voice_states v SET expires_at = now() + make_interval(secs => $2),
+       last_active_at = CASE WHEN $3 THEN now() ELSE v.last_active_at END
+     WHERE v.user_id = $1 AND ${LIVE} RETURNING ${COLUMNS}`,
+    [userId, ttlSeconds, speaking],
   );
   return row && toVoiceState(row);
 }
@@ -112,7 +119,7 @@ export async function refreshVoiceState(db: Queryable, userId: string, ttlSecond
 export async function setSelfFlags(db: Queryable, userId: string, flags: { selfMute: boolean; selfDeaf: boolean }): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `UPDATE voice_states SET self_mute = $2, self_deaf = $3 WHERE user_id = $1 RETURNING ${RETURNING}`,
+    `UPDATE voice_states SET self_mute = $2, self_deaf = $3, last_active_at = now() WHERE user_id = $1 RETURNING ${RETURNING}`,
     [userId, flags.selfMute, flags.selfDeaf],
   );
   return toVoiceState(row!);
@@ -197,4 +204,27 @@ export async function markTemporary(db: Queryable, channelId: string, ownerId: s
     [channelId, ownerId],
   );
   return toChannel(row!);
+}
+
+/**
+ * Claims up to `limit` live states idle at `at` for longer than their server's AFK timeout, in a
+ * voice channel other than the server's AFK channel (which must be a voice channel). Rows another
+ * transaction holds are skipped, so replicas split the work and each state moves once.
+ */
+export async function claimIdleStates(db: Queryable, at: Date, limit: number): Promise<(VoiceState & { afkChannelId: string })[]> {
+  const rows = await many<VoiceStateRow & { afk_channel_id: string }>(
+    db,
+    `SELECT ${COLUMNS}, s.afk_channel_id
+     FROM voice_states v
+     JOIN servers s ON s.id = v.server_id
+     JOIN channels afk ON afk.id = s.afk_channel_id AND afk.channel_type = 'voice'
+     WHERE v.channel_id <> s.afk_channel_id
+       AND v.last_active_at <= $1::timestamptz - make_interval(secs => s.afk_timeout_seconds)
+       AND ${LIVE}
+     ORDER BY v.last_active_at
+     LIMIT $2
+     FOR UPDATE OF v SKIP LOCKED`,
+    [at, limit],
+  );
+  return rows.map((r) => ({ ...toVoiceState(r), afkChannelId: r.afk_channel_id }));
 }

@@ -1,4 +1,4 @@
-import { Permission } from '@chat/contracts';
+import { ALL_PERMISSIONS, Permission } from '@chat/contracts';
 import { forbidden, notFound, type Queryable } from '@chat/kit';
 import { findMembership, type MembershipRow } from '../db/access.ts';
 import { findChannel, listChannels } from '../db/channels.ts';
@@ -6,7 +6,15 @@ import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
 import type { Channel, PermissionOverride } from '../records.ts';
-import { type ApplicableOverrides, channelPermissions, has, type Rank, serverPermissions } from './permissions.ts';
+import {
+  type ApplicableOverrides,
+  channelPermissions,
+  has,
+  type MemberPermissionInput,
+  type PermissionTrace,
+  type Rank,
+  serverPermissions,
+} from './permissions.ts';
 
 /**
  * The one door of every route and RPC: who the caller is in a server or channel, and what they may
@@ -18,11 +26,15 @@ export interface ServerAccess {
   userId: string;
   isMember: boolean;
   isOwner: boolean;
-  /** The member's roles besides @everyone. */
+  /** The member's roles besides @everyone, highest first. */
   roleIds: string[];
+  /** What the permission function takes for this member (an explanation recomputes from it). */
+  memberInput: MemberPermissionInput;
   rank: Rank;
   /** Server-level mask; 0 for a non-member. */
   permissions: bigint;
+  /** The voice channel the member is connected to in this server, if any. */
+  voiceChannelId: string | null;
 }
 
 export interface ChannelAccess extends ServerAccess {
@@ -34,10 +46,24 @@ export interface ChannelAccess extends ServerAccess {
 function toAccess(row: MembershipRow, userId: string): ServerAccess {
   const isOwner = row.owner_id === userId;
   const isMember = row.is_member;
-  const permissions = isMember
-    ? serverPermissions({ isOwner, everyone: BigInt(row.everyone_permissions), roles: toBigInts(row.role_permissions) })
-    : 0n;
-  return { server: row, userId, isMember, isOwner, roleIds: row.role_ids, rank: { isOwner, highest: row.highest_position }, permissions };
+  const rolePermissions = toBigInts(row.role_permissions);
+  const memberInput: MemberPermissionInput = {
+    isOwner,
+    everyone: BigInt(row.everyone_permissions),
+    roles: row.role_ids.map((id, i) => ({ id, permissions: rolePermissions[i]! })),
+  };
+  const permissions = isMember ? serverPermissions(memberInput) : 0n;
+  return {
+    server: row,
+    userId,
+    isMember,
+    isOwner,
+    roleIds: row.role_ids,
+    memberInput,
+    rank: { isOwner, highest: row.highest_position },
+    permissions,
+    voiceChannelId: isMember ? row.voice_channel_id : null,
+  };
 }
 
 /** The access of a user to a server, or undefined for an unknown server. Never throws on visibility. */
@@ -72,34 +98,60 @@ export function applicableOverrides(
   access: Pick<ServerAccess, 'userId' | 'roleIds'> & { server: { id: string } },
   overrides: readonly PermissionOverride[],
 ): ApplicableOverrides {
-  const mine = new Set(access.roleIds);
   const bits = (o: PermissionOverride) => ({ allow: BigInt(o.allowBits), deny: BigInt(o.denyBits) });
   const everyone = overrides.find((o) => o.roleId === access.server.id);
   const member = overrides.find((o) => o.userId === access.userId);
-  return {
-    everyone: everyone && bits(everyone),
-    roles: overrides.filter((o) => o.roleId !== null && mine.has(o.roleId)).map(bits),
-    member: member && bits(member),
-  };
+  // In the member's role order (highest first), so an explanation names the highest role.
+  const roles = access.roleIds.flatMap((roleId) => {
+    const o = overrides.find((x) => x.roleId === roleId);
+    return o ? [{ roleId, ...bits(o) }] : [];
+  });
+  return { everyone: everyone && bits(everyone), roles, member: member && bits(member) };
 }
 
-function maskIn(access: ServerAccess, overrides: readonly PermissionOverride[]): bigint {
-  return access.isMember ? channelPermissions(access.permissions, applicableOverrides(access, overrides)) : 0n;
+/**
+ * The member's mask in the channel: the permission function decides, hidden channels included.
+ * With a trace, the same two functions also record why (the server level is recomputed into it).
+ */
+function maskIn(access: ServerAccess, channel: Channel, overrides: readonly PermissionOverride[], trace?: PermissionTrace): bigint {
+  if (!access.isMember) {
+    trace?.decide(ALL_PERMISSIONS, false, { source: 'none' });
+    return 0n;
+  }
+  const serverMask = trace ? serverPermissions(access.memberInput, trace) : access.permissions;
+  return channelPermissions(
+    serverMask,
+    applicableOverrides(access, overrides),
+    {
+      isHidden: channel.isHidden,
+      isChannelOwner: channel.ownerId === access.userId,
+      isConnected: access.voiceChannelId === channel.id,
+    },
+    trace,
+  );
 }
 
-/** The access of a user to a channel, or undefined for an unknown channel. Never throws on visibility. */
-export async function loadChannelAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess | undefined> {
+/**
+ * The access of a user to a channel, or undefined for an unknown channel. Never throws on
+ * visibility. A trace, when given, receives the explanation of the mask.
+ */
+export async function loadChannelAccess(
+  db: Queryable,
+  channelId: string,
+  userId: string,
+  trace?: PermissionTrace,
+): Promise<ChannelAccess | undefined> {
   const channel = await findChannel(db, channelId);
   if (!channel) return undefined;
   const access = await loadServerAccess(db, channel.serverId, userId);
   if (!access) return undefined;
   const overrides = access.isMember ? await overridesConcerning(db, [channel.id], [access.server.id, ...access.roleIds], userId) : [];
-  return { ...access, channel, channelPermissions: maskIn(access, overrides) };
+  return { ...access, channel, channelPermissions: maskIn(access, channel, overrides, trace) };
 }
 
 /** Access to a channel the user may view (VIEW_CHANNEL there); otherwise 404, as if it did not exist. */
-export async function channelAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess> {
-  const access = await loadChannelAccess(db, channelId, userId);
+export async function channelAccess(db: Queryable, channelId: string, userId: string, trace?: PermissionTrace): Promise<ChannelAccess> {
+  const access = await loadChannelAccess(db, channelId, userId, trace);
   if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
   return access;
 }
@@ -118,6 +170,7 @@ export async function visibleChannels(db: Queryable, access: ServerAccess): Prom
       channel,
       permissions: maskIn(
         access,
+        channel,
         overrides.filter((o) => o.channelId === channel.id),
       ),
     }))

@@ -14,10 +14,12 @@ import { channelPermissions, has, serverPermissions } from './permissions.ts';
 
 type Base = { owner_id: string; everyone_permissions: number };
 
-function memberAccess(base: Base, row: MemberMaskRow): Pick<ServerAccess, 'userId' | 'roleIds' | 'permissions'> {
+function memberAccess(base: Base, row: MemberMaskRow): Pick<ServerAccess, 'userId' | 'roleIds' | 'permissions' | 'voiceChannelId'> {
   const isOwner = row.user_id === base.owner_id;
-  const permissions = serverPermissions({ isOwner, everyone: BigInt(base.everyone_permissions), roles: toBigInts(row.role_permissions) });
-  return { userId: row.user_id, roleIds: row.role_ids, permissions };
+  const rolePermissions = toBigInts(row.role_permissions);
+  const roles = row.role_ids.map((id, i) => ({ id, permissions: rolePermissions[i] as bigint }));
+  const permissions = serverPermissions({ isOwner, everyone: BigInt(base.everyone_permissions), roles });
+  return { userId: row.user_id, roleIds: row.role_ids, permissions, voiceChannelId: row.voice_channel_id };
 }
 
 /** The members who may VIEW_CHANNEL now (overrides included). 404 for an unknown channel. */
@@ -33,7 +35,13 @@ export async function channelViewers(
     .map((row) => memberAccess(base, row))
     .filter((m) => {
       const slots = applicableOverrides({ ...m, server: { id: channel.serverId } }, overrides);
-      return has(channelPermissions(m.permissions, slots), Permission.VIEW_CHANNEL);
+      // The same visibility as REST: a hidden channel's events reach only those who may see it.
+      const visibility = {
+        isHidden: channel.isHidden,
+        isChannelOwner: channel.ownerId === m.userId,
+        isConnected: m.voiceChannelId === channel.id,
+      };
+      return has(channelPermissions(m.permissions, slots, visibility), Permission.VIEW_CHANNEL);
     })
     .map((m) => m.userId);
   return { channelId, serverId: channel.serverId, userIds };

@@ -1,26 +1,30 @@
 import { Permission } from '@chat/contracts';
-import { badRequest, forbidden, notFound, withTx } from '@chat/kit';
+import { badRequest, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { deleteBan, listBans as listBanRows, upsertBan } from '../db/bans.ts';
 import { rejectPendingOf } from '../db/join-requests.ts';
 import { lockServer } from '../db/servers.ts';
-import { userExists } from '../db/users.ts';
 import type { Ban } from '../records.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { removeMember } from './membership.ts';
 import { outranks } from './permissions.ts';
+import { requireKnownUser, withUserLookup } from './users.ts';
 
-export async function listBans(d: Domain, ctx: Ctx, serverId: string): Promise<Ban[]> {
+export async function listBans(d: Domain, ctx: Ctx, serverId: string, page: KeyPage): Promise<Ban[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   requirePermission(access.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
-  return listBanRows(d.pool, serverId);
+  return listBanRows(d.pool, serverId, page);
 }
 
 /**
  * Bans a user (a member or not, as in Discord) below the actor's highest role: removes the member,
- * turns down their pending join request. The user must be known to the read-model of users.
+ * turns down their pending join request. A user the read-model has not heard of yet is asked of auth.
  */
 export function banUser(d: Domain, ctx: Ctx, serverId: string, userId: string, reason: string | null): Promise<Ban> {
+  return withUserLookup(d, ctx, () => banKnownUser(d, ctx, serverId, userId, reason));
+}
+
+function banKnownUser(d: Domain, ctx: Ctx, serverId: string, userId: string, reason: string | null): Promise<Ban> {
   return withTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
     const actor = await memberAccess(tx, serverId, ctx.userId);
@@ -28,7 +32,7 @@ export function banUser(d: Domain, ctx: Ctx, serverId: string, userId: string, r
     if (userId === ctx.userId) throw badRequest('You cannot ban yourself');
     const target = await loadServerAccess(tx, serverId, userId);
     if (target && !outranks(actor.rank, target.rank)) throw forbidden('You can only ban members below your highest role');
-    if (!(await userExists(tx, userId))) throw notFound('User');
+    await requireKnownUser(tx, userId);
     const ban = await upsertBan(tx, { serverId, userId, bannedBy: ctx.userId, reason });
     await removeMember(tx, ctx, serverId, userId, 'banned');
     for (const request of await rejectPendingOf(tx, serverId, userId, ctx.userId)) {

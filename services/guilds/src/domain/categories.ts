@@ -1,16 +1,20 @@
 import { Permission } from '@chat/contracts';
-import { badRequest, notFound, withTx } from '@chat/kit';
+import { badRequest, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import {
   deleteCategory as deleteCategoryRow,
+  findCategory,
   insertCategory,
   listCategories as listCategoryRows,
   renameCategory as renameCategoryRow,
   setCategoryOrder,
 } from '../db/categories.ts';
+import { compactCategories } from '../db/layout.ts';
 import type { Category } from '../records.ts';
 import { memberAccess, requirePermission } from './access.ts';
+import { isPermutationOf } from './channels.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
+import { lockLayout, releaseCategoryChannels } from './layout.ts';
 
 export async function listCategories(d: Domain, ctx: Ctx, serverId: string): Promise<Category[]> {
   await memberAccess(d.pool, serverId, ctx.userId);
@@ -21,6 +25,7 @@ export function createCategory(d: Domain, ctx: Ctx, serverId: string, name: stri
   return withTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+    await lockLayout(tx, serverId);
     const category = await insertCategory(tx, { id: uuidv7(), serverId, name });
     await emit(tx, ctx, 'guilds.category.created', category);
     return category;
@@ -38,14 +43,24 @@ export function renameCategory(d: Domain, ctx: Ctx, serverId: string, categoryId
   });
 }
 
-/** Its channels stay, uncategorised (the foreign key sets their category to null). */
+/** Its channels stay, uncategorised, after the uncategorised ones; the other categories close the gap. */
 export async function deleteCategory(d: Domain, ctx: Ctx, serverId: string, categoryId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    if (!(await deleteCategoryRow(tx, serverId, categoryId))) throw notFound('Category');
+    await lockLayout(tx, serverId);
+    if (!(await findCategory(tx, serverId, categoryId))) throw notFound('Category');
+    await releaseCategoryChannels(tx, ctx.requestId, serverId, categoryId);
+    await deleteCategoryRow(tx, serverId, categoryId);
     await emit(tx, ctx, 'guilds.category.deleted', { id: categoryId, serverId });
+    if (await compactCategories(tx, serverId)) await emitCategories(tx, ctx, serverId);
   });
+}
+
+async function emitCategories(tx: Queryable, ctx: Ctx, serverId: string): Promise<Category[]> {
+  const categories = await listCategoryRows(tx, serverId);
+  for (const category of categories) await emit(tx, ctx, 'guilds.category.updated', category);
+  return categories;
 }
 
 /** Takes exactly the server's set of category ids in the new order; any other set changes nothing. */
@@ -53,6 +68,7 @@ export function reorderCategories(d: Domain, ctx: Ctx, serverId: string, categor
   return withTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+    await lockLayout(tx, serverId);
     const current = await listCategoryRows(tx, serverId, true);
     if (
       !isPermutationOf(
@@ -63,13 +79,6 @@ export function reorderCategories(d: Domain, ctx: Ctx, serverId: string, categor
       throw badRequest("categoryIds must list each of this server's categories exactly once");
     }
     await setCategoryOrder(tx, serverId, categoryIds);
-    const reordered = await listCategoryRows(tx, serverId);
-    for (const category of reordered) await emit(tx, ctx, 'guilds.category.updated', category);
-    return reordered;
+    return emitCategories(tx, ctx, serverId);
   });
-}
-
-function isPermutationOf(given: string[], actual: string[]): boolean {
-  const wanted = new Set(actual);
-  return given.length === actual.length && new Set(given).size === given.length && given.every((id) => wanted.has(id));
 }

@@ -1,20 +1,26 @@
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
-import { badRequest, type Queryable, withTx } from '@chat/kit';
+import { badRequest, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findCategory } from '../db/categories.ts';
-import { deleteChannel as deleteChannelRow, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
+import { deleteChannel as deleteChannelRow, findChannel, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
+import { channelOrder } from '../db/layout.ts';
 import { findServer, toServer } from '../db/servers.ts';
 import type { Channel } from '../records.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
+import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn } from './layout.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 
+/** The layout lock and the deadlock retry: a voice join may hold a channel row while it waits for the layout. */
+const inLayoutTx = withRetryingTx;
+
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
-  return withTx(d.pool, async (tx) => {
+  return inLayoutTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     const categoryId = body.categoryId ?? null;
     await checkCategory(tx, serverId, categoryId);
+    await lockLayout(tx, serverId);
     const channel = await insertChannel(tx, {
       id: uuidv7(),
       serverId,
@@ -44,12 +50,8 @@ export async function getChannel(d: Domain, ctx: Ctx, channelId: string): Promis
   return (await channelAccess(d.pool, channelId, ctx.userId)).channel;
 }
 
-export async function myChannelPermissions(d: Domain, ctx: Ctx, channelId: string): Promise<bigint> {
-  return (await channelAccess(d.pool, channelId, ctx.userId)).channelPermissions;
-}
-
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {
-  return withTx(d.pool, async (tx) => {
+  return inLayoutTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     if (!isOwnerEditOfTemporaryChannel(access.channel, ctx.userId, patch)) {
       requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
@@ -58,22 +60,65 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
       throw badRequest('userLimit applies to voice channels only');
     }
     if (patch.categoryId !== undefined) await checkCategory(tx, access.channel.serverId, patch.categoryId);
-    const channel = await updateChannelRow(tx, channelId, patch);
+    const { position, categoryId, ...fields } = patch;
+    let channel = await updateChannelRow(tx, channelId, fields);
+    if (position !== undefined || (categoryId !== undefined && categoryId !== access.channel.categoryId)) {
+      await lockLayout(tx, channel.serverId);
+      // Re-read under the lock: a concurrent move may have changed its place since.
+      const current = await findChannel(tx, channelId);
+      if (!current) throw notFound('Channel');
+      await placeChannel(tx, ctx.requestId, current, categoryId === undefined ? current.categoryId : categoryId, position);
+      channel = (await findChannel(tx, channelId))!;
+    }
     await emit(tx, ctx, 'guilds.channel.updated', channel);
     return channel;
   });
 }
 
 export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await inLayoutTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
-    await deleteChannelRow(tx, channelId);
+    await lockLayout(tx, access.server.id);
+    const current = await findChannel(tx, channelId);
+    if (!current || (await deleteChannelRow(tx, channelId)) === 0) return;
     await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: access.channel.serverId });
+    await closeChannelGap(tx, ctx.requestId, current.serverId, current.categoryId);
     // The foreign keys cleared the server's pointers to this channel; say so to those who keep servers.
     const { entrance_channel_id, afk_channel_id, jtc_channel_id } = access.server;
     if ([entrance_channel_id, afk_channel_id, jtc_channel_id].includes(channelId)) {
       await emit(tx, ctx, 'guilds.server.updated', toServer((await findServer(tx, access.server.id))!));
     }
   });
+}
+
+/**
+ * Reorders the channels of one category (absent or null: the uncategorised ones) at once. Takes
+ * exactly that category's set of channel ids in the new order; any other set changes nothing.
+ */
+export function reorderChannels(
+  d: Domain,
+  ctx: Ctx,
+  serverId: string,
+  body: { channelIds: string[]; categoryId?: string | null },
+): Promise<Channel[]> {
+  return inLayoutTx(d.pool, async (tx) => {
+    const access = await memberAccess(tx, serverId, ctx.userId);
+    requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
+    const categoryId = body.categoryId ?? null;
+    await checkCategory(tx, serverId, categoryId);
+    await lockLayout(tx, serverId);
+    const current = await channelOrder(tx, serverId, categoryId);
+    if (!isPermutationOf(body.channelIds, current)) {
+      throw badRequest('channelIds must list each channel of that category exactly once');
+    }
+    await reorderChannelsIn(tx, ctx.requestId, serverId, categoryId, body.channelIds);
+    const visible = await visibleChannels(tx, access);
+    return visible.map((c) => c.channel).filter((c) => c.categoryId === categoryId);
+  });
+}
+
+export function isPermutationOf(given: readonly string[], actual: readonly string[]): boolean {
+  const wanted = new Set(actual);
+  return given.length === actual.length && new Set(given).size === given.length && given.every((id) => wanted.has(id));
 }

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { type Invite, type InvitePreview, MANAGE_SERVER, Permission } from '@chat/contracts';
-import { forbidden, notFound, withTx } from '@chat/kit';
+import { forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { isBanned } from '../db/bans.ts';
 import { consumeInvite, deleteInvite, findInvite, findUsableInvite, insertInvite, listInvites as listInviteRows } from '../db/invites.ts';
 import { findServer, lockServer, toServer } from '../db/servers.ts';
@@ -30,10 +30,10 @@ export function createInvite(d: Domain, ctx: Ctx, serverId: string, opts: { maxU
   });
 }
 
-export async function listInvites(d: Domain, ctx: Ctx, serverId: string): Promise<Invite[]> {
+export async function listInvites(d: Domain, ctx: Ctx, serverId: string, page: KeyPage): Promise<Invite[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
-  return listInviteRows(d.pool, serverId);
+  return listInviteRows(d.pool, serverId, page);
 }
 
 /** Its creator may revoke an invite; anyone else needs MANAGE_SERVER. Non-members see a 404. */

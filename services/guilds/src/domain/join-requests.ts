@@ -1,5 +1,5 @@
 import { type JoinRequest, MANAGE_SERVER } from '@chat/contracts';
-import { badRequest, conflict, forbidden, notFound, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { isBanned } from '../db/bans.ts';
 import {
@@ -29,10 +29,15 @@ export function requestToJoin(d: Domain, ctx: Ctx, serverId: string, message: st
   });
 }
 
-export async function listJoinRequests(d: Domain, ctx: Ctx, serverId: string, status: JoinRequest['status']): Promise<JoinRequest[]> {
+export async function listJoinRequests(
+  d: Domain,
+  ctx: Ctx,
+  serverId: string,
+  query: KeyPage & { status: JoinRequest['status'] },
+): Promise<JoinRequest[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
-  return listJoinRequestRows(d.pool, serverId, status);
+  return listJoinRequestRows(d.pool, serverId, query.status, query);
 }
 
 export function myJoinRequests(d: Domain, ctx: Ctx): Promise<JoinRequest[]> {

@@ -2,6 +2,7 @@ import { conflict, type Queryable } from '@chat/kit';
 import { deleteMember, insertMember } from '../db/members.ts';
 import { addToMemberCount } from '../db/servers.ts';
 import { type Ctx, emit } from './context.ts';
+import { postMemberJoin } from './system-messages.ts';
 
 /**
  * Every way in (create, join, invite, approved request) and every way out (leave, kick, ban) goes
@@ -11,6 +12,7 @@ export async function addMember(tx: Queryable, ctx: Ctx, serverId: string, userI
   if (!(await insertMember(tx, serverId, userId))) throw conflict('Already a member of this server');
   await addToMemberCount(tx, serverId, 1);
   await emit(tx, ctx, 'guilds.member.joined', { serverId, userId });
+  await postMemberJoin(tx, ctx, serverId, userId);
 }
 
 /** Removes the member if they are one; answers whether they were. */

@@ -4,6 +4,7 @@ import { countPins, findMessage, lockPins, pinnedMessages, setPinned } from '../
 import { requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
 import { emitMessageEvent, historyAccess, textChannelAccess, withReactions } from './messages.ts';
+import { postPinned } from './system-messages.ts';
 
 /** Pins: at most 50 per channel, newest pin first; pinning needs MANAGE_MESSAGES. */
 
@@ -27,5 +28,6 @@ export async function setPin(d: Domain, ctx: Ctx, channelId: string, messageId: 
     await setPinned(tx, messageId, pinned);
     const data = { messageId, channelId, serverId: message.serverId, by: ctx.userId };
     await emitMessageEvent(tx, ctx, pinned ? 'guilds.pin.added' : 'guilds.pin.removed', data);
+    if (pinned) await postPinned(tx, ctx, channelId, message.serverId, messageId);
   });
 }

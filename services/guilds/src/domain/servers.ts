@@ -5,7 +5,7 @@ import {
   MANAGE_SERVER,
   type UpdateServerBody,
 } from '@chat/contracts';
-import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, type KeyPage, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { listMemberMasks } from '../db/audience.ts';
 import { isBanned } from '../db/bans.ts';
@@ -60,8 +60,8 @@ export function createServer(d: Domain, ctx: Ctx, body: CreateServerBody): Promi
   });
 }
 
-export async function listMyServers(d: Domain, ctx: Ctx): Promise<Server[]> {
-  return (await listServersOfUser(d.pool, ctx.userId)).map(toServer);
+export async function listMyServers(d: Domain, ctx: Ctx, page: KeyPage): Promise<Server[]> {
+  return (await listServersOfUser(d.pool, ctx.userId, page)).map(toServer);
 }
 
 export async function getServer(d: Domain, ctx: Ctx, serverId: string): Promise<Server> {

@@ -1,6 +1,6 @@
 import type { Logger } from '@chat/kit';
 import type { Domain } from './context.ts';
-import { sweepVoiceStates } from './voice.ts';
+import { moveIdleMembersToAfk, sweepVoiceStates } from './voice.ts';
 
 export interface VoiceSweeper {
   stop(): Promise<void>;
@@ -9,7 +9,8 @@ export interface VoiceSweeper {
 const BATCH = 100;
 
 /**
- * Ends voice states whose client stopped heartbeating, a few times per TTL. Readers already ignore
+ * Ends voice states whose client stopped heartbeating, a few times per TTL, and moves idle members
+ * to their server's AFK channel (moveIdleMembersToAfk). Readers already ignore
  * an expired state, so the sweep's timing only decides when its guilds.voice.left event goes out
  * and its emptied temporary channel is deleted. Every replica may run one (see sweepVoiceStates).
  */
@@ -22,6 +23,7 @@ export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSecon
     try {
       // A full batch means more may be waiting: keep going rather than wait for the next tick.
       while ((await sweepVoiceStates(d, new Date(), BATCH)) === BATCH) {}
+      while ((await moveIdleMembersToAfk(d, new Date(), BATCH)) === BATCH) {}
     } catch (err) {
       if (Date.now() - lastFailureLog < 60_000) return;
       lastFailureLog = Date.now();

@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import { deleteChannel, insertChannel } from '../db/channels.ts';
 import {
   channelHasStates,
+  claimIdleStates,
   countOthersIn,
   deleteEndedStates,
   deleteVoiceState,
@@ -33,6 +34,7 @@ import {
 import type { Channel } from '../records.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
+import { closeChannelGap, lockLayout } from './layout.ts';
 import { has } from './permissions.ts';
 import { temporaryChannelName } from './temporary-channels.ts';
 
@@ -139,6 +141,7 @@ function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceStat
 /** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
 async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAccess): Promise<Channel> {
   const name = temporaryChannelName(await memberName(tx, jtc.server.id, ctx.userId));
+  await lockLayout(tx, jtc.server.id);
   const inserted = await insertChannel(tx, {
     id: uuidv7(),
     serverId: jtc.server.id,
@@ -159,8 +162,10 @@ async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAcces
 async function deleteIfEmptyTemporary(tx: Queryable, requestId: string | undefined, channelId: string): Promise<void> {
   const channel = (await lockChannels(tx, [channelId])).get(channelId);
   if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return;
+  await lockLayout(tx, channel.serverId);
   await deleteChannel(tx, channelId);
   await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId });
+  await closeChannelGap(tx, requestId, channel.serverId, channel.categoryId);
 }
 
 /** Leaves voice; nothing happens when the caller is not connected. */
@@ -174,8 +179,9 @@ export function leaveVoice(d: Domain, ctx: Ctx): Promise<void> {
   });
 }
 
-export async function heartbeat(d: Domain, ctx: Ctx): Promise<VoiceState> {
-  const state = await refreshVoiceState(d.pool, ctx.userId, ttlOf(d));
+/** Keeps the state alive; `speaking` also counts as activity for the AFK timeout. */
+export async function heartbeat(d: Domain, ctx: Ctx, speaking = false): Promise<VoiceState> {
+  const state = await refreshVoiceState(d.pool, ctx.userId, ttlOf(d), speaking);
   if (!state) throw notConnected();
   return state;
 }
@@ -215,6 +221,7 @@ export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelI
     const locked = await lockChannels(tx, [current.channelId, body.channelId]);
     if (!locked.has(body.channelId)) throw notFound('Channel');
     const state = await moveVoiceState(tx, body.userId, body.channelId);
+    // A moderator's move counts as activity (moveVoiceState resets it).
     await emitEvent(tx, ctx.requestId, 'guilds.voice.moved', { ...state, fromChannelId: current.channelId, movedBy: ctx.userId });
     await deleteIfEmptyTemporary(tx, ctx.requestId, current.channelId);
     return state;
@@ -246,5 +253,31 @@ export function sweepVoiceStates(d: Pick<Domain, 'pool'>, at = new Date(), limit
     await lockChannels(tx, channelIds);
     for (const channelId of channelIds) await deleteIfEmptyTemporary(tx, undefined, channelId);
     return ended.length;
+  });
+}
+
+/**
+ * Moves up to `limit` members idle at `at` for longer than their server's afkTimeoutSeconds to its
+ * AFK channel, with the same guilds.voice.moved event as a manual move (movedBy null), deleting a
+ * temporary channel they leave empty. Never moves anyone out of the AFK channel. Each state is
+ * claimed with SKIP LOCKED, so with several replicas a member is moved once. Answers how many moved.
+ */
+export function moveIdleMembersToAfk(d: Pick<Domain, 'pool'>, at = new Date(), limit = 100): Promise<number> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const idle = await claimIdleStates(tx, at, limit);
+    if (idle.length === 0) return 0;
+    const locked = await lockChannels(
+      tx,
+      idle.flatMap((s) => [s.channelId, s.afkChannelId]),
+    );
+    let moved = 0;
+    for (const { afkChannelId, ...state } of idle) {
+      if (!locked.has(afkChannelId)) continue;
+      const after = await moveVoiceState(tx, state.userId, afkChannelId);
+      await emitEvent(tx, undefined, 'guilds.voice.moved', { ...after, fromChannelId: state.channelId, movedBy: null });
+      moved++;
+    }
+    for (const channelId of [...new Set(idle.map((s) => s.channelId))].sort()) await deleteIfEmptyTemporary(tx, undefined, channelId);
+    return moved;
   });
 }

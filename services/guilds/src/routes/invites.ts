@@ -11,7 +11,7 @@ const INVITE_DEFAULTS = CreateInviteBody.parse({});
 
 export function inviteRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createInvite, async (req) => createInvite(d, contextOf(req), req.params.serverId, req.body ?? INVITE_DEFAULTS), IDEMPOTENT);
-  route(app, r.listInvites, async (req) => listInvites(d, contextOf(req), req.params.serverId));
+  route(app, r.listInvites, async (req) => listInvites(d, contextOf(req), req.params.serverId, req.query));
   route(app, r.revokeInvite, async (req) => noContent(revokeInvite(d, contextOf(req), req.params.code)));
   route(app, r.previewInvite, async (req) => previewInvite(d, req.params.code));
   route(app, r.acceptInvite, async (req) => acceptInvite(d, contextOf(req), req.params.code));
@@ -24,7 +24,7 @@ export function joinRequestRoutes(app: FastifyInstance, d: Domain): void {
     async (req) => requestToJoin(d, contextOf(req), req.params.serverId, req.body?.message ?? null),
     IDEMPOTENT,
   );
-  route(app, r.listJoinRequests, async (req) => listJoinRequests(d, contextOf(req), req.params.serverId, req.query.status));
+  route(app, r.listJoinRequests, async (req) => listJoinRequests(d, contextOf(req), req.params.serverId, req.query));
   route(app, r.approveJoinRequest, async (req) => reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, true));
   route(app, r.rejectJoinRequest, async (req) => reviewRequest(d, contextOf(req), req.params.serverId, req.params.requestId, false));
   route(app, r.myJoinRequests, async (req) => myJoinRequests(d, contextOf(req)));

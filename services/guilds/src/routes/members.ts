@@ -28,7 +28,7 @@ export function roleRoutes(app: FastifyInstance, d: Domain): void {
 }
 
 export function banRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.listBans, async (req) => listBans(d, contextOf(req), req.params.serverId));
+  route(app, r.listBans, async (req) => listBans(d, contextOf(req), req.params.serverId, req.query));
   route(app, r.banMember, async (req) => banUser(d, contextOf(req), req.params.serverId, req.params.userId, req.body?.reason ?? null));
   route(app, r.unbanMember, async (req) => noContent(unbanUser(d, contextOf(req), req.params.serverId, req.params.userId)));
 }

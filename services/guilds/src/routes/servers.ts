@@ -8,7 +8,7 @@ import { noContent } from './no-content.ts';
 
 export function serverRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.createServer, async (req) => createServer(d, contextOf(req), req.body), IDEMPOTENT);
-  route(app, r.listMyServers, async (req) => listMyServers(d, contextOf(req)));
+  route(app, r.listMyServers, async (req) => listMyServers(d, contextOf(req), req.query));
   route(app, r.getServer, async (req) => getServer(d, contextOf(req), req.params.serverId));
   route(app, r.updateServer, async (req) => updateServer(d, contextOf(req), req.params.serverId, req.body));
   route(app, r.deleteServer, async (req) => noContent(deleteServer(d, contextOf(req), req.params.serverId)));

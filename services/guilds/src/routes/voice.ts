@@ -10,7 +10,7 @@ export function voiceRoutes(app: FastifyInstance, d: Domain): void {
   route(app, r.voiceGrant, async (req) => voiceGrant(d, contextOf(req)));
   route(app, r.leaveVoice, async (req) => noContent(leaveVoice(d, contextOf(req))));
   route(app, r.updateVoiceState, async (req) => updateVoiceState(d, contextOf(req), req.body));
-  route(app, r.voiceHeartbeat, async (req) => heartbeat(d, contextOf(req)));
+  route(app, r.voiceHeartbeat, async (req) => heartbeat(d, contextOf(req), req.body?.speaking === true));
   route(app, r.moveVoice, async (req) => moveMember(d, contextOf(req), req.body));
   route(app, r.listVoiceStates, async (req) => listVoiceStates(d, contextOf(req), req.params.serverId));
 }

@@ -1,5 +1,5 @@
 import type { UserSummary } from '@chat/contracts';
-import { many, maybeOne, type Queryable } from '@chat/kit';
+import { type KeyPage, keysetPage, many, maybeOne, type Queryable } from '@chat/kit';
 import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
 import { toUserSummary } from './users.ts';
 
@@ -144,11 +144,14 @@ type ViewRow = {
   created_at: string;
 };
 
-/** The caller's conversations (or the one `onlyId`), most recent activity first. */
-export async function conversationsOf(db: Queryable, userId: string, onlyId?: string): Promise<ConversationView[]> {
-  const rows = await many<ViewRow>(
-    db,
-    `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
+/** One page of the caller's conversations by id, or the one `onlyId`. */
+export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
+  const onlyId = 'onlyId' in which ? which.onlyId : null;
+  const k = keysetPage('c.id', 'onlyId' in which ? { limit: 1 } : which, 3);
+  const rows = k.finish(
+    await many<ViewRow>(
+      db,
+      `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
         FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id
@@ -156,9 +159,9 @@ export async function conversationsOf(db: Queryable, userId: string, onlyId?: st
        (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
-     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2)
-     ORDER BY c.last_activity_at DESC, c.id DESC`,
-    [userId, onlyId ?? null],
+     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`,
+      [userId, onlyId, ...k.params],
+    ),
   );
   return rows.map((row) => ({
     id: row.id,

@@ -1,5 +1,5 @@
 import type { UserSummary } from '@chat/contracts';
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import { toUserSummary, USER_SUMMARY_COLUMNS } from './users.ts';
 
 /** Friend requests, friendships and blocks between two users. */
@@ -107,32 +107,37 @@ export type ListedUser = { user: UserSummary; createdAt: string };
 
 const toListed = (row: ListedUserRow): ListedUser => ({ user: toUserSummary(row.user_id, row), createdAt: row.created_at });
 
-export async function listFriends(db: Queryable, me: string): Promise<ListedUser[]> {
+/** One page of the user's friends, by friend's user id. */
+export async function listFriends(db: Queryable, me: string, page: KeyPage): Promise<ListedUser[]> {
+  const k = keysetPage('f.friend_id', page, 2);
   const rows = await many<ListedUserRow>(
     db,
     `SELECT f.friend_id AS user_id, f.created_at, ${USER_SUMMARY_COLUMNS}
      FROM friendships f LEFT JOIN users u ON u.id = f.friend_id
-     WHERE f.user_id = $1 ORDER BY f.created_at DESC, f.friend_id`,
-    [me],
+     WHERE f.user_id = $1 AND ${k.where} ${k.orderLimit}`,
+    [me, ...k.params],
   );
-  return rows.map(toListed);
+  return k.finish(rows).map(toListed);
 }
 
-export async function listBlocked(db: Queryable, me: string): Promise<ListedUser[]> {
+/** One page of the users the user blocked, by blocked user id. */
+export async function listBlocked(db: Queryable, me: string, page: KeyPage): Promise<ListedUser[]> {
+  const k = keysetPage('b.blocked_id', page, 2);
   const rows = await many<ListedUserRow>(
     db,
     `SELECT b.blocked_id AS user_id, b.created_at, ${USER_SUMMARY_COLUMNS}
      FROM blocks b LEFT JOIN users u ON u.id = b.blocked_id
-     WHERE b.blocker_id = $1 ORDER BY b.created_at DESC, b.blocked_id`,
-    [me],
+     WHERE b.blocker_id = $1 AND ${k.where} ${k.orderLimit}`,
+    [me, ...k.params],
   );
-  return rows.map(toListed);
+  return k.finish(rows).map(toListed);
 }
 
 export type PendingRequest = ListedUser & { direction: 'incoming' | 'outgoing' };
 
-/** Both directions, newest first. */
-export async function listRequests(db: Queryable, me: string): Promise<PendingRequest[]> {
+/** One page of the pending requests, both directions, by the other user's id (one request per pair). */
+export async function listRequests(db: Queryable, me: string, page: KeyPage): Promise<PendingRequest[]> {
+  const k = keysetPage('r.user_id', page, 2);
   const rows = await many<ListedUserRow & { direction: 'incoming' | 'outgoing' }>(
     db,
     `SELECT r.user_id, r.direction, r.created_at, ${USER_SUMMARY_COLUMNS}
@@ -140,8 +145,8 @@ export async function listRequests(db: Queryable, me: string): Promise<PendingRe
            UNION ALL
            SELECT requester_id, 'incoming', created_at FROM friend_requests WHERE recipient_id = $1) r
      LEFT JOIN users u ON u.id = r.user_id
-     ORDER BY r.created_at DESC, r.user_id`,
-    [me],
+     WHERE ${k.where} ${k.orderLimit}`,
+    [me, ...k.params],
   );
-  return rows.map((row) => ({ ...toListed(row), direction: row.direction }));
+  return k.finish(rows).map((row) => ({ ...toListed(row), direction: row.direction }));
 }

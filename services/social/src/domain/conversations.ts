@@ -1,5 +1,16 @@
 import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
-import { badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import {
+  type Bus,
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  type KeyPage,
+  notFound,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import {
   type ConversationAccess,
@@ -15,12 +26,12 @@ import {
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
 import { relationBetween } from '../db/relationships.ts';
-import { knownUserIds } from '../db/users.ts';
 import { withReactions } from './messages.ts';
+import { knownOrLearntUserIds } from './users.ts';
 
 /** Conversations: who may open them, who may see them, who may write in them. */
 
-type Deps = { pool: Pool };
+type Deps = { pool: Pool; bus: Bus };
 
 /**
  * The conversation `id` of a participant, or 404 (naming `what` was asked for) for everyone else:
@@ -55,7 +66,7 @@ export async function openConversation(
 ): Promise<{ conversation: Conversation; created: boolean }> {
   const others = [...new Set(userIds)].filter((id) => id !== ctx.userId);
   if (others.length === 0) throw badRequest('body.userIds: name at least one user other than yourself');
-  const known = await knownUserIds(deps.pool, others);
+  const known = await knownOrLearntUserIds(deps, ctx, others);
   if (others.some((id) => !known.has(id))) throw notFound('User');
   for (const other of others) {
     const relation = await relationBetween(deps.pool, ctx.userId, other);
@@ -112,15 +123,15 @@ export async function leaveConversation(deps: Deps, ctx: RequestContext, id: str
 }
 
 export async function conversationOf(deps: Deps, ctx: RequestContext, id: string): Promise<Conversation> {
-  const [view] = await conversationsOf(deps.pool, ctx.userId, id);
+  const [view] = await conversationsOf(deps.pool, ctx.userId, { onlyId: id });
   if (!view) throw notFound('Conversation');
   const [conversation] = await present(deps, ctx, [view]);
   return conversation!;
 }
 
-/** The caller's conversations, most recent activity first, each with its last message. */
-export async function listConversations(deps: Deps, ctx: RequestContext): Promise<Conversation[]> {
-  return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId));
+/** One page of the caller's conversations by id, each with its last message. */
+export async function listConversations(deps: Deps, ctx: RequestContext, page: KeyPage): Promise<Conversation[]> {
+  return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId, page));
 }
 
 async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {

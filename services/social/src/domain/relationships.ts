@@ -5,6 +5,7 @@ import {
   conflict,
   enqueueEvent,
   forbidden,
+  type KeyPage,
   notFound,
   type Pool,
   type Queryable,
@@ -27,12 +28,13 @@ import {
   type PendingRequest,
   relationBetween,
 } from '../db/relationships.ts';
-import { findUserById, findUserByUsername, type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
 import { withSeenStatus } from './presence.ts';
+import { findOrLearnUser } from './users.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
 
-type Deps = { pool: Pool };
+type Deps = { pool: Pool; bus: Bus };
 
 /** Runs a change between the caller and `other` in one transaction that holds the pair's lock. */
 function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -45,7 +47,7 @@ function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Qu
 /** A user the caller names: known to the read-model and not the caller. */
 async function otherUser(deps: Deps, ctx: RequestContext, ref: { userId?: string; username?: string | undefined }): Promise<KnownUser> {
   if (ref.userId === ctx.userId) throw badRequest('That is you');
-  const user = ref.userId ? await findUserById(deps.pool, ref.userId) : await findUserByUsername(deps.pool, ref.username ?? '');
+  const user = await findOrLearnUser(deps, ctx, ref);
   if (!user) throw notFound('User');
   if (user.id === ctx.userId) throw badRequest('That is you');
   return user;
@@ -137,11 +139,9 @@ async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
-type ListDeps = Deps & { bus: Bus };
-
 /** The caller's friends, each with what others see of them now and what they are playing (one query for all). */
-export async function friendsOf(deps: ListDeps, ctx: RequestContext): Promise<(ListedUser & { activity?: Activity })[]> {
-  const friends = await withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId));
+export async function friendsOf(deps: Deps, ctx: RequestContext, page: KeyPage): Promise<(ListedUser & { activity?: Activity })[]> {
+  const friends = await withSeenStatus(deps.bus, await listFriends(deps.pool, ctx.userId, page));
   const activities = await activitiesOf(
     deps.pool,
     friends.map((f) => f.user.id),
@@ -151,7 +151,7 @@ export async function friendsOf(deps: ListDeps, ctx: RequestContext): Promise<(L
     return activity ? { ...f, activity } : f;
   });
 }
-export const blockedBy = async (deps: ListDeps, ctx: RequestContext): Promise<ListedUser[]> =>
-  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId));
-export const pendingRequestsOf = async (deps: ListDeps, ctx: RequestContext): Promise<PendingRequest[]> =>
-  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId));
+export const blockedBy = async (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
+  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId, page));
+export const pendingRequestsOf = async (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<PendingRequest[]> =>
+  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId, page));

@@ -20,7 +20,7 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
     },
     IDEMPOTENT,
   );
-  route(app, r.listConversations, (req) => listConversations(deps, contextOf(req)));
+  route(app, r.listConversations, (req) => listConversations(deps, contextOf(req), req.query));
   route(app, r.getConversation, (req) => conversationOf(deps, contextOf(req), req.params.id));
   route(app, r.leaveConversation, (req) => leaveConversation(deps, contextOf(req), req.params.id).then(noBody));
   route(app, r.listMessages, (req) => listMessages(deps, contextOf(req), req.params.id, req.query));

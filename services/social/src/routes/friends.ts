@@ -20,13 +20,13 @@ const noBody = () => undefined;
 
 export function friendsRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.sendRequest, (req) => sendFriendRequest(deps, contextOf(req), req.body), IDEMPOTENT);
-  route(app, r.listRequests, (req) => pendingRequestsOf(deps, contextOf(req)));
+  route(app, r.listRequests, (req) => pendingRequestsOf(deps, contextOf(req), req.query));
   route(app, r.accept, (req) => acceptFriendRequest(deps, contextOf(req), req.body.userId));
   route(app, r.decline, (req) => declineFriendRequest(deps, contextOf(req), req.body.userId).then(noBody));
   route(app, r.cancel, (req) => cancelFriendRequest(deps, contextOf(req), req.body.userId).then(noBody));
-  route(app, r.list, (req) => friendsOf(deps, contextOf(req)));
+  route(app, r.list, (req) => friendsOf(deps, contextOf(req), req.query));
   route(app, r.remove, (req) => removeFriend(deps, contextOf(req), req.params.userId).then(noBody));
   route(app, r.block, (req) => blockUser(deps, contextOf(req), req.body.userId));
   route(app, r.unblock, (req) => unblockUser(deps, contextOf(req), req.params.userId).then(noBody));
-  route(app, r.listBlocked, (req) => blockedBy(deps, contextOf(req)));
+  route(app, r.listBlocked, (req) => blockedBy(deps, contextOf(req), req.query));
 }
