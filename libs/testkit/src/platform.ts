@@ -121,7 +121,8 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   const replicas = new Set<ChildProcess>();
   async function startGatewayReplica(port: number) {
     const logPath = join(o.logDir, `gateway-${port}.log`);
-    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port) }, logPath);
+    // A metrics port of its own: the first gateway holds the platform's.
+    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port), METRICS_PORT: '0' }, logPath);
     replicas.add(child);
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`${url}/health/live`, readyTimeoutMs, child, 'gateway replica', logPath);
