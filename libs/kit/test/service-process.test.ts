@@ -26,7 +26,7 @@ afterAll(() => {
 function startMusic(env: Record<string, string>, args: string[] = []) {
   const child = spawn(process.execPath, [bundlePath('music'), ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
