@@ -10,6 +10,7 @@ ARG NODE_IMAGE=node:24.21.0-bookworm
 FROM ${NODE_IMAGE} AS manifests
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY libs/client/package.json libs/client/
 COPY libs/contracts/package.json libs/contracts/
 COPY libs/kit/package.json libs/kit/
 COPY libs/messaging/package.json libs/messaging/

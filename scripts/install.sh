@@ -9,3 +9,10 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   # unchanged package.json, `npm install` installs exactly the locked versions.
   npm install --no-audit --no-fund
 fi
+# kustomize renders the Kubernetes overlays for the tests (test/infra/k8s.unit.test.ts); like MinIO
+# it is a Go module, built once when missing.
+if ! command -v kustomize >/dev/null && [ ! -x "$(go env GOPATH 2>/dev/null)/bin/kustomize" ]; then
+  command -v go >/dev/null || { echo "install: kustomize is missing and Go is not installed to build it" >&2; exit 1; }
+  echo "install: building kustomize from its Go module (first run only)" >&2
+  go install sigs.k8s.io/kustomize/kustomize/v5@v5.7.1
+fi

@@ -127,7 +127,7 @@ describe('the edge in front of the gateway', () => {
     expect(envOf('gateway').TRUSTED_PROXIES).toBe('127.0.0.1');
     const edge = compose.services.edge as ComposeService & { network_mode?: string; volumes?: string[] };
     expect(edge.network_mode).toBe('service:gateway');
-    expect(edge.volumes).toEqual(['./deploy/k8s/edge/nginx.conf:/etc/nginx/nginx.conf:ro']);
+    expect(edge.volumes).toEqual(['./deploy/k8s/base/edge/nginx.conf:/etc/nginx/nginx.conf:ro']);
     expect(service('gateway').ports).toEqual(['8080:8000']);
   });
 });

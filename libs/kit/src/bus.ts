@@ -12,6 +12,8 @@ import {
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
+import { natsRequestDuration, natsRequestFailures } from './metrics.ts';
+import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, tracingEnabled, withSpan } from './tracing.ts';
 
 /**
  * A NATS connection with JetStream, scoped to a namespace (empty in production). It may exist
@@ -237,10 +239,18 @@ export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
   }
 }
 
-export function requestHeaders(requestId?: string): MsgHdrs {
+/** NATS headers with the request id and, when tracing, the trace context (`traceparent`) to continue. */
+export function requestHeaders(requestId?: string, trace: Record<string, string> = {}): MsgHdrs {
   const h = natsHeaders();
   if (requestId) h.set(REQUEST_ID_HEADER, requestId);
+  for (const [key, value] of Object.entries(trace)) h.set(key, value);
   return h;
+}
+
+/** NATS headers as a record, for the trace propagator; empty when tracing is off (nothing reads them then). */
+export function headerRecord(headers: MsgHdrs | undefined): Record<string, string> {
+  if (!headers || !tracingEnabled()) return {};
+  return Object.fromEntries(headers.keys().map((key) => [key, headers.get(key)]));
 }
 
 export interface RpcContext {
@@ -279,21 +289,29 @@ export function serveRpc<Req extends z.ZodType, Rep extends z.ZodType>(
 
   async function answer(msg: Msg) {
     const requestId = msg.headers?.get(REQUEST_ID_HEADER) || undefined;
-    const reqLog = log.child({ reqId: requestId, rpc: subject });
+    const span = startSpan(`rpc ${subject}`, {
+      kind: SpanKind.SERVER,
+      parent: extractContext(headerRecord(msg.headers)),
+      attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+    });
+    const reqLog = log.child({ reqId: requestId, rpc: subject, ...(span ? { traceId: span.spanContext().traceId } : {}) });
     const reply = natsHeaders();
     try {
       const parsed = contract.request.safeParse(requestPayload(msg, subject));
       if (!parsed.success) throw new AppError(400, `Invalid ${subject} request: ${parsed.error.issues[0]?.message}`);
-      const result = contract.reply.safeParse(await handler(parsed.data, { requestId, log: reqLog }));
+      const result = contract.reply.safeParse(await withSpan(span, () => handler(parsed.data, { requestId, log: reqLog })));
       if (!result.success) throw new AppError(500, `${subject} reply breaks its contract`, { cause: result.error });
       reply.set(STATUS_HEADER, '200');
       msg.respond(JSON.stringify(result.data ?? null), { headers: reply });
+      endSpan(span);
     } catch (error) {
       const status = error instanceof AppError ? error.status : 500;
       if (status >= 500) reqLog.error({ err: error }, 'rpc handler failed');
       const message = error instanceof AppError && status < 500 ? error.message : (PUBLIC_MESSAGES[status] ?? 'Internal error');
       reply.set(STATUS_HEADER, String(status));
       msg.respond(JSON.stringify({ error: message }), { headers: reply });
+      span?.setAttribute('rpc.status', status);
+      endSpan(span, status >= 500 ? error : undefined);
     }
   }
 }
@@ -320,19 +338,37 @@ export async function requestRpc<Req extends z.ZodType, Rep extends z.ZodType>(
 ): Promise<z.output<Rep>> {
   const { subject } = contract;
   let msg: Awaited<ReturnType<NatsConnection['request']>>;
+  const timer = natsRequestDuration.startTimer({ subject });
+  const span = startSpan(`rpc ${subject}`, {
+    kind: SpanKind.CLIENT,
+    attributes: { 'messaging.system': 'nats', 'messaging.destination.name': subject },
+  });
+  const failed = (reason: string, err: unknown) => {
+    timer({ outcome: reason });
+    natsRequestFailures.inc({ subject, reason });
+    endSpan(span, err);
+  };
   try {
     msg = await bus.nc.request(bus.subject(subject), JSON.stringify(data), {
       timeout: options.timeoutMs ?? 3_000,
-      headers: requestHeaders(options.requestId),
+      headers: requestHeaders(options.requestId, traceHeaders(contextWithSpan(span))),
     });
   } catch (err) {
-    if (err instanceof RequestError && err.isNoResponders()) throw new AppError(503, `No service answers ${subject}`, { cause: err });
+    if (err instanceof RequestError && err.isNoResponders()) {
+      failed('no_responders', err);
+      throw new AppError(503, `No service answers ${subject}`, { cause: err });
+    }
     if (err instanceof TimeoutError || (err as Error).cause instanceof TimeoutError) {
+      failed('timeout', err);
       throw new AppError(504, `Timed out waiting for ${subject}`, { cause: err });
     }
+    failed('unavailable', err);
     throw new AppError(503, 'Message bus unavailable', { cause: err });
   }
   const status = Number(msg.headers?.get(STATUS_HEADER) || 200);
+  timer({ outcome: status >= 400 ? `${Math.floor(status / 100)}xx` : 'ok' });
+  span?.setAttribute('rpc.status', status);
+  endSpan(span, status >= 500 ? new Error(`answered ${status}`) : undefined);
   const body = msg.json<{ error?: string } | null>();
   if (status >= 400) throw new AppError(status, body?.error ?? 'Request failed');
   const reply = contract.reply.safeParse(body);

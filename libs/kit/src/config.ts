@@ -57,6 +57,10 @@ export const baseConfig = z.object({
     .regex(/^[a-z0-9_-]*$/, 'only a-z, 0-9, _ and -')
     .default(''),
   SHUTDOWN_GRACE_MS: env.int(10_000),
+  /** The operator port of GET /metrics (Prometheus); default PORT + 1000, or any free port when PORT is 0. */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** OTLP/HTTP traces endpoint (`http://collector:4318/v1/traces`); tracing is off without it. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
 });
 
 /** Variables of a service that owns a PostgreSQL database. */

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { AppError } from './errors.ts';
+import { watchPool } from './metrics.ts';
 
 export type Pool = pg.Pool;
 /** Anything that runs a query: the pool, or a client inside a transaction. */
@@ -20,6 +21,7 @@ export function createPool(url: string, max = 10): Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000 });
   // An idle client that errors (e.g. PostgreSQL restarted) must not crash the process.
   pool.on('error', () => {});
+  watchPool(pool);
   return pool;
 }
 

@@ -10,6 +10,7 @@ import {
   type EventEnvelope,
   ensureConsumer,
   ensureStream,
+  headerRecord,
   REQUEST_ID_HEADER,
   requestHeaders,
   type StreamSpec,
@@ -17,6 +18,8 @@ import {
 } from './bus.ts';
 import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
+import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
+import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -32,7 +35,8 @@ export async function enqueueEvent(tx: Queryable, subject: string, data: unknown
     id,
     subject,
     envelope,
-    requestId ? { [REQUEST_ID_HEADER]: requestId } : {},
+    // The trace context of the change travels with its event, through the relay into the consumers.
+    { ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...traceHeaders() },
   ]);
   markEventsWritten(tx);
   return id;
@@ -102,6 +106,7 @@ export function startOutboxRelay(options: {
     committedSinceDrain = true;
     wake?.();
   });
+  const unwatchOutbox = watchOutbox(pool);
 
   async function publishBatch(): Promise<number> {
     if (!bus.connected) throw new AppError(503, 'Message bus unavailable');
@@ -125,12 +130,25 @@ export function startOutboxRelay(options: {
       if (rows.length === 0) return 0;
       // One connection keeps publish order; awaiting all acks together keeps the batch fast.
       const acks = Promise.all(
-        rows.map((row) =>
-          bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
-            msgID: row.id,
-            headers: requestHeaders(row.headers[REQUEST_ID_HEADER]),
-          }),
-        ),
+        rows.map(async (row) => {
+          // A span of the publication, under the change that wrote the event; consumers continue from it.
+          const span = startSpan(`publish ${row.subject}`, {
+            kind: SpanKind.PRODUCER,
+            parent: extractContext(row.headers),
+            attributes: { 'messaging.system': 'nats', 'messaging.destination.name': row.subject, 'messaging.message.id': row.id },
+          });
+          try {
+            const ack = await bus.js.publish(bus.subject(row.subject), JSON.stringify(row.payload), {
+              msgID: row.id,
+              headers: requestHeaders(row.headers[REQUEST_ID_HEADER], traceHeaders(contextWithSpan(span))),
+            });
+            endSpan(span);
+            return ack;
+          } catch (err) {
+            endSpan(span, err);
+            throw err;
+          }
+        }),
       );
       const cut = new Promise<never>((_, reject) => {
         abandonBatch = reject;
@@ -190,6 +208,7 @@ export function startOutboxRelay(options: {
       await queue;
       unsubscribe();
       unwatch();
+      unwatchOutbox();
     },
   };
 }
@@ -240,8 +259,10 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
     log.error({ subject, seq: msg.seq, reason, ...details }, 'event cannot be read; sent to the dead letters');
     msg.term();
   };
+  const unwatch = watchConsumer(bus, spec);
   const done = (async () => {
     for await (const msg of messages) {
+      if (msg.info.deliveryCount > 1) consumerRedeliveries.inc({ consumer: spec.durable });
       const subject = bus.logical(msg.subject);
       const envelope = envelopeOf(msg.data, subject);
       if (!envelope) {
@@ -255,17 +276,26 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
         continue;
       }
       const event = { ...envelope, data: parsed.data };
+      const span = startSpan(`${spec.durable} process ${event.subject}`, {
+        kind: SpanKind.CONSUMER,
+        parent: extractContext(headerRecord(msg.headers)),
+        attributes: { 'messaging.system': 'nats', 'messaging.consumer.group.name': spec.durable, 'messaging.message.id': event.id },
+      });
       try {
-        await applyOnce(pool, spec.durable, event, options.handle);
+        await withSpan(span, () => applyOnce(pool, spec.durable, event, options.handle));
         msg.ack();
+        endSpan(span);
       } catch (err) {
-        log.error({ err, eventId: event.id, subject: event.subject }, 'event handler failed; will be redelivered');
+        const traceId = span?.spanContext().traceId;
+        log.error({ err, eventId: event.id, subject: event.subject, traceId }, 'event handler failed; will be redelivered');
         msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
+        endSpan(span, err);
       }
     }
   })().catch((err) => log.error({ err }, 'event consumer stopped'));
   return {
     async stop() {
+      unwatch();
       await messages.close();
       await done;
     },

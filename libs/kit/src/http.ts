@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
+import type { Span } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
@@ -8,7 +9,9 @@ import type { z } from 'zod';
 import type { Pool } from './db.ts';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
 import { type IdempotencyScope, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
+import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, withSpan } from './tracing.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -100,6 +103,12 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  if (tracingEnabled()) traceRequests(app);
+  // By route pattern, never by path: ids in paths would make a series per id.
+  app.addHook('onResponse', async (req, reply) => {
+    const route = metricsRoutes.get(req) ?? req.routeOptions.url ?? 'unmatched';
+    httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
   // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
   // (the gateway keeps them 60 s) would hold close() open past the grace period.
   let closing = false;
@@ -168,6 +177,51 @@ function unusedConnections(app: FastifyInstance) {
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
     },
   };
+}
+
+const metricsRoutes = new WeakMap<FastifyRequest, string>();
+const requestSpans = new WeakMap<FastifyRequest, Span>();
+
+/**
+ * A server span per request, continuing the caller's trace (W3C traceparent) or starting one; its
+ * trace id joins the request id in the request's log lines. Installed only when tracing is on.
+ */
+function traceRequests(app: FastifyInstance): void {
+  app.addHook('onRequest', async (req, reply) => {
+    const span = startSpan(req.method, {
+      kind: SpanKind.SERVER,
+      parent: extractContext(req.headers),
+      attributes: { 'http.request.method': req.method, 'url.path': req.url.split('?')[0] ?? '/' },
+    });
+    if (!span) return;
+    requestSpans.set(req, span);
+    // The reply logs "request completed" with a logger of its own.
+    req.log = reply.log = req.log.child({ traceId: span.spanContext().traceId });
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    const span = requestSpans.get(req);
+    if (!span) return;
+    const route = metricsRoutes.get(req) ?? req.routeOptions.url;
+    if (route) {
+      span.updateName(`${req.method} ${route}`);
+      span.setAttribute('http.route', route);
+    }
+    span.setAttribute('http.response.status_code', reply.statusCode);
+    endSpan(span, reply.statusCode >= 500 ? new Error(`answered ${reply.statusCode}`) : undefined);
+  });
+}
+
+/** The request's server span, for a hop the request makes that the kit does not (the gateway's proxy). */
+export function requestSpan(req: FastifyRequest): Span | undefined {
+  return requestSpans.get(req);
+}
+
+/**
+ * Names the route pattern a request is counted under in the metrics, where Fastify's own route is
+ * coarser: the gateway proxies a whole prefix (`/v1/guilds/*`) but knows each request's contract.
+ */
+export function setMetricsRoute(req: FastifyRequest, pattern: string): void {
+  metricsRoutes.set(req, pattern);
 }
 
 /** Maps any error (ours, Fastify's, a validation failure) onto a status and a public message. */
@@ -258,7 +312,11 @@ export function route<C extends RouteContract>(
       : undefined,
     handler: async (req, reply) => {
       const key = idempotent ? idempotencyKeyOf(req) : undefined;
-      const settled = await tracked(app.runningHandlers, key ? answerOnce(req, reply, key) : answer(req, reply));
+      // Under the request's span, so that its NATS requests and events continue the trace.
+      const settled = await tracked(
+        app.runningHandlers,
+        withSpan(requestSpans.get(req), () => (key ? answerOnce(req, reply, key) : answer(req, reply))),
+      );
       if (!settled) return reply;
       reply.code(settled.status);
       return settled.status === 204 ? reply.send() : reply.send(settled.body);

@@ -9,7 +9,9 @@ import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
 import { type HealthCheck, optionalCheck } from './health.ts';
 import { purgeIdempotencyKeys } from './idempotency.ts';
 import { createLogger } from './logger.ts';
+import { type MetricsServer, startMetricsServer } from './metrics.ts';
 import { migrate } from './migrate.ts';
+import { startTracing, stopTracing } from './tracing.ts';
 
 /** Parses the environment or stops the process with a message naming every bad variable. */
 export function configOrExit<S extends z.ZodType>(schema: S, service: string): z.output<S> {
@@ -24,6 +26,7 @@ export function configOrExit<S extends z.ZodType>(schema: S, service: string): z
 
 interface DatabaseServiceConfig {
   LOG_LEVEL: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string;
   NATS_URL: string;
   BUS_NAMESPACE: string;
   DATABASE_URL: string;
@@ -40,10 +43,17 @@ export interface Runtime {
 }
 
 /**
+ * The command-line flag that makes a service apply its migrations and exit, without NATS: what the
+ * Kubernetes init container runs before the process itself (deploy/k8s).
+ */
+export const MIGRATE_ONLY_FLAG = '--migrate-only';
+
+/**
  * Logger, pool, migrations, then the bus and the outbox relay. The database is required (the
  * process cannot serve without it); the bus is not: it connects in the background with back-off,
  * and the relay creates the service's stream and starts publishing once it is there. Readiness
  * fails without PostgreSQL and reports the bus as degraded.
+ * With `--migrate-only` among the arguments it stops after the migrations and exits 0.
  */
 export async function startRuntime(options: {
   service: string;
@@ -53,8 +63,14 @@ export async function startRuntime(options: {
 }): Promise<Runtime> {
   const { config } = options;
   const log = createLogger({ service: options.service, level: config.LOG_LEVEL });
+  startTracing({ service: options.service, endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
   const pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
-  await migrate(pool, options.migrationsDir, log);
+  const applied = await migrate(pool, options.migrationsDir, log);
+  if (process.argv.includes(MIGRATE_ONLY_FLAG)) {
+    log.info({ applied: applied.length }, 'migrations applied; exiting (--migrate-only)');
+    await pool.end();
+    process.exit(0);
+  }
   const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
   const relay = startOutboxRelay({ pool, bus, log, stream: options.stream });
   // Keys older than 24 h no longer answer; this keeps the table from growing for ever.
@@ -83,17 +99,19 @@ export async function natsCheck(bus: Bus): Promise<void> {
  */
 export async function serve(options: {
   app: FastifyInstance;
-  config: { HOST: string; PORT: number; SHUTDOWN_GRACE_MS: number };
+  config: { HOST: string; PORT: number; SHUTDOWN_GRACE_MS: number; METRICS_PORT?: number };
   log: Logger;
   runtime?: Runtime;
   consumers?: ConsumerHandle[];
   onClose?: () => Promise<unknown>;
 }): Promise<void> {
-  const { app, log, runtime } = options;
+  const { app, log, runtime, config } = options;
+  let metrics: MetricsServer | undefined;
   closeWithGrace({ delay: options.config.SHUTDOWN_GRACE_MS, logger: log }, async ({ signal, err }) => {
     if (err) log.error({ err }, 'shutting down after an error');
     else log.info({ signal }, 'shutting down');
     await app.close();
+    await metrics?.close();
     // A client that hung up does not stop its handler: its transaction still needs the pool.
     await app.handlersSettled();
     await Promise.all((options.consumers ?? []).map((c) => c.stop()));
@@ -103,8 +121,17 @@ export async function serve(options: {
       await runtime.bus.close();
       await runtime.pool.end();
     }
+    // Last: the spans of everything above are exported before the process ends.
+    await stopTracing().catch((err) => log.warn({ err }, 'could not export the last spans'));
   });
-  await app.listen({ host: options.config.HOST, port: options.config.PORT });
+  await app.listen({ host: config.HOST, port: config.PORT });
+  metrics = await startMetricsServer({ host: config.HOST, port: metricsPort(config), log });
   // The runtime is the project's choice (Node 24, see scripts/node-env.sh): say which one runs.
-  log.info({ node: process.version, port: options.config.PORT }, 'started');
+  log.info({ node: process.version, port: config.PORT, metricsPort: metrics.port }, 'started');
+}
+
+/** METRICS_PORT, or PORT + 1000 (the gateway's 8080 gives 9080, auth's 3001 gives 4001); any free port when PORT is 0. */
+export function metricsPort(config: { PORT: number; METRICS_PORT?: number }): number {
+  if (config.METRICS_PORT !== undefined) return config.METRICS_PORT;
+  return config.PORT === 0 ? 0 : config.PORT + 1000;
 }

@@ -9,6 +9,7 @@ import {
   startTcpProxy,
   testNamespace,
 } from '@chat/testkit';
+import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { captureLogs } from './logs.ts';
 
@@ -22,10 +23,10 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-function startMusic(env: Record<string, string>) {
-  const child = spawn(process.execPath, [bundlePath('music')], {
+function startMusic(env: Record<string, string>, args: string[] = []) {
+  const child = spawn(process.execPath, [bundlePath('music'), ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -130,6 +131,36 @@ describe('a service process', () => {
       const bus = await connectBus({ url: backing.natsUrl, namespace, name: 'cleanup', log: captureLogs('silent').log });
       await deleteNamespaceStreams(bus, namespace);
       await bus.close();
+      await db.drop();
+    }
+  }, 60_000);
+
+  it('with --migrate-only applies its migrations and exits 0 without NATS or a port', async () => {
+    const db = await createTestDatabase(backing.postgresUrl, 'musicmigrate');
+    try {
+      // Nothing listens on the NATS URL: the init container must not need the bus.
+      const music = startMusic({ DATABASE_URL: db.url, NATS_URL: `nats://127.0.0.1:${await freePort()}`, PORT: '1' }, ['--migrate-only']);
+      expect(await music.exited).toBe(0);
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ id: string }>('SELECT id FROM schema_migrations ORDER BY id');
+        expect(rows.map((r) => r.id)).toEqual(
+          expect.arrayContaining(['kit/0001_outbox_inbox.sql', expect.stringMatching(/^service\/0001_/)]),
+        );
+        const tables = await client.query("SELECT 1 FROM information_schema.tables WHERE table_name = 'outbox'");
+        expect(tables.rowCount).toBe(1);
+      } finally {
+        await client.end();
+      }
+      const logged = music
+        .output()
+        .stdout.split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { msg: string });
+      expect(logged.map((entry) => entry.msg)).toContain('migrations applied; exiting (--migrate-only)');
+      expect(logged.map((entry) => entry.msg)).not.toContain('started');
+    } finally {
       await db.drop();
     }
   }, 60_000);

@@ -46,6 +46,10 @@ export async function startIsolatedPlatform(options: {
   const dropAll = () => Promise.all(databases.map((d) => d.drop().catch(() => {})));
   const names: ServiceProcess[] = ['gateway', ...SERVICES];
   const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
+  const metricsPorts = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<
+    ServiceProcess,
+    number
+  >;
   const namespace = testNamespace(options.label);
   const logDir = options.logDir ?? join(tmpdir(), `chat-${options.label}-${namespace}`);
   const databaseUrls = Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'];
@@ -53,6 +57,7 @@ export async function startIsolatedPlatform(options: {
     const platform = await startPlatform({
       backing: options.backing,
       ports,
+      metricsPorts,
       databases: databaseUrls,
       namespace,
       logDir,

@@ -23,6 +23,8 @@ const ROOT = new URL('../../../', import.meta.url).pathname;
 export interface PlatformOptions {
   backing: Backing;
   ports: Record<ServiceProcess, number>;
+  /** Each process's metrics port; default PORT + 1000 (the kit's default). */
+  metricsPorts?: Record<ServiceProcess, number>;
   /** The database URL of each service. */
   databases: Record<(typeof SERVICES)[number], string>;
   namespace: string;
@@ -35,6 +37,8 @@ export interface PlatformOptions {
 
 export interface Platform {
   urls: Record<ServiceProcess, string>;
+  /** Where each process serves GET /metrics. */
+  metricsUrls: Record<ServiceProcess, string>;
   logFile(name: ServiceProcess): string;
   /** The process id of a running process (the bench reads its memory and CPU time). */
   pid(name: ServiceProcess): number | undefined;
@@ -56,6 +60,7 @@ export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<str
   const common = {
     HOST: '127.0.0.1',
     PORT: String(o.ports[name]),
+    ...(o.metricsPorts ? { METRICS_PORT: String(o.metricsPorts[name]) } : {}),
     NATS_URL: o.backing.natsUrl,
     BUS_NAMESPACE: o.namespace,
     AUTH_JWKS_URL: `${url('auth')}/v1/auth/jwks`,
@@ -91,6 +96,9 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   await buildBundles();
   const children = new Map<ServiceProcess, ChildProcess>();
   const urls = Object.fromEntries(Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${p}`])) as Record<ServiceProcess, string>;
+  const metricsUrls = Object.fromEntries(
+    Object.entries(o.ports).map(([n, p]) => [n, `http://127.0.0.1:${o.metricsPorts?.[n as ServiceProcess] ?? p + 1000}/metrics`]),
+  ) as Record<ServiceProcess, string>;
   const logFile = (name: ServiceProcess) => join(o.logDir, `${name}.log`);
 
   function spawnProcess(name: ServiceProcess, env: Record<string, string>, logPath: string): ChildProcess {
@@ -114,7 +122,8 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   const replicas = new Set<ChildProcess>();
   async function startGatewayReplica(port: number) {
     const logPath = join(o.logDir, `gateway-${port}.log`);
-    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port) }, logPath);
+    // A metrics port of its own: the first gateway holds the platform's.
+    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port), METRICS_PORT: '0' }, logPath);
     replicas.add(child);
     const url = `http://127.0.0.1:${port}`;
     await waitFor(`${url}/health/live`, readyTimeoutMs, child, 'gateway replica', logPath);
@@ -168,7 +177,17 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     await stop();
     throw err;
   }
-  return { urls, logFile, pid: (name) => children.get(name)?.pid, stopService, startService, signalService, startGatewayReplica, stop };
+  return {
+    urls,
+    metricsUrls,
+    logFile,
+    pid: (name) => children.get(name)?.pid,
+    stopService,
+    startService,
+    signalService,
+    startGatewayReplica,
+    stop,
+  };
 }
 
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {

@@ -1,4 +1,4 @@
-import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier } from '@chat/kit';
+import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier, startTracing } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRedis, redisReady } from './db/redis.ts';
@@ -8,6 +8,7 @@ import { startRealtime } from './realtime.ts';
 
 const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
+startTracing({ service: 'gateway', endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
 // HTTP needs neither the bus nor Redis: both connect in the background and only degrade the gateway.
 const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);

@@ -34,6 +34,7 @@ describe('route classification', () => {
       tier: 'general',
       multipart: false,
       service: 'guilds',
+      pattern: '/v1/webhooks/:id/:token',
     });
   });
 
@@ -44,7 +45,13 @@ describe('route classification', () => {
       webhookId: hook,
       multipart: false,
       service: 'guilds',
+      pattern: '/v1/webhooks/:id/:token',
     });
+  });
+
+  it('names the contract path pattern a request is counted under, and none for a path no contract describes', () => {
+    expect(classify('GET', `/V1/Channels/${hook}/messages?limit=5`)).toMatchObject({ pattern: '/v1/channels/:channelId/messages' });
+    expect(classify('HEAD', '/v1/users/@me')).toMatchObject({ pattern: '/v1/users/@me' });
   });
 
   it('authenticates a path under a proxied prefix that no contract describes, but not an unknown area', () => {

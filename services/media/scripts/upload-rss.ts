@@ -52,6 +52,7 @@ const media = spawn(process.execPath, [...NODE_FLAGS.media, ...flags, bundlePath
     NODE_ENV: 'production',
     LOG_LEVEL: 'warn',
     PORT: String(port),
+    METRICS_PORT: '0',
     DATABASE_URL: database.url,
     NATS_URL: natsUrl,
     BUS_NAMESPACE: namespace,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RateTier } from '@chat/contracts';
+import { rateLimitDecisions } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { createMemoryWindows, type WindowVerdict } from './memory-window.ts';
@@ -132,43 +133,49 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
 
   return {
     async hit(check) {
-      const { limit, windowMs } = TIERS[check.tier];
-      const key = windowKey(check.tier, check.subject);
-      const guardKey = check.client ? windowKey('general', check.client) : '';
-      // Unique across replicas: a pid is not (every container's gateway is pid 1), and two members
-      // that collide would count as one request.
-      const member = randomUUID();
-      try {
-        const [allowed, remaining, resetAtMs, nowMs, revoked, byGuard] = await redis.edgeCheck(
-          key,
-          guardKey,
-          check.sessionId ? denyKey(check.sessionId) : '',
-          limit,
-          windowMs,
-          member,
-          general.limit,
-          general.windowMs,
-        );
-        const verdict = {
-          allowed: allowed === 1,
-          limit: byGuard ? general.limit : limit,
-          remaining,
-          resetAtMs,
-          nowMs,
-          revoked: revoked === 1,
-        };
-        if (!guardKey || !verdict.allowed) return verdict;
-        return { ...verdict, chargeToClient: () => redis.moveCount(key, guardKey, member, general.windowMs).then(() => {}) };
-      } catch (err) {
-        warn(err);
-        return memoryHit(check, key, guardKey);
-      }
+      const verdict = await edgeHit(check);
+      rateLimitDecisions.inc({ tier: check.tier, decision: verdict.allowed ? 'allowed' : 'limited' });
+      return verdict;
     },
     async denySession(sessionId, untilMs) {
       const ttlMs = Math.ceil(untilMs - Date.now());
       if (ttlMs > 0) await redis.set(denyKey(sessionId), '1', 'PX', ttlMs);
     },
   };
+
+  async function edgeHit(check: RateCheck): Promise<EdgeVerdict> {
+    const { limit, windowMs } = TIERS[check.tier];
+    const key = windowKey(check.tier, check.subject);
+    const guardKey = check.client ? windowKey('general', check.client) : '';
+    // Unique across replicas: a pid is not (every container's gateway is pid 1), and two members
+    // that collide would count as one request.
+    const member = randomUUID();
+    try {
+      const [allowed, remaining, resetAtMs, nowMs, revoked, byGuard] = await redis.edgeCheck(
+        key,
+        guardKey,
+        check.sessionId ? denyKey(check.sessionId) : '',
+        limit,
+        windowMs,
+        member,
+        general.limit,
+        general.windowMs,
+      );
+      const verdict = {
+        allowed: allowed === 1,
+        limit: byGuard ? general.limit : limit,
+        remaining,
+        resetAtMs,
+        nowMs,
+        revoked: revoked === 1,
+      };
+      if (!guardKey || !verdict.allowed) return verdict;
+      return { ...verdict, chargeToClient: () => redis.moveCount(key, guardKey, member, general.windowMs).then(() => {}) };
+    } catch (err) {
+      warn(err);
+      return memoryHit(check, key, guardKey);
+    }
+  }
 
   function memoryHit(check: RateCheck, key: string, guardKey: string): EdgeVerdict {
     const { limit, windowMs } = TIERS[check.tier];

@@ -9,6 +9,8 @@ export interface RouteClass {
   webhookId?: string;
   /** multipart routes (uploads) have the service's own size limit, not the edge's JSON one. */
   multipart: boolean;
+  /** The contract's path pattern (`/v1/channels/:id/messages`), what metrics count by; undefined when none matches. */
+  pattern?: string;
   /** The service the route's contract names: the request goes there, whatever its prefix. */
   service?: ServiceName;
   /**
@@ -50,12 +52,13 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     if (contract) {
       const multipart = contract.multipart === true;
       const service = contract.service;
-      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, service };
+      const pattern = contract.path;
+      if (contract.tier !== 'webhook') return { auth: contract.auth, tier: contract.tier, multipart, service, pattern };
       // The service answers 400 for an id that is not a UUID: no window of its own (no Redis key
       // per made-up id), only the client's General one.
       const webhookId = match?.params.id?.toLowerCase();
-      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, service };
-      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, service };
+      if (!webhookId || !UUID.test(webhookId)) return { auth: contract.auth, tier: 'general', multipart, service, pattern };
+      return { auth: contract.auth, tier: 'webhook', webhookId, multipart, service, pattern };
     }
     return unknownPath(method, path);
   };

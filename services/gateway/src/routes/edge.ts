@@ -4,6 +4,7 @@ import {
   badRequest,
   bearerToken,
   SESSION_REVOKED,
+  setMetricsRoute,
   type TokenVerifier,
   tooManyRequests,
   unauthorized,
@@ -58,6 +59,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
+    if (route.pattern) setMetricsRoute(req, route.pattern);
     req.routedService = route.service ?? '';
     const client = rateSubject(req.clientIp);
     const token = route.auth ? bearerToken(req.headers.authorization) : undefined;

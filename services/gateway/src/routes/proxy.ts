@@ -1,6 +1,7 @@
 import { Buffer } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import type { RouteContract } from '@chat/contracts';
+import { contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
@@ -37,7 +38,12 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
       },
       replyOptions: {
         getUpstream: (req) => urls[serviceOf(req as FastifyRequest, owner)],
-        rewriteRequestHeaders: (req, headers) => ({ ...headers, 'x-request-id': req.id }),
+        // The service continues the gateway's span (W3C traceparent) when tracing is on.
+        rewriteRequestHeaders: (req, headers) => ({
+          ...headers,
+          'x-request-id': req.id,
+          ...traceHeaders(contextWithSpan(requestSpan(req as FastifyRequest))),
+        }),
         onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
         onError: (reply, { error }) => {
           const service = serviceOf(reply.request as FastifyRequest, owner);
