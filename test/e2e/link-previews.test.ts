@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { html, startPageServer } from '../../services/media/test/page-server.ts';
-import { api, newUser, type TestUser } from './helpers.ts';
+import { api, conversationOnceKnown, newUser, type TestUser } from './helpers.ts';
 
 let server: Awaited<ReturnType<typeof startPageServer>>;
 let user: TestUser;
@@ -38,3 +38,39 @@ describe('link previews through the gateway', () => {
     expect(res.status).toBe(401);
   });
 });
+
+describe('embeds on posted messages', () => {
+  it('a channel message with a link gains its preview shortly after posting, and posting did not wait', async () => {
+    const guild = (await api('POST', '/v1/servers', { user, body: { name: 'Embeds' } })).body;
+    const channels = (await api('GET', `/v1/servers/${guild.id}/channels`, { user })).body as { id: string; channelType: string }[];
+    const text = channels.find((c) => c.channelType === 'text') as { id: string };
+    const posted = await api('POST', `/v1/channels/${text.id}/messages`, { user, body: { content: `look ${pageUrl()}` } });
+    expect(posted.status).toBe(201);
+    expect(posted.body.embeds).toEqual([]);
+    await vi.waitFor(
+      async () => {
+        const [message] = (await api('GET', `/v1/channels/${text.id}/messages`, { user })).body;
+        expect(message.embeds).toEqual([expect.objectContaining({ url: pageUrl(), title: 'An article', siteName: 'Local news' })]);
+      },
+      { timeout: 15_000, interval: 200 },
+    );
+  });
+
+  it('a direct message with a link gains its preview too', async () => {
+    const friend = await newUser('embedfriend');
+    const conversationId = await conversationOnceKnown(user, friend);
+    const sent = await api('POST', '/v1/dm/messages', { user, body: { conversationId, content: pageUrl() } });
+    expect(sent.status).toBe(201);
+    await vi.waitFor(
+      async () => {
+        const [message] = (await api('GET', `/v1/dm/conversations/${conversationId}/messages`, { user: friend })).body;
+        expect(message.embeds).toEqual([expect.objectContaining({ url: pageUrl(), title: 'An article' })]);
+      },
+      { timeout: 15_000, interval: 200 },
+    );
+  });
+});
+
+function pageUrl(): string {
+  return `${server.origin}/article`;
+}

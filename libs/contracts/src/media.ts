@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { Id, Timestamp } from './common.ts';
-import { UploadedFile } from './records.ts';
+import { LinkPreview, UploadedFile } from './records.ts';
+
+export { LinkPreview };
+
 import { defineRpc } from './rpc.ts';
 
 /** Schemas of the media area: request bodies, events and RPC messages. */
@@ -51,25 +54,6 @@ export function mediaIdFromUrl(url: string): string | undefined {
   const match = path ? /^\/v1\/media\/([0-9a-f-]{36})\/[^/]+$/i.exec(path) : null;
   return match && Id.safeParse(match[1]).success ? match[1]?.toLowerCase() : undefined;
 }
-
-/**
- * A link preview (an embed on a message): what a page says about itself in its OpenGraph,
- * Twitter-card and head tags, or its oEmbed. `imageUrl` is a copy kept by this platform's media
- * service, never the other site's url, so that clients never contact it.
- */
-export const LinkPreview = z
-  .object({
-    /** The url as the message (or the query) gave it, normalised. */
-    url: z.url(),
-    title: z.string().nullable(),
-    description: z.string().nullable(),
-    siteName: z.string().nullable(),
-    imageUrl: z.url().nullable(),
-    /** `og:type` or the oEmbed type (`website`, `article`, `video`, `photo`, ...); `image` for a direct image link; `link` when the page said nothing. */
-    type: z.string(),
-  })
-  .meta({ id: 'LinkPreview' });
-export type LinkPreview = z.infer<typeof LinkPreview>;
 
 export const LinkPreviewQuery = z.object({ url: z.string().min(1).max(2048) });
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
-import { Attachments, MessageNonce, MessageType, Reactions } from './records.ts';
+import { Attachments, Embeds, MessageNonce, MessageType, Reactions } from './records.ts';
 
 /**
  * Schemas of the messages area (channel messages, pins, reactions, webhooks; guilds service):
@@ -42,6 +42,7 @@ export const ChannelMessage = z
      */
     type: MessageType.default('default'),
     nonce: MessageNonce.optional(),
+    embeds: Embeds,
   })
   .meta({ id: 'Message' });
 export type ChannelMessage = z.infer<typeof ChannelMessage>;

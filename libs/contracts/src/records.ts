@@ -99,6 +99,28 @@ export const MessageNonce = z.string().max(25);
 /** `{emoji: {count, me}}` */
 export const Reactions = z.record(z.string(), z.object({ count: z.number().int(), me: z.boolean() }));
 
+/**
+ * A link preview (an embed on a message): what a page says about itself in its OpenGraph,
+ * Twitter-card and head tags, or its oEmbed. `imageUrl` is a copy kept by this platform's media
+ * service, never the other site's url, so that clients never contact it.
+ */
+export const LinkPreview = z
+  .object({
+    /** The url as the message (or the query) gave it, normalised. */
+    url: z.url(),
+    title: z.string().nullable(),
+    description: z.string().nullable(),
+    siteName: z.string().nullable(),
+    imageUrl: z.url().nullable(),
+    /** `og:type` or the oEmbed type (`website`, `article`, `video`, `photo`, ...); `image` for a direct image link; `link` when the page said nothing. */
+    type: z.string(),
+  })
+  .meta({ id: 'LinkPreview' });
+export type LinkPreview = z.infer<typeof LinkPreview>;
+
+/** A message's link previews, filled in by media shortly after it is posted (none until then). */
+export const Embeds = z.array(LinkPreview).max(5).default([]);
+
 export const DirectMessage = z
   .object({
     id: Id,
@@ -115,6 +137,7 @@ export const DirectMessage = z
     reactions: Reactions,
     type: MessageType,
     nonce: MessageNonce.optional(),
+    embeds: Embeds,
   })
   .meta({ id: 'DirectMessage' });
 

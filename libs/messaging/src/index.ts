@@ -5,6 +5,7 @@
  */
 export * from './attachments.ts';
 export * from './content.ts';
+export * from './embeds.ts';
 export * from './ids.ts';
 export * from './paging.ts';
 export * from './reactions.ts';

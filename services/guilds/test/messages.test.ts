@@ -79,6 +79,7 @@ describe('posting', () => {
       reactions: {},
       webhookId: null,
       type: 'default',
+      embeds: [],
     });
     expect((await g.db.query('SELECT content, author_id FROM messages WHERE id = $1', [res.body.id])).rows).toEqual([
       { content: 'hello there', author_id: alice },

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp, callDeps } from './app.ts';
+import { consumeEmbeds } from './bus/embeds.ts';
 import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
@@ -18,6 +19,7 @@ const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.
 const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
+const embeds = await consumeEmbeds(runtime);
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
@@ -28,6 +30,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users, revocations],
+  consumers: [users, embeds, revocations],
   onClose: () => callClock.stop(),
 });

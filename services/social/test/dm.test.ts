@@ -140,6 +140,7 @@ describe('sending messages', () => {
       senderBadges: ['founder'],
       reactions: {},
       type: 'default',
+      embeds: [],
     });
     expect(await rows('SELECT sender_id, content FROM direct_messages WHERE id = $1', [res.body.id])).toEqual([
       { sender_id: alice.id, content: 'hi bob' },

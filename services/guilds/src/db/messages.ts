@@ -1,4 +1,4 @@
-import type { ChannelMessage, MessageMentions, MessageType } from '@chat/contracts';
+import type { ChannelMessage, LinkPreview, MessageMentions, MessageType } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
@@ -20,6 +20,7 @@ type MessageRow = {
   reply_to_id: string | null;
   mentions: MessageMentions;
   type: MessageType;
+  embeds: LinkPreview[];
   pinned_at: string | null;
   edited_at: string | null;
   created_at: string;
@@ -27,7 +28,7 @@ type MessageRow = {
 
 // A webhook message carries its own name and avatar; a user's come from the read-model.
 const COLUMNS = `m.id, m.channel_id, m.server_id, m.author_id, m.webhook_id, m.content, m.attachments, m.reply_to_id,
-  m.mentions, m.type, m.pinned_at, m.edited_at, m.created_at,
+  m.mentions, m.type, m.embeds, m.pinned_at, m.edited_at, m.created_at,
   CASE WHEN m.webhook_id IS NULL THEN u.display_name ELSE m.author_name END AS author_name,
   CASE WHEN m.webhook_id IS NULL THEN u.avatar_url ELSE m.author_avatar END AS author_avatar`;
 const FROM = 'FROM messages m LEFT JOIN users u ON u.id = m.author_id';
@@ -50,6 +51,7 @@ function toMessage(r: MessageRow): StoredMessage {
     createdAt: r.created_at,
     webhookId: r.webhook_id,
     type: r.type,
+    embeds: r.embeds,
   };
 }
 
@@ -231,4 +233,20 @@ export async function mentionTargets(
     [serverId, userIds, roleIds],
   );
   return row;
+}
+
+/** Stores the link previews media resolved for a message of this channel; undefined when it is gone. */
+export async function setMessageEmbeds(
+  tx: Queryable,
+  channelId: string,
+  id: string,
+  embeds: LinkPreview[],
+): Promise<StoredMessage | undefined> {
+  const row = await maybeOne<MessageRow>(
+    tx,
+    `WITH m AS (UPDATE messages SET embeds = $3 WHERE id = $1 AND channel_id = $2 RETURNING *)
+     SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
+    [id, channelId, JSON.stringify(embeds)],
+  );
+  return row && toMessage(row);
 }

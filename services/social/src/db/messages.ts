@@ -1,4 +1,4 @@
-import type { DirectMessageRecord as DirectMessage, MessageType } from '@chat/contracts';
+import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageType } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
@@ -16,6 +16,7 @@ type MessageRow = {
   attachments: Record<string, StoredFile>;
   reply_to_id: string | null;
   type: MessageType;
+  embeds: LinkPreview[];
   edited_at: string | null;
   created_at: string;
   sender_name: string | null;
@@ -23,7 +24,7 @@ type MessageRow = {
   sender_badges: string[] | null;
 };
 
-const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.edited_at, m.created_at,
+const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.embeds, m.edited_at, m.created_at,
   u.display_name AS sender_name, u.avatar_url AS sender_avatar, u.badges AS sender_badges`;
 
 function toMessage(row: MessageRow): StoredMessage {
@@ -41,6 +42,7 @@ function toMessage(row: MessageRow): StoredMessage {
     senderAvatar: row.sender_avatar,
     senderBadges: row.sender_badges ?? [],
     type: row.type,
+    embeds: row.embeds,
   };
 }
 
@@ -117,4 +119,20 @@ export async function lockMessage(tx: Queryable, id: string): Promise<LockedMess
     [id],
   );
   return row && { id, conversationId: row.conversation_id, senderId: row.sender_id, attachments: row.attachments };
+}
+
+/** Stores the link previews media resolved for a message of this conversation; undefined when it is gone. */
+export async function setMessageEmbeds(
+  tx: Queryable,
+  conversationId: string,
+  id: string,
+  embeds: LinkPreview[],
+): Promise<StoredMessage | undefined> {
+  const row = await maybeOne<MessageRow>(
+    tx,
+    `WITH m AS (UPDATE direct_messages SET embeds = $3 WHERE id = $1 AND conversation_id = $2 RETURNING *)
+     SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
+    [id, conversationId, JSON.stringify(embeds)],
+  );
+  return row && toMessage(row);
 }
