@@ -31,7 +31,9 @@ describe('embeds of channel messages', () => {
 
     const event = await resolved({ target: { kind: 'channel', channelId: channel.id, messageId: posted.body.id }, embeds: [preview] });
     // Delivered again (as after a redelivery): the consumer applies an event id once.
-    await g.runtime.bus.js.publish(g.runtime.bus.subject(MEDIA_SUBJECTS.embedsResolved), JSON.stringify(event), { msgID: `${event.id}-again` });
+    await g.runtime.bus.js.publish(g.runtime.bus.subject(MEDIA_SUBJECTS.embedsResolved), JSON.stringify(event), {
+      msgID: `${event.id}-again`,
+    });
     const read = async () => (await g.call(owner, 'GET', `/v1/channels/${channel.id}/messages`)).body[0];
     await until(async () => (await read()).embeds.length === 1);
     expect((await read()).embeds).toEqual([preview]);
