@@ -389,6 +389,12 @@ export interface DurableConsumerSpec {
   durable: string;
   /** One logical subject filter (NATS 2.9 takes one per consumer), e.g. `auth.user.*`. */
   filter?: string;
+  /** Where a new consumer starts: every stored event (the default) or only new ones. */
+  deliverNewOnly?: boolean;
+  /** Events handed out before an ack; 1 keeps the stream's order across replicas. */
+  maxAckPending?: number;
+  /** How long an unacked event waits before another pull gets it (30 s by default). */
+  ackWaitSeconds?: number;
 }
 
 /** Creates the durable pull consumer when missing. */
@@ -401,8 +407,9 @@ export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec): Promi
     await bus.jsm.consumers.add(stream, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      ack_wait: 30 * 1e9,
+      deliver_policy: spec.deliverNewOnly ? DeliverPolicy.New : DeliverPolicy.All,
+      ack_wait: (spec.ackWaitSeconds ?? 30) * 1e9,
+      ...(spec.maxAckPending ? { max_ack_pending: spec.maxAckPending } : {}),
       ...(spec.filter ? { filter_subject: bus.subject(spec.filter) } : {}),
     });
   }

@@ -302,7 +302,8 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
   };
 }
 
-function envelopeOf(data: Uint8Array, subject: string): EventEnvelope | undefined {
+/** The event envelope in a JetStream message, under its logical subject; undefined when it is not one. */
+export function envelopeOf(data: Uint8Array, subject: string): EventEnvelope | undefined {
   try {
     const event = JSON.parse(new TextDecoder().decode(data)) as EventEnvelope;
     if (typeof event?.id !== 'string') return undefined;

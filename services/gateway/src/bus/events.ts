@@ -1,6 +1,5 @@
 import { REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, type EventEnvelope, ensureStream, redeliveryDelayMs, whenConnected } from '@chat/kit';
-import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
+import { type Bus, type ConsumerHandle, ensureConsumer, ensureStream, envelopeOf, redeliveryDelayMs, whenConnected } from '@chat/kit';
 import type { Logger } from 'pino';
 import type { Dispatcher } from '../domain/dispatch.ts';
 
@@ -23,21 +22,9 @@ export async function consumeForDispatch(bus: Bus, log: Logger, dispatch: Dispat
 
 async function consumeStream(bus: Bus, log: Logger, spec: { name: string; subjects: readonly string[] }, dispatch: Dispatcher) {
   await ensureStream(bus, spec);
-  const stream = bus.name(spec.name);
-  const durable = bus.name(DURABLE);
-  try {
-    await bus.jsm.consumers.info(stream, durable);
-  } catch {
-    await bus.jsm.consumers.add(stream, {
-      durable_name: durable,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.New,
-      max_ack_pending: 1,
-      // A replica that dies holding an event: another gets it after this.
-      ack_wait: 5 * 1e9,
-    });
-  }
-  const consumer = await bus.js.consumers.get(stream, durable);
+  // A replica that dies holding an event: another gets it after the 5 s ack wait.
+  await ensureConsumer(bus, { stream: spec.name, durable: DURABLE, deliverNewOnly: true, maxAckPending: 1, ackWaitSeconds: 5 });
+  const consumer = await bus.js.consumers.get(bus.name(spec.name), bus.name(DURABLE));
   const messages = await consumer.consume({ max_messages: 64 });
   const clog = log.child({ consumer: `${DURABLE}-${spec.name}` });
   const done = (async () => {
@@ -62,15 +49,6 @@ async function consumeStream(bus: Bus, log: Logger, spec: { name: string; subjec
       await done;
     },
   };
-}
-
-function envelopeOf(data: Uint8Array, subject: string): EventEnvelope | undefined {
-  try {
-    const event = JSON.parse(new TextDecoder().decode(data)) as EventEnvelope;
-    return typeof event?.id === 'string' ? { ...event, subject } : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
