@@ -11,6 +11,7 @@ import {
 } from '@chat/contracts';
 import type { z } from 'zod';
 import { ApiError } from './error.ts';
+import { ChatSocket, type SocketOptions } from './socket.ts';
 
 /** The route groups of the contracts; each becomes a group of methods on the client (`client.servers.create`). */
 const AREAS = {
@@ -83,6 +84,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** How to wait before a retry (default: a timer); tests pass one that records the waits. */
   sleep?: (ms: number) => Promise<void>;
+  /** Settings of the real-time socket (`client.socket`): reconnect delays, the WebSocket to use. */
+  socket?: Partial<Pick<SocketOptions, 'createWebSocket' | 'reconnectDelayMs' | 'maxReconnectDelayMs' | 'random'>>;
 }
 
 const TOKEN_ROUTES = new Set<RouteContract>([authRoutes.register, authRoutes.login, authRoutes.verifyEmail]);
@@ -99,6 +102,11 @@ export type ChatClient = RouteMethods & {
   setTokens(tokens: TokenPair | undefined): void;
   /** Calls one route contract directly. */
   call<C extends RouteContract>(contract: C, input?: CallInput<C>): Promise<CallOutput<C>>;
+  /**
+   * The real-time socket, opened by `socket.connect()` with this client's token (refreshed like
+   * any call's when the gateway refuses it) at the address `GET /v1/gateway` answers.
+   */
+  readonly socket: ChatSocket;
 };
 
 export function createClient(options: ClientOptions): ChatClient {
@@ -213,12 +221,23 @@ export function createClient(options: ClientOptions): ChatClient {
     return body as CallOutput<C>;
   }
 
+  let socket: ChatSocket | undefined;
   const client = {
     get tokens() {
       return tokens;
     },
     setTokens,
     call,
+    get socket() {
+      socket ??= new ChatSocket({
+        ...options.socket,
+        url: async () => (await call(gatewayRoutes.gateway)).url,
+        token: () => tokens?.token,
+        refresh,
+        headers: options.headers,
+      });
+      return socket;
+    },
   } as ChatClient;
   for (const [area, routes] of Object.entries(AREAS)) {
     const methods = Object.fromEntries(
