@@ -84,6 +84,11 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** How to wait before a retry (default: a timer); tests pass one that records the waits. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Told of every answer a call ends with (after its retries), before it is returned or thrown:
+   * the status and headers (X-RateLimit-Remaining...) that the typed result does not carry.
+   */
+  onResponse?: (answer: { route: string; status: number; headers: Headers }) => void;
   /** Settings of the real-time socket (`client.socket`): reconnect delays, the WebSocket to use. */
   socket?: Partial<Pick<SocketOptions, 'createWebSocket' | 'reconnectDelayMs' | 'maxReconnectDelayMs' | 'random'>>;
 }
@@ -205,6 +210,7 @@ export function createClient(options: ClientOptions): ChatClient {
   }
 
   async function answer<C extends RouteContract>(contract: C, res: Response): Promise<CallOutput<C>> {
+    options.onResponse?.({ route: routeName(contract), status: res.status, headers: res.headers });
     const text = await res.text();
     let body: unknown;
     try {
