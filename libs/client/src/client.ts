@@ -234,7 +234,11 @@ export function createClient(options: ClientOptions): ChatClient {
     },
     setTokens,
     call,
-    get socket() {
+  } as ChatClient;
+  // Not enumerable: the client's enumerable members are its route areas; made on first use.
+  Object.defineProperty(client, 'socket', {
+    enumerable: false,
+    get() {
       socket ??= new ChatSocket({
         ...options.socket,
         url: async () => (await call(gatewayRoutes.gateway)).url,
@@ -244,7 +248,7 @@ export function createClient(options: ClientOptions): ChatClient {
       });
       return socket;
     },
-  } as ChatClient;
+  });
   for (const [area, routes] of Object.entries(AREAS)) {
     const methods = Object.fromEntries(
       Object.entries(routes as Record<string, RouteContract>).map(([name, contract]) => [
