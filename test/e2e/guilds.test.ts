@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { ApiError } from '@chat/client';
 import { Permission } from '@chat/contracts';
 import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
-import { failure, newClientUser, recordingClient } from './helpers.ts';
+import { attempt, failure, newClientUser, recordingClient } from './helpers.ts';
 
 /** Servers, membership, invites and bans through the gateway, with users registered at auth. */
 
@@ -55,17 +54,11 @@ describe('guilds through the gateway', () => {
     expect(troll.status()).toBe(200);
     // auth.user.registered travels through auth's outbox and JetStream; the ban waits for it.
     const ban = await lastAttempt(
-      () =>
-        owner.client.servers.banMember({ params: { serverId: server.id, userId: troll.id }, body: { reason: 'e2e' } }).then(
-          () => ({ status: owner.status() }),
-          (err: unknown) => {
-            if (err instanceof ApiError) return { status: err.status };
-            throw err;
-          },
-        ),
+      () => attempt(owner, (c) => c.servers.banMember({ params: { serverId: server.id, userId: troll.id }, body: { reason: 'e2e' } })),
       (res) => res.status !== 404,
     );
     expect(ban.status).toBe(200);
+    expect(ban.value).toMatchObject({ userId: troll.id, reason: 'e2e' });
     const bans = await owner.client.servers.listBans({ params: { serverId: server.id } });
     expect(bans).toEqual([expect.objectContaining({ userId: troll.id, username: troll.username, bannedBy: owner.id, reason: 'e2e' })]);
     const rejoin = await failure(troll.client.servers.joinServer({ params: { serverId: server.id } }));

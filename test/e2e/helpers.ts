@@ -112,3 +112,20 @@ export async function failure(pending: Promise<unknown>): Promise<ApiError> {
   if (!(outcome.error instanceof ApiError)) throw outcome.error;
   return outcome.error;
 }
+
+/**
+ * The status a call of `caller` ends with, and its result or its ApiError: for polling a call that
+ * fails until something happens elsewhere (an event reaching a read-model).
+ */
+export async function attempt<T>(
+  caller: RecordingClient,
+  call: (client: ChatClient) => Promise<T>,
+): Promise<{ status: number; value?: T; error?: ApiError }> {
+  try {
+    const value = await call(caller.client);
+    return { status: caller.status() as number, value };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return { status: err.status, error: err };
+  }
+}
