@@ -23,7 +23,14 @@ export interface BenchPlatform {
  * data or files. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see
  * client-ips.ts), and registration answers with a token at once (no email verification).
  */
-export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: string }): Promise<Running<BenchPlatform>> {
+export async function startBenchPlatform(settings: {
+  nodeEnv: string;
+  logLevel: string;
+  /** A label of its own when a run starts two platforms (its databases and bus namespace differ). */
+  label?: string;
+  /** Variables given to every process (the traced platform's OTLP endpoint). */
+  env?: Record<string, string>;
+}): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
   // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
   const bucket = `bench-${randomBytes(5).toString('hex')}`;
@@ -34,8 +41,14 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
   try {
     const run = await startIsolatedPlatform({
       backing: resolved.backing,
-      label: 'bench',
-      baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
+      label: settings.label ?? 'bench',
+      baseEnv: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NODE_ENV: settings.nodeEnv,
+        LOG_LEVEL: settings.logLevel,
+        ...settings.env,
+      },
       extraEnv: {
         // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
         gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Figures } from './load.ts';
 import type { ReferenceFigures } from './references.ts';
 import type { SocketBenchResult } from './sockets.ts';
+import type { TraceSinkFigures } from './trace-sink.ts';
 
 /** One measured row: a scenario's load sent to one target. */
 export interface Measurement {
@@ -19,6 +20,8 @@ export interface Measurement {
   ratioToBaseline: number;
   /** On the gateway row of a scenario with a direct row: gateway req/s over the service's own. */
   ratioToDirect?: number;
+  /** BENCH_TRACING=compare, on the traced gateway row: its req/s over the untraced gateway row's. */
+  ratioToUntraced?: number;
   /** The payload of each request (uploads). */
   bytesPerRequest?: number;
   /** The scenario's reference (references.ts), and this row's req/s over the reference's operations/s. */
@@ -61,6 +64,8 @@ export interface BenchReport {
   notRun: NotRun[];
   /** The real-time socket's benches (sockets.ts). */
   sockets?: SocketBenchResult;
+  /** BENCH_TRACING=compare: what the traced platform exported to the bench's sink. */
+  tracing?: TraceSinkFigures;
 }
 
 export function machine(): BenchReport['machine'] {
@@ -125,6 +130,27 @@ export function formatTable(report: BenchReport): string {
       `load average ${report.machine.loadAverage} at the start`,
   );
   return out.join('\n');
+}
+
+/** BENCH_TRACING=compare: each scenario's traced gateway row over its untraced one, measured back to back. */
+export function formatTracing(report: BenchReport): string {
+  const lines = report.measurements
+    .filter((m) => m.ratioToUntraced !== undefined)
+    .map((traced) => {
+      const untraced = report.measurements.find((m) => m.scenario === traced.scenario && m.via === 'gateway');
+      const f = traced.figures;
+      const u = untraced?.figures;
+      return (
+        `  ${traced.scenario}: tracing on ${f.requestsPerSecond} req/s (p99 ${f.p99} ms), off ${u?.requestsPerSecond} req/s ` +
+        `(p99 ${u?.p99} ms): on/off = ${(traced.ratioToUntraced ?? 0).toFixed(3)}`
+      );
+    });
+  const t = report.tracing;
+  return [
+    'tracing, the same scenario through two platforms of the same run (every process traced vs tracing off):',
+    ...lines,
+    `  the traced platform sent ${t?.exports ?? 0} OTLP exports (${((t?.bytes ?? 0) / 1024 / 1024 || 0).toFixed(1)} MiB) to the sink`,
+  ].join('\n');
 }
 
 /** Each reference, and the rows compared with it ("x ref" in the table). */

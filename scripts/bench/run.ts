@@ -11,6 +11,7 @@ import {
   type BenchReport,
   formatReferences,
   formatTable,
+  formatTracing,
   isSuspect,
   type MeasuredReference,
   type Measurement,
@@ -21,6 +22,7 @@ import {
 import { type BenchContext, isSkip, type Scenario, type ScenarioLoad } from './scenario.ts';
 import { BenchSettings } from './settings.ts';
 import { formatSocketResults, runSocketBenches } from './sockets.ts';
+import { startTraceSink } from './trace-sink.ts';
 
 // `npm run bench`: starts the platform and a baseline server, runs every scenario of scenarios/
 // (or those BENCH_SCENARIOS names), prints a table and writes it to bench-results/. See README.md.
@@ -46,6 +48,13 @@ const host = machine();
 progress(`starting the platform and the baseline (${scenarios.length} scenarios: ${scenarios.map((s) => s.name).join(', ')})`);
 const [platform, baseline] = await startProcesses(settings);
 progress(`platform ready (logs in ${platform.logDir})`);
+const traced =
+  settings.BENCH_TRACING === 'compare'
+    ? await startTracedPlatform().catch(async (err) => {
+        await stopAll();
+        throw err;
+      })
+    : undefined;
 
 const report: BenchReport = {
   startedAt,
@@ -63,6 +72,7 @@ const report: BenchReport = {
   notRun: [],
 };
 const ctx = createContext(platform.urls, nextClientIp);
+const tracedCtx = traced && createContext(traced.platform.urls, nextClientIp);
 
 try {
   for (const scenario of scenarios) {
@@ -87,12 +97,14 @@ try {
     });
   }
 } finally {
+  if (traced) report.tracing = { ...report.tracing, ...traced.sink.figures() };
   await stopAll();
 }
 
 console.log(`\n${formatTable(report)}`);
 if (report.sockets) console.log(`\n${formatSocketResults(report.sockets)}`);
 if (report.references.length > 0) console.log(`\n${formatReferences(report)}`);
+if (report.tracing) console.log(`\n${formatTracing(report)}`);
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
 if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
@@ -107,10 +119,25 @@ async function runScenario(scenario: Scenario, context: BenchContext): Promise<M
     return { scenario: scenario.name, reason: `setup failed: ${(err as Error).message}`, failed: true };
   }
   if (isSkip(load)) return { scenario: scenario.name, reason: load.skip, failed: false };
+  let tracedLoad: ScenarioLoad | undefined;
+  if (tracedCtx) {
+    const prepared = await scenario
+      .setup(tracedCtx)
+      .catch((err: Error) => ({ skip: `setup on the traced platform failed: ${err.message}` }));
+    if (isSkip(prepared)) return { scenario: scenario.name, reason: prepared.skip, failed: true };
+    tracedLoad = prepared;
+  }
   const connections = scenario.connections ?? settings.BENCH_CONNECTIONS;
   const base = await measureBaseline(connections);
   const through = await measureRow(scenario, 'gateway', load, connections, base);
   const rows = [through];
+  if (traced && tracedLoad) {
+    // Right after the untraced row, so that the two compare figures taken under the same conditions.
+    const tracedRow = await measureRow(scenario, 'gateway', tracedLoad, connections, base, traced.platform.urls.gateway);
+    tracedRow.via = 'gateway (traced)';
+    tracedRow.ratioToUntraced = ratio(tracedRow.figures, through.figures);
+    rows.push(tracedRow);
+  }
   if (scenario.direct) {
     const direct = await measureRow(scenario, scenario.direct, load, connections, base);
     through.ratioToDirect = ratio(through.figures, direct.figures);
@@ -151,10 +178,11 @@ async function measureRow(
   load: ScenarioLoad,
   connections: number,
   base: Figures,
+  url = platform.urls[via],
 ): Promise<Measurement> {
-  progress(`${scenario.name} via ${via}, ${connections} connections`);
+  progress(`${scenario.name} via ${via}${url === platform.urls[via] ? '' : ' (traced)'}, ${connections} connections`);
   await settleDisk();
-  const figures = await measure(platform.urls[via], load, loadSettings(connections));
+  const figures = await measure(url, load, loadSettings(connections));
   return {
     scenario: scenario.name,
     summary: scenario.summary,
@@ -183,6 +211,25 @@ function loadSettings(connections: number): LoadSettings {
 
 function ratio(a: Figures, b: Figures): number {
   return b.requestsPerSecond === 0 ? 0 : a.requestsPerSecond / b.requestsPerSecond;
+}
+
+/**
+ * BENCH_TRACING=compare: a second platform, the same in every way but that each of its processes
+ * traces, exporting its spans over OTLP/HTTP to a sink in this process.
+ */
+async function startTracedPlatform() {
+  const sink = await startTraceSink();
+  running.push({ value: sink, stop: sink.close });
+  progress('starting the traced platform');
+  const started = await startBenchPlatform({
+    nodeEnv: settings.BENCH_NODE_ENV,
+    logLevel: settings.BENCH_LOG_LEVEL,
+    label: 'benchtr',
+    env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink.url },
+  });
+  running.push(started);
+  progress(`traced platform ready (logs in ${started.value.logDir})`);
+  return { platform: started.value, sink };
 }
 
 /** Starts both; when either fails, stops the one that started. */

@@ -16,6 +16,12 @@ export const BenchSettings = z.object({
   BENCH_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   BENCH_NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   BENCH_RESULTS_DIR: z.string().default('bench-results'),
+  /**
+   * `compare`: also start a second platform whose every process traces (spans exported to a sink in
+   * the bench process), and measure each selected scenario through its gateway right after the
+   * untraced one: the "x untraced" figures. `off` (default): one platform, tracing off.
+   */
+  BENCH_TRACING: z.enum(['off', 'compare']).default('off'),
 });
 
 export type BenchSettings = z.output<typeof BenchSettings>;

@@ -1,62 +1,59 @@
+import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
-import { api, newUser, type TestUser } from './helpers.ts';
+import { attempt, type ClientUser, newClientUser } from './helpers.ts';
 
-/** Polls a call until `check` holds (events travel guilds -> auth -> social in the background). */
-async function eventually<T>(call: () => Promise<T>, check: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await call();
-    if (check(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+// Events travel guilds -> auth -> social in the background: the checks poll (15 s at most).
+const EVENTS_MS = 15_000;
 
-const badgeIds = async (user: TestUser, of: string) =>
-  ((await api('GET', `/v1/users/${of}/badges`, { user })).body as { id: string }[]).map((b) => b.id);
+const badgeIds = async (user: ClientUser, of: string) => (await user.client.auth.userBadges({ params: { id: of } })).map((b) => b.id);
 
 describe('badges through the gateway', () => {
   it('gives the owner of a server with SERVER_OWNER_BADGE_MEMBERS (2 here) members the badge, shown in the member list and on direct messages', async () => {
-    const [owner, guest] = await Promise.all([newUser('owner'), newUser('guest')]);
-    const catalogue = await api('GET', '/v1/badges', { user: guest });
-    expect(catalogue.status).toBe(200);
-    expect(catalogue.body.map((b: { id: string }) => b.id)).toContain('server_owner');
+    const [owner, guest] = await Promise.all([newClientUser('owner'), newClientUser('guest')]);
+    const catalogue = await guest.client.auth.badges();
+    expect(guest.status()).toBe(200);
+    expect(catalogue.map((b) => b.id)).toContain('server_owner');
 
-    const server = await api('POST', '/v1/servers', { user: owner, body: { name: 'Badges', isPublic: true } });
-    expect(server.status).toBe(201);
+    const server = await owner.client.servers.createServer({ body: { name: 'Badges', isPublic: true } });
+    expect(owner.status()).toBe(201);
     expect(await badgeIds(guest, owner.id)).not.toContain('server_owner');
-    expect((await api('POST', `/v1/servers/${server.body.id}/join`, { user: guest })).status).toBe(200);
+    await guest.client.servers.joinServer({ params: { serverId: server.id } });
+    expect(guest.status()).toBe(200);
     expect(
-      await eventually(
+      await lastAttempt(
         () => badgeIds(guest, owner.id),
         (ids) => ids.includes('server_owner'),
+        EVENTS_MS,
       ),
     ).toContain('server_owner');
 
-    const members = await eventually(
-      async () => (await api('GET', `/v1/servers/${server.body.id}/members`, { user: guest })).body,
-      (list: { userId: string; user: { badges: string[] } | null }[]) =>
-        list.find((m) => m.userId === owner.id)?.user?.badges.includes('server_owner') === true,
+    const members = await lastAttempt(
+      () => guest.client.servers.listMembers({ params: { serverId: server.id } }),
+      (list) => list.find((m) => m.userId === owner.id)?.user?.badges.includes('server_owner') === true,
+      EVENTS_MS,
     );
     expect(members.find((m) => m.userId === owner.id)?.user?.badges).toContain('server_owner');
 
-    const conversation = await eventually(
-      () => api('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [guest.id] } }),
+    const conversation = await lastAttempt(
+      () => attempt(owner, (c) => c.social.createConversation({ body: { userIds: [guest.id] } })),
       (res) => res.status === 201 || res.status === 200,
+      EVENTS_MS,
     );
-    const message = await eventually(
-      async () => {
-        const sent = await api('POST', '/v1/dm/messages', { user: owner, body: { conversationId: conversation.body.id, content: 'hi' } });
-        return sent.body as { senderBadges: string[] };
-      },
+    const conversationId = conversation.value?.id as string;
+    const message = await lastAttempt(
+      () => owner.client.social.sendMessage({ body: { conversationId, content: 'hi' } }),
       (m) => m.senderBadges?.includes('server_owner'),
+      EVENTS_MS,
     );
     expect(message.senderBadges).toContain('server_owner');
 
-    expect((await api('DELETE', `/v1/servers/${server.body.id}/members/@me`, { user: guest })).status).toBe(204);
+    await guest.client.servers.leaveServer({ params: { serverId: server.id } });
+    expect(guest.status()).toBe(204);
     expect(
-      await eventually(
+      await lastAttempt(
         () => badgeIds(guest, owner.id),
         (ids) => !ids.includes('server_owner'),
+        EVENTS_MS,
       ),
     ).not.toContain('server_owner');
   });

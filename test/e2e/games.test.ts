@@ -1,43 +1,44 @@
+import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
-import { api, newUser } from './helpers.ts';
+import { attempt, failure, newClientUser, recordingClient } from './helpers.ts';
 
 describe('the game index and activities through the gateway', () => {
   it('searches the shipped catalogue, sets an activity (served by social under /v1/users) and shows it to a friend', async () => {
-    const [player, friend] = await Promise.all([newUser('games'), newUser('games')]);
-    const found = await api('GET', '/v1/games?q=minecarft&limit=5', { user: player });
-    expect(found.status).toBe(200);
-    expect(found.body[0]).toMatchObject({ name: 'Minecraft', releaseYear: 2011 });
-    const game = await api('GET', `/v1/games/${found.body[0].id}`, { user: player });
-    expect(game).toMatchObject({ status: 200, body: { id: found.body[0].id, name: 'Minecraft' } });
+    const [player, friend] = await Promise.all([newClientUser('games'), newClientUser('games')]);
+    const found = await player.client.social.search({ query: { q: 'minecarft', limit: 5 } });
+    expect(player.status()).toBe(200);
+    expect(found[0]).toMatchObject({ name: 'Minecraft', releaseYear: 2011 });
+    const gameId = found[0]!.id;
+    const game = await player.client.social.get({ params: { id: gameId } });
+    expect(player.status()).toBe(200);
+    expect(game).toMatchObject({ id: gameId, name: 'Minecraft' });
 
-    const set = await api('PUT', '/v1/users/@me/activity', { user: player, body: { gameId: found.body[0].id } });
-    expect(set).toMatchObject({ status: 200, body: { gameId: found.body[0].id, name: 'Minecraft', startedAt: expect.any(String) } });
+    const set = await player.client.social.putActivity({ body: { gameId } });
+    expect(player.status()).toBe(200);
+    expect(set).toMatchObject({ gameId, name: 'Minecraft', startedAt: expect.any(String) });
 
     // Social learns of new users from auth's events: retry the request until it knows the friend.
-    const deadline = Date.now() + 10_000;
-    let requested = await api('POST', '/v1/friends/requests', { user: player, body: { userId: friend.id } });
-    while (requested.status === 404 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      requested = await api('POST', '/v1/friends/requests', { user: player, body: { userId: friend.id } });
-    }
+    const requested = await lastAttempt(
+      () => attempt(player, (c) => c.social.sendRequest({ body: { userId: friend.id } })),
+      (res) => res.status !== 404,
+    );
     expect(requested.status).toBe(201);
-    expect((await api('POST', '/v1/friends/accept', { user: friend, body: { userId: player.id } })).status).toBe(200);
-    const friends = await api('GET', '/v1/friends', { user: friend });
-    expect(friends.body).toEqual([expect.objectContaining({ activity: set.body })]);
+    await friend.client.social.accept({ body: { userId: player.id } });
+    expect(friend.status()).toBe(200);
+    expect(await friend.client.social.list()).toEqual([expect.objectContaining({ activity: set })]);
 
     // Guilds keeps activities from social's events for its member list.
-    const server = await api('POST', '/v1/servers', { user: player, body: { name: 'Players', isPublic: true } });
-    expect(server.status).toBe(201);
-    const deadlineMembers = Date.now() + 10_000;
-    let members = (await api('GET', `/v1/servers/${server.body.id}/members`, { user: player })).body;
-    while (!members[0]?.activity && Date.now() < deadlineMembers) {
-      await new Promise((r) => setTimeout(r, 100));
-      members = (await api('GET', `/v1/servers/${server.body.id}/members`, { user: player })).body;
-    }
-    expect(members[0]).toMatchObject({ userId: player.id, activity: set.body });
+    const server = await player.client.servers.createServer({ body: { name: 'Players', isPublic: true } });
+    expect(player.status()).toBe(201);
+    const members = await lastAttempt(
+      () => player.client.servers.listMembers({ params: { serverId: server.id } }),
+      (list) => Boolean(list[0]?.activity),
+    );
+    expect(members[0]).toMatchObject({ userId: player.id, activity: set });
 
-    expect((await api('PUT', '/v1/users/@me/activity', { user: player, body: { name: null } })).status).toBe(204);
-    expect((await api('GET', '/v1/friends', { user: friend })).body[0]).not.toHaveProperty('activity');
-    expect((await api('PUT', '/v1/users/@me/activity', { body: { name: 'x' } })).status).toBe(401);
+    await player.client.social.putActivity({ body: { name: null } });
+    expect(player.status()).toBe(204);
+    expect((await friend.client.social.list())[0]).not.toHaveProperty('activity');
+    expect(await failure(recordingClient().client.social.putActivity({ body: { name: 'x' } }))).toMatchObject({ status: 401 });
   });
 });

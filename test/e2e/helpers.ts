@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
+import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
 import { inject } from 'vitest';
 
 export const gateway = inject('platform').urls.gateway;
@@ -64,5 +65,67 @@ export async function conversationOnceKnown(user: TestUser, other: TestUser): Pr
     if (res.status === 200 || res.status === 201) return res.body.id;
     if (res.status !== 404 || Date.now() > deadline) throw new Error(`conversation answered ${res.status}: ${JSON.stringify(res.body)}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A @chat/client of one client IP that remembers the status and headers of the last answer it got. */
+export interface RecordingClient {
+  client: ChatClient;
+  /** The status of the answer the last call ended with (its typed result does not carry it). */
+  status(): number | undefined;
+  headers(): Headers | undefined;
+}
+
+/**
+ * A client from `ip` (signed in with `tokens` when given). No retries: a test sees a 429 or a 503
+ * as the gateway answered it, as with raw fetch.
+ */
+export function recordingClient(ip = randomIp(), tokens?: TokenPair): RecordingClient {
+  let last: { status: number; headers: Headers } | undefined;
+  const client = createClient({
+    baseUrl: gateway,
+    headers: { 'x-forwarded-for': ip },
+    tokens,
+    maxRetries: 0,
+    onResponse: (answer) => {
+      last = answer;
+    },
+  });
+  return { client, status: () => last?.status, headers: () => last?.headers };
+}
+
+export type ClientUser = TestUser & RecordingClient;
+
+/** A fresh user (newUser) with a recording client of its own, signed in. */
+export async function newClientUser(prefix = 'u'): Promise<ClientUser> {
+  const user = await newUser(prefix);
+  return { ...user, ...recordingClient(user.ip, { token: user.token, refreshToken: user.refreshToken }) };
+}
+
+/** The ApiError a call fails with; throws when the call succeeds. */
+export async function failure(pending: Promise<unknown>): Promise<ApiError> {
+  const outcome = await pending.then(
+    (value) => ({ failed: false as const, value }),
+    (error: unknown) => ({ failed: true as const, error }),
+  );
+  if (!outcome.failed) throw new Error(`expected the call to fail; it answered ${JSON.stringify(outcome.value)}`);
+  if (!(outcome.error instanceof ApiError)) throw outcome.error;
+  return outcome.error;
+}
+
+/**
+ * The status a call of `caller` ends with, and its result or its ApiError: for polling a call that
+ * fails until something happens elsewhere (an event reaching a read-model).
+ */
+export async function attempt<T>(
+  caller: RecordingClient,
+  call: (client: ChatClient) => Promise<T>,
+): Promise<{ status: number; value?: T; error?: ApiError }> {
+  try {
+    const value = await call(caller.client);
+    return { status: caller.status() as number, value };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return { status: err.status, error: err };
   }
 }

@@ -123,6 +123,85 @@ describe('metrics', () => {
     expect((await fetch(`${run.platform.urls.gateway}/v1/metrics`)).status).toBe(404);
   });
 
+  it("count the gateway's socket: connections, sessions, identifies, dispatches by name with their lag, resumes and invalid sessions", async () => {
+    const [owner, watcher] = await Promise.all([signedUp('mso'), signedUp('msw')]);
+    const server = await owner.servers.createServer({ body: { name: 'Socket metrics', isPublic: true } });
+    await watcher.servers.joinServer({ params: { serverId: server.id } });
+    const channel = (await owner.servers.listChannels({ params: { serverId: server.id } })).find((c) => c.channelType === 'text')!;
+    const received: string[] = [];
+    watcher.socket.on('MESSAGE_CREATE', (message) => received.push(message.id));
+    const readies: string[] = [];
+    watcher.socket.on('READY', (ready) => readies.push(ready.sessionId));
+    const resumed: number[] = [];
+    watcher.socket.on('RESUMED', (d) => resumed.push(d.replayed));
+    const before = (await scrape('gateway')).samples;
+    const counted = (samples: Sample[], name: string, labels: Record<string, string> = {}) => value(samples, name, labels) ?? 0;
+    const grew = (samples: Sample[], name: string, labels: Record<string, string> = {}) =>
+      counted(samples, name, labels) - counted(before, name, labels);
+
+    try {
+      await watcher.socket.connect();
+      const posted = await owner.messages.sendMessage({ params: { channelId: channel.id }, body: { content: 'counted' } });
+      await eventually(
+        async () => received,
+        (ids) => ids.includes(posted.id),
+        'MESSAGE_CREATE on the socket',
+      );
+      const live = await scrape('gateway');
+      for (const name of [
+        'gateway_socket_connections',
+        'gateway_socket_sessions',
+        'gateway_socket_identifies_total',
+        'gateway_socket_dispatches_total',
+        'gateway_socket_dispatch_lag_seconds',
+        'gateway_socket_resumes_total',
+        'gateway_socket_invalid_sessions_total',
+      ]) {
+        expect(live.types.has(name), name).toBe(true);
+      }
+      // This platform's only socket.
+      expect(value(live.samples, 'gateway_socket_connections')).toBe(1);
+      expect(value(live.samples, 'gateway_socket_sessions')).toBe(1);
+      expect(grew(live.samples, 'gateway_socket_identifies_total')).toBe(1);
+      expect(grew(live.samples, 'gateway_socket_dispatches_total', { event: 'MESSAGE_CREATE' })).toBe(1);
+      // Measured from the event's time on JetStream: at least the message's, and under a minute on any machine.
+      expect(grew(live.samples, 'gateway_socket_dispatch_lag_seconds_count')).toBeGreaterThanOrEqual(1);
+      const lagSum = grew(live.samples, 'gateway_socket_dispatch_lag_seconds_sum');
+      expect(lagSum).toBeGreaterThan(0);
+      expect(lagSum).toBeLessThan(60);
+      expect(grew(live.samples, 'gateway_socket_dispatch_lag_seconds_bucket', { le: '+Inf' })).toBe(
+        grew(live.samples, 'gateway_socket_dispatch_lag_seconds_count'),
+      );
+
+      watcher.socket.reconnect();
+      await eventually(
+        async () => resumed,
+        (r) => r.length === 1,
+        'RESUMED after a reconnect',
+      );
+      // A session the gateway does not know: INVALID_SESSION, then a new IDENTIFY.
+      watcher.socket.sessionId = crypto.randomUUID();
+      watcher.socket.reconnect();
+      await eventually(
+        async () => readies,
+        (r) => r.length === 2,
+        'a second READY after INVALID_SESSION',
+      );
+      const after = (await scrape('gateway')).samples;
+      expect(grew(after, 'gateway_socket_resumes_total')).toBe(1);
+      expect(grew(after, 'gateway_socket_invalid_sessions_total', { reason: 'unknown' })).toBe(1);
+      expect(grew(after, 'gateway_socket_identifies_total')).toBe(2);
+      expect(grew(after, 'gateway_socket_dispatches_total', { event: 'RESUMED' })).toBe(1);
+    } finally {
+      watcher.socket.close();
+    }
+    await eventually(
+      async () => (await scrape('gateway')).samples,
+      (samples) => value(samples, 'gateway_socket_connections') === 0 && value(samples, 'gateway_socket_sessions') === 0,
+      'the gauges after the socket closed',
+    );
+  });
+
   it('show the outbox growing older while NATS is unreachable, and emptied once it is back', async () => {
     const chat = await signedUp('mob');
     await eventually(

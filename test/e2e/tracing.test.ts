@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { freePort, type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
+import { createClient } from '@chat/client';
+import { freePort, type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform, until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
 
@@ -112,12 +113,21 @@ const childOf = (parent: CollectedSpan, match: Partial<CollectedSpan>) => () =>
   );
 
 describe('a trace', () => {
-  it('follows a profile change from the gateway through auth and its outbox into the consumers of guilds and social', async () => {
+  it('follows a profile change from the gateway through auth and its outbox into the consumers of guilds and social and the socket', async () => {
     const name = `trc_${crypto.randomUUID().slice(0, 8)}`;
     const registered = await api('POST', '/v1/auth/register', {
       body: { username: name, email: `${name}@example.test`, password: 'tracing-pass' },
     });
     expect(registered.status).toBe(201);
+    // The user's own socket gets the change as USER_UPDATE.
+    const chat = createClient({
+      baseUrl: run.platform.urls.gateway,
+      headers: { 'x-forwarded-for': '10.202.0.2' },
+      tokens: { token: registered.body.token as string, refreshToken: registered.body.refreshToken as string },
+    });
+    const updates: string[] = [];
+    chat.socket.on('USER_UPDATE', (user) => updates.push(user.displayName));
+    await chat.socket.connect();
 
     const caller = callerTrace();
     const updated = await api('PATCH', '/v1/users/@me', {
@@ -138,6 +148,14 @@ describe('a trace', () => {
     const social = await eventually(childOf(publish, { service: 'social', kind: KIND.consumer }), "social's consumer");
     expect(guilds.name).toMatch(/ process auth\.user\.updated$/);
     expect(social.name).toMatch(/ process auth\.user\.updated$/);
+    // The gateway's dispatch continues the trace too, one span per event it dispatches.
+    try {
+      await until(async () => updates.includes('Traced'), { what: 'USER_UPDATE reaches the socket' });
+    } finally {
+      chat.socket.close();
+    }
+    const dispatch = await eventually(childOf(publish, { service: 'gateway', kind: KIND.consumer }), "the gateway's dispatch");
+    expect(dispatch.name).toBe('gateway-fanout dispatch auth.user.updated');
 
     // The trace id is logged next to the request id.
     const logged = readFileSync(run.platform.logFile('auth'), 'utf8')

@@ -2,9 +2,12 @@ import { readFileSync } from 'node:fs';
 import { metricsRegistry } from '@chat/kit';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+// The gateway's socket metrics register in the same registry when its socket server is loaded.
+import '../../services/gateway/src/domain/socket-metrics.ts';
 
 // deploy/monitoring is read by Prometheus and Grafana, which do not run here: this checks that
-// every expression names only metrics the processes export (libs/kit/src/metrics.ts), so a renamed
+// every expression names only metrics the processes export (libs/kit/src/metrics.ts, and the
+// gateway's services/gateway/src/domain/socket-metrics.ts), so a renamed
 // metric cannot leave an alert that never fires, and that the alerts the operators rely on exist.
 
 const DIR = new URL('../../deploy/monitoring/', import.meta.url);
@@ -68,5 +71,12 @@ describe('deploy/monitoring', () => {
     expect(expr('HttpErrorRateAbove1Percent')).toMatch(/status_code=~"5\.\."[\s\S]*> 0\.01\s*$/);
     expect(expr('HttpP99AboveTarget')).toMatch(/^histogram_quantile\(0\.99,[\s\S]*> 0\.25\s*$/);
     for (const alert of alerts) expect(['warning', 'critical'], alert.alert).toContain(alert.labels.severity);
+  });
+
+  it('graphs the socket: live sessions and the dispatch lag, with an alert on the lag', () => {
+    const graphed = (metric: string) => dashboard.panels.filter((p) => p.targets.some((t) => t.expr.includes(metric))).map((p) => p.title);
+    expect(graphed('gateway_socket_sessions')).toEqual([expect.stringContaining('sessions')]);
+    expect(graphed('gateway_socket_dispatch_lag_seconds_bucket')).toEqual([expect.stringContaining('dispatch lag')]);
+    expect(alerts.find((a) => a.alert === 'SocketDispatchLagHigh')?.expr).toContain('gateway_socket_dispatch_lag_seconds_bucket');
   });
 });

@@ -11,6 +11,7 @@ import {
 } from '@chat/contracts';
 import type { z } from 'zod';
 import { ApiError } from './error.ts';
+import { ChatSocket, type SocketOptions } from './socket.ts';
 
 /** The route groups of the contracts; each becomes a group of methods on the client (`client.servers.create`). */
 const AREAS = {
@@ -83,6 +84,13 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** How to wait before a retry (default: a timer); tests pass one that records the waits. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Told of every answer a call ends with (after its retries), before it is returned or thrown:
+   * the status and headers (X-RateLimit-Remaining...) that the typed result does not carry.
+   */
+  onResponse?: (answer: { route: string; status: number; headers: Headers }) => void;
+  /** Settings of the real-time socket (`client.socket`): reconnect delays, the WebSocket to use. */
+  socket?: Partial<Pick<SocketOptions, 'createWebSocket' | 'reconnectDelayMs' | 'maxReconnectDelayMs' | 'random'>>;
 }
 
 const TOKEN_ROUTES = new Set<RouteContract>([authRoutes.register, authRoutes.login, authRoutes.verifyEmail]);
@@ -99,6 +107,11 @@ export type ChatClient = RouteMethods & {
   setTokens(tokens: TokenPair | undefined): void;
   /** Calls one route contract directly. */
   call<C extends RouteContract>(contract: C, input?: CallInput<C>): Promise<CallOutput<C>>;
+  /**
+   * The real-time socket, opened by `socket.connect()` with this client's token (refreshed like
+   * any call's when the gateway refuses it) at the address `GET /v1/gateway` answers.
+   */
+  readonly socket: ChatSocket;
 };
 
 export function createClient(options: ClientOptions): ChatClient {
@@ -197,6 +210,7 @@ export function createClient(options: ClientOptions): ChatClient {
   }
 
   async function answer<C extends RouteContract>(contract: C, res: Response): Promise<CallOutput<C>> {
+    options.onResponse?.({ route: routeName(contract), status: res.status, headers: res.headers });
     const text = await res.text();
     let body: unknown;
     try {
@@ -213,6 +227,7 @@ export function createClient(options: ClientOptions): ChatClient {
     return body as CallOutput<C>;
   }
 
+  let socket: ChatSocket | undefined;
   const client = {
     get tokens() {
       return tokens;
@@ -220,6 +235,20 @@ export function createClient(options: ClientOptions): ChatClient {
     setTokens,
     call,
   } as ChatClient;
+  // Not enumerable: the client's enumerable members are its route areas; made on first use.
+  Object.defineProperty(client, 'socket', {
+    enumerable: false,
+    get() {
+      socket ??= new ChatSocket({
+        ...options.socket,
+        url: async () => (await call(gatewayRoutes.gateway)).url,
+        token: () => tokens?.token,
+        refresh,
+        headers: options.headers,
+      });
+      return socket;
+    },
+  });
   for (const [area, routes] of Object.entries(AREAS)) {
     const methods = Object.fromEntries(
       Object.entries(routes as Record<string, RouteContract>).map(([name, contract]) => [

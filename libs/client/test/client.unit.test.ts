@@ -92,6 +92,23 @@ describe('the typed client', () => {
     expect(seen[0]?.headers['idempotency-key']).toBeUndefined();
   });
 
+  it('tells onResponse the status and headers of the answer each call ends with, after its retries', async () => {
+    let calls = 0;
+    answer = (_req, res) => {
+      calls++;
+      if (calls === 1) return json(res, 503, { error: 'Service unavailable' });
+      json(res, 201, { id: SERVER_ID, name: 'One' }, { 'x-ratelimit-remaining': '298' });
+    };
+    const told: { route: string; status: number; remaining: string | null }[] = [];
+    const c = createClient({
+      baseUrl,
+      sleep: async () => {},
+      onResponse: ({ route, status, headers }) => told.push({ route, status, remaining: headers.get('x-ratelimit-remaining') }),
+    });
+    await c.servers.createServer({ body: { name: 'One' } });
+    expect(told).toEqual([{ route: 'POST /v1/servers', status: 201, remaining: '298' }]);
+  });
+
   it('throws one ApiError class with the status and the server message', async () => {
     answer = (_req, res) => json(res, 403, { error: 'Missing permission' });
     const error = await client({ token: 't', refreshToken: 'r' })

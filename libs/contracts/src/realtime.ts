@@ -228,7 +228,7 @@ export const DISPATCH_NAMES = {
 export type DispatchName = (typeof DISPATCH_NAMES)[keyof typeof DISPATCH_NAMES] | 'READY' | 'RESUMED';
 
 /** The payload schema (`d`) of each dispatch: the record the REST API returns where there is one. */
-export const DISPATCH_PAYLOADS: Record<DispatchName, z.ZodType> = {
+export const DISPATCH_PAYLOADS = {
   READY: ReadyData,
   RESUMED: ResumedData,
   MESSAGE_CREATE: MESSAGES_EVENTS[MESSAGES_SUBJECTS.messageCreated],
@@ -276,7 +276,10 @@ export const DISPATCH_PAYLOADS: Record<DispatchName, z.ZodType> = {
   USER_UPDATE: UserEventData,
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,
-};
+} satisfies Record<DispatchName, z.ZodType>;
+
+/** What each dispatch's `d` holds, as the gateway sends it (clients type their handlers with it). */
+export type DispatchPayloads = { [T in DispatchName]: z.output<(typeof DISPATCH_PAYLOADS)[T]> };
 
 // ---- RPC contracts (one per subject: requestRpc parses the reply, serveRpc what it sends) ----
 

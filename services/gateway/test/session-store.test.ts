@@ -35,7 +35,8 @@ describe('delivery', () => {
     const heard: string[] = [];
     await subscriber.subscribe(store.channelOf('node-live'));
     subscriber.on('message', (_c, m) => heard.push(m));
-    expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1')).toBe(1);
+    // The event's JetStream time travels with the dispatch (the replicas measure the lag from it).
+    expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1', 1_700_000_000_123)).toBe(1);
     expect(await store.deliver('MESSAGE_CREATE', '{"content":"b"}', { userIds: [s.userId, s.userId] })).toBe(1);
     // The same event again (a redelivery) changes nothing.
     expect(await store.deliver('MESSAGE_CREATE', '{"content":"a"}', { userIds: [s.userId] }, 'event-1')).toBe(-1);
@@ -53,6 +54,14 @@ describe('delivery', () => {
       t: 'MESSAGE_CREATE',
       d: '{"content":"a"}',
       targets: [{ sessionId: s.sessionId, seq: 2 }],
+      publishedAtMs: 1_700_000_000_123,
+    });
+    expect(parsePublished(heard[1] as string)).toStrictEqual({
+      kind: 'dispatch',
+      t: 'MESSAGE_CREATE',
+      d: '{"content":"b"}',
+      targets: [{ sessionId: s.sessionId, seq: 3 }],
+      publishedAtMs: undefined,
     });
     expect(dispatchFrame('MESSAGE_CREATE', 2, '{"content":"a"}')).toBe(frames[1]?.frame);
   });

@@ -1,11 +1,26 @@
-import { REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, ensureConsumer, ensureStream, envelopeOf, redeliveryDelayMs, whenConnected } from '@chat/kit';
+import { DISPATCH_NAMES, REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
+import {
+  type Bus,
+  type ConsumerHandle,
+  endSpan,
+  ensureConsumer,
+  ensureStream,
+  envelopeOf,
+  extractContext,
+  headerRecord,
+  redeliveryDelayMs,
+  SpanKind,
+  startSpan,
+  whenConnected,
+  withSpan,
+} from '@chat/kit';
 import type { Logger } from 'pino';
 import type { Dispatcher } from '../domain/dispatch.ts';
 
 /** The streams whose events become dispatches (media's uploads show nowhere by themselves). */
 const SOURCES = [STREAMS.auth, STREAMS.guilds, STREAMS.social, STREAMS.music];
 const DURABLE = 'gateway-fanout';
+const DISPATCH_NAMES_BY_SUBJECT: Record<string, string> = DISPATCH_NAMES;
 
 /**
  * One durable consumer per stream, shared by every replica: whichever replica pulls an event
@@ -34,10 +49,18 @@ async function consumeStream(bus: Bus, log: Logger, spec: { name: string; subjec
         msg.term();
         continue;
       }
+      // The dispatch continues the trace of the change that wrote the event (outbox -> JetStream headers).
+      const span = startSpan(`${DURABLE} dispatch ${event.subject}`, {
+        kind: SpanKind.CONSUMER,
+        parent: extractContext(headerRecord(msg.headers)),
+        attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
+      });
       try {
-        await dispatch(event);
+        await withSpan(span, () => dispatch(event, Number(msg.timestampNanos / 1_000_000n)));
+        endSpan(span);
         msg.ack();
       } catch (err) {
+        endSpan(span, err);
         clog.error({ err, eventId: event.id, subject: event.subject }, 'dispatch failed; will be redelivered');
         msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
       }

@@ -21,7 +21,8 @@ const MESSAGE_WRAPPED = new Set<string>([SOCIAL_SUBJECTS.dmCreated, SOCIAL_SUBJE
  * dispatch into each recipient's sessions. The event id makes a redelivery change nothing.
  */
 export function createDispatcher(deps: { store: SessionStore; audience: Audience; presence: Presence; log: Logger }) {
-  return async function dispatch(event: EventEnvelope): Promise<void> {
+  /** `publishedAtMs`: the event's time on JetStream, from which the replicas measure the dispatch lag. */
+  return async function dispatch(event: EventEnvelope, publishedAtMs?: number): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
     if (event.subject === REALTIME_SUBJECTS.presenceUpdated) {
       const chosen = PresenceChosenEvent.parse(event.data);
@@ -40,7 +41,7 @@ export function createDispatcher(deps: { store: SessionStore; audience: Audience
       return;
     }
     const userIds = await deps.audience.recipients(event.subject, event.data);
-    await deps.store.deliver(name, JSON.stringify(parsed.data), { userIds }, event.id);
+    await deps.store.deliver(name, JSON.stringify(parsed.data), { userIds }, event.id, publishedAtMs);
   };
 }
 

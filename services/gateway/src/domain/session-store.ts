@@ -8,8 +8,10 @@ import type { Redis } from 'ioredis';
  * - `b:<sid>` sorted set: the session's dispatch frames scored by seq, the last `bufferSize` kept:
  *   the replay buffer of RESUME.
  * - `u:<userId>` set: the user's sessions, so an event for a user reaches each of them.
- * - `n:<node>` pub/sub channel of a replica: per dispatch one message "D <t>\n<sid>:<seq>,...\n<d>" for
- *   the sessions it holds, and "K <sid>" when a resume elsewhere took a session over.
+ * - `n:<node>` pub/sub channel of a replica: per dispatch one message "D <t> <publishedAtMs>\n<sid>:<seq>,...\n<d>"
+ *   for the sessions it holds (publishedAtMs: the event's JetStream time, empty for dispatches of
+ *   no event; the dispatch lag is measured from it), and "K <sid>" when a resume elsewhere took a
+ *   session over.
  *
  * A dispatch is numbered, buffered and published in one script, so the buffer and the live stream
  * agree: a socket drops what it already sent (seq), and a resume reads the buffer then the stream.
@@ -42,7 +44,7 @@ local function deliver(sid)
   sent = sent + 1
   return true
 end
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   if mode == 's' then
     deliver(ARGV[i])
   else
@@ -54,7 +56,7 @@ for i = 7, #ARGV do
 end
 -- One message per replica, however many of its sessions get the dispatch (see parsePublished).
 for node, entries in pairs(byNode) do
-  redis.call('PUBLISH', p .. 'n:' .. node, 'D ' .. t .. '\\n' .. table.concat(entries, ',') .. '\\n' .. d)
+  redis.call('PUBLISH', p .. 'n:' .. node, 'D ' .. t .. ' ' .. ARGV[7] .. '\\n' .. table.concat(entries, ',') .. '\\n' .. d)
 end
 return sent
 `;
@@ -109,7 +111,7 @@ export const dispatchFrame = (t: string, seq: number, d: string) => `{"op":0,"t"
 
 /** What a replica hears on its channel. */
 export type Published =
-  | { kind: 'dispatch'; t: string; d: string; targets: { sessionId: string; seq: number }[] }
+  | { kind: 'dispatch'; t: string; d: string; targets: { sessionId: string; seq: number }[]; publishedAtMs?: number }
   | { kind: 'kick'; sessionId: string };
 
 export function parsePublished(message: string): Published | undefined {
@@ -124,7 +126,9 @@ export function parsePublished(message: string): Published | undefined {
       const colon = pair.lastIndexOf(':');
       return { sessionId: pair.slice(0, colon), seq: Number(pair.slice(colon + 1)) };
     });
-  return { kind: 'dispatch', t: message.slice(2, first), d: message.slice(second + 1), targets };
+  const [t = '', publishedAt] = message.slice(2, first).split(' ');
+  const publishedAtMs = publishedAt ? Number(publishedAt) : undefined;
+  return { kind: 'dispatch', t, d: message.slice(second + 1), targets, publishedAtMs };
 }
 
 /** The message that tells a replica a session it held was resumed elsewhere. */
@@ -188,13 +192,21 @@ export function createSessionStore(options: SessionStoreOptions) {
 
     /**
      * Numbers, buffers and publishes one dispatch for every session of `userIds` (or for the
-     * sessions named, with `toSessions`). `dedupeId` (an event id) makes a redelivered event a no-op.
+     * sessions named, with `toSessions`). `dedupeId` (an event id) makes a redelivered event a no-op;
+     * `publishedAtMs` (the event's JetStream time) travels to the replicas, which measure the lag.
      * Answers how many sessions got it, -1 for a duplicate.
      */
-    deliver(t: string, payloadJson: string, targets: { userIds?: string[]; sessionIds?: string[] }, dedupeId = ''): Promise<number> {
+    deliver(
+      t: string,
+      payloadJson: string,
+      targets: { userIds?: string[]; sessionIds?: string[] },
+      dedupeId = '',
+      publishedAtMs?: number,
+    ): Promise<number> {
       const ids = targets.sessionIds ?? [...new Set(targets.userIds ?? [])];
       if (ids.length === 0) return Promise.resolve(0);
-      return redis.socketDeliver(prefix, dedupeId, t, payloadJson, bufferSize, targets.sessionIds ? 's' : 'u', ...ids);
+      const mode = targets.sessionIds ? 's' : 'u';
+      return redis.socketDeliver(prefix, dedupeId, t, payloadJson, bufferSize, mode, publishedAtMs ?? '', ...ids);
     },
 
     /** A heartbeat: the session is alive on `node`. */

@@ -25,6 +25,7 @@ import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '.
 import type { Presence } from '../domain/presence.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
 import { dispatchFrame, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
+import * as socketMetrics from '../domain/socket-metrics.ts';
 
 export const SOCKET_PATH = '/v1/gateway/ws';
 /** A revoked token session is remembered this long (longer than any access token lives). */
@@ -107,7 +108,9 @@ export function createSocketServer(deps: SocketDeps) {
     if (!published) return;
     for (const { sessionId, seq } of published.targets) {
       const conn = bySession.get(sessionId);
-      if (conn) push(conn, seq, dispatchFrame(published.t, seq, published.d));
+      if (!conn) continue;
+      push(conn, seq, dispatchFrame(published.t, seq, published.d));
+      socketMetrics.countDispatchWritten(published.t, published.publishedAtMs);
     }
   }
 
@@ -205,6 +208,7 @@ export function createSocketServer(deps: SocketDeps) {
       readyJson: JSON.stringify(readyData),
     });
     send(conn, readyFrame);
+    socketMetrics.identifies.inc();
     flushPending(conn);
     // A revocation that landed while this identify was answered.
     if (await store.isRevoked(identity.sessionId)) return revokeConn(conn);
@@ -217,6 +221,7 @@ export function createSocketServer(deps: SocketDeps) {
     const verdict = await store.checkResume(d.sessionId, identity.id, d.seq);
     if (!verdict.ok) {
       if (verdict.reason === 'future-seq') return close(conn, CLOSE_CODES.INVALID_SEQ, 'Invalid seq');
+      socketMetrics.invalidSessions.inc({ reason: verdict.reason });
       return send(conn, INVALID_SESSION);
     }
     if (conn.ws.readyState !== conn.ws.OPEN) return;
@@ -228,6 +233,8 @@ export function createSocketServer(deps: SocketDeps) {
     const frames = await store.framesAfter(d.sessionId, d.seq);
     for (const f of frames) sendInOrder(conn, f);
     flushPending(conn);
+    socketMetrics.resumes.inc();
+    socketMetrics.dispatchesReplayed.inc(frames.length);
     await showConnected(identity.id, d.sessionId);
     await store.deliver('RESUMED', JSON.stringify({ replayed: frames.length }), { sessionIds: [d.sessionId] });
   }
@@ -334,6 +341,7 @@ export function createSocketServer(deps: SocketDeps) {
   sweeper.unref();
   const presenceSweeper = setInterval(() => presence.sweep().catch((err) => log.warn({ err }, 'presence sweep failed')), interval);
   presenceSweeper.unref();
+  const unwatch = socketMetrics.watchSockets({ connections: () => live.size, sessions: () => bySession.size });
 
   return {
     ready: ready.then(() => undefined),
@@ -361,6 +369,7 @@ export function createSocketServer(deps: SocketDeps) {
     async shutdown(): Promise<void> {
       clearInterval(sweeper);
       clearInterval(presenceSweeper);
+      unwatch();
       const closing = [...live].map((conn) => {
         send(conn, RECONNECT);
         close(conn, 1012, 'Reconnect');
