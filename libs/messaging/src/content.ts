@@ -1,3 +1,4 @@
+import { EXCERPT_LENGTH } from '@chat/contracts';
 import { badRequest } from '@chat/kit';
 import type { StoredFile } from './attachments.ts';
 
@@ -16,4 +17,10 @@ export function writtenMessageType(replyToId: string | null): 'default' | 'reply
 /** The message with the client's nonce, when it sent one (Discord echoes it on the post and its event only). */
 export function withNonce<M extends object>(message: M, nonce: string | undefined): M & { nonce?: string } {
   return nonce === undefined ? message : { ...message, nonce };
+}
+
+/** The start of a message on one line, at most EXCERPT_LENGTH characters (an ellipsis marks a cut): what a notification shows. */
+export function excerptOf(content: string): string {
+  const line = content.replace(/\s+/g, ' ').trim();
+  return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
 }
