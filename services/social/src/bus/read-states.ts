@@ -46,7 +46,7 @@ export const READ_STATE_CONSUMERS = {
   calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
 } as const;
 
-type ConsumerName = keyof typeof READ_STATE_CONSUMERS;
+export type ConsumerName = keyof typeof READ_STATE_CONSUMERS;
 
 const HANDLERS: Record<ConsumerName, Handlers> = {
   channelMessages: {
@@ -70,22 +70,27 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
 };
 
-/** Starts one consumer; the subjects of its filter that it has no handler for are acked untouched. */
+/** What one consumer does with an event of its filter; subjects it has no handler for change nothing. */
+export function applierOf(name: ConsumerName): ApplyEvent {
+  const handlers = HANDLERS[name];
+  return async (event, tx) => {
+    await handlers[event.subject]?.(tx, event);
+  };
+}
+
+/** Starts one consumer (`wrap` lets tests watch each run of its handler). */
 export function consumeForReadStates(
   deps: { bus: Bus; pool: Pool; log: Logger },
   name: ConsumerName,
   wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
 ): Promise<ConsumerHandle> {
   const { stream, durable, filter } = READ_STATE_CONSUMERS[name];
-  const handlers = HANDLERS[name];
   return consumeEvents({
     ...deps,
     // The publisher creates its stream too; whoever starts first creates it.
     stream,
     spec: { stream: stream.name, durable, filter },
-    handle: wrap(async (event, tx) => {
-      await handlers[event.subject]?.(tx, event);
-    }),
+    handle: wrap(applierOf(name)),
   });
 }
 
