@@ -19,8 +19,19 @@ export function withNonce<M extends object>(message: M, nonce: string | undefine
   return nonce === undefined ? message : { ...message, nonce };
 }
 
-/** The start of a message on one line, at most EXCERPT_LENGTH characters (an ellipsis marks a cut): what a notification shows. */
-export function excerptOf(content: string): string {
-  const line = content.replace(/\s+/g, ' ').trim();
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const MENTION_MARKUP = new RegExp(`<@(!|&)?(${UUID})>`, 'g');
+
+/**
+ * The start of a message as a notification shows it: mention markup (`<@id>`, `<@&id>`) written
+ * as `@name` with the names given (`@user` and `@role` when unknown), on one line, at most
+ * EXCERPT_LENGTH characters (an ellipsis marks a cut).
+ */
+export function excerptOf(content: string, names: Readonly<Record<string, string>> = {}): string {
+  const readable = content.replace(MENTION_MARKUP, (_, kind: string | undefined, id: string) => {
+    const name = names[id.toLowerCase()];
+    return `@${name ?? (kind === '&' ? 'role' : 'user')}`;
+  });
+  const line = readable.replace(/\s+/g, ' ').trim();
   return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
 }

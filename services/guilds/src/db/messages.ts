@@ -266,3 +266,15 @@ export async function lockMentionSource(tx: Queryable, id: string): Promise<{ re
   );
   return row && { replyAuthorId: row.reply_author_id };
 }
+
+/** The display names of these users and the names of these roles, by id: what a notification excerpt shows. */
+export async function mentionNames(db: Queryable, userIds: string[], roleIds: string[]): Promise<Record<string, string>> {
+  if (userIds.length === 0 && roleIds.length === 0) return {};
+  const rows = await many<{ id: string; name: string }>(
+    db,
+    `SELECT id::text, display_name AS name FROM users WHERE id = ANY($1::uuid[])
+     UNION ALL SELECT id::text, name FROM roles WHERE id = ANY($2::uuid[])`,
+    [userIds, roleIds],
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, r.name]));
+}

@@ -8,7 +8,7 @@ import {
 import { enqueueEvent, type Queryable } from '@chat/kit';
 import { excerptOf } from '@chat/messaging';
 import type { z } from 'zod';
-import { lockMentionSource } from '../db/messages.ts';
+import { lockMentionSource, mentionNames } from '../db/messages.ts';
 import { viewersAmong } from './audience.ts';
 
 /**
@@ -45,6 +45,7 @@ export async function publishMentions(tx: Queryable, message: PostedMessage, req
     if (group) group.push(member.userId);
     else groups.set(via, [member.userId]);
   }
+  const excerpt = excerptOf(message.content, await mentionNames(tx, mentions.users, mentions.roles));
   let published = 0;
   for (const via of VIA_ORDER) {
     const userIds = groups.get(via) ?? [];
@@ -55,7 +56,7 @@ export async function publishMentions(tx: Queryable, message: PostedMessage, req
         serverId: message.serverId,
         authorId: message.authorId,
         via,
-        excerpt: excerptOf(message.content),
+        excerpt,
         createdAt: message.createdAt,
         userIds: userIds.slice(i, i + MENTION_BATCH_SIZE),
       };
