@@ -271,6 +271,22 @@ describe('conversation read states', () => {
   });
 });
 
+describe('conversation mentions and blocks', () => {
+  it('does not count the messages of someone the user blocked, which the user does not see', async () => {
+    const [ann, ben, dan] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const group = await h.call(ann, 'POST', '/v1/dm/conversations', { userIds: [ben.id, dan.id] });
+    expect(group.status).toBe(201);
+    expect((await h.call(ann, 'POST', '/v1/friends/block', { userId: dan.id })).status).toBe(201);
+    for (const [user, content] of [
+      [dan, 'hidden from ann'],
+      [ben, 'seen by ann'],
+    ] as const) {
+      expect((await h.call(user, 'POST', '/v1/dm/messages', { conversationId: group.body.id, content })).status).toBe(201);
+    }
+    expect(await readStateOf(ann, group.body.id)).toMatchObject({ unread: true, mentionCount: 1 });
+  });
+});
+
 describe('a consumer that dies after its commit but before its ack', () => {
   it('applies the mention once: the redelivery is acked without running again', async () => {
     const name = 'channelMessages';

@@ -23,7 +23,8 @@ const toReadState = (r: ReadStateRow): ReadState => ({
   mentionCount: r.mention_count,
 });
 
-// A conversation's mentions are the others' messages past the read mark (as on Discord's DMs).
+// A conversation's mentions are the others' messages past the read mark (as on Discord's DMs), but
+// never those of people the user blocked, which the user does not see.
 const CHANNEL_SELECT = `
   SELECT rs.target_id AS id, rs.kind, rs.last_read_message_id, h.last_message_id,
     (SELECT count(*) FROM channel_mentions cm WHERE cm.user_id = rs.user_id AND cm.channel_id = rs.target_id
@@ -34,7 +35,8 @@ const CHANNEL_SELECT = `
 const CONVERSATION_SELECT = `
   SELECT p.conversation_id AS id, 'conversation' AS kind, rs.last_read_message_id, c.last_message_id,
     (SELECT count(*) FROM direct_messages d WHERE d.conversation_id = p.conversation_id AND d.sender_id <> p.user_id
-       AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}')) AS mention_count
+       AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}')
+       AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = d.sender_id)) AS mention_count
   FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
   LEFT JOIN read_states rs ON rs.user_id = p.user_id AND rs.target_id = p.conversation_id
   WHERE p.user_id = $1`;
