@@ -7,6 +7,7 @@ import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
 import { EmbedsResolved, MEDIA_SUBJECTS, MediaFileUploaded } from './media.ts';
 import { MESSAGES_EVENTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
+import { READ_STATE_EVENTS } from './read-states.ts';
 import { ChannelTypingEvent, ConversationTypingEvent, PresenceChosenEvent, REALTIME_SUBJECTS } from './realtime.ts';
 import {
   BlockEvent,
@@ -33,6 +34,7 @@ export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   ...GUILDS_EVENTS,
   ...MESSAGES_EVENTS,
   ...VOICE_EVENTS,
+  ...READ_STATE_EVENTS,
   [SOCIAL_SUBJECTS.friendRequested]: FriendRequestedEvent,
   [SOCIAL_SUBJECTS.friendAccepted]: FriendAcceptedEvent,
   [SOCIAL_SUBJECTS.friendRemoved]: FriendRemovedEvent,

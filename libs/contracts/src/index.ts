@@ -12,6 +12,7 @@ export * from './messages.ts';
 export * from './music.ts';
 export * from './openapi.ts';
 export * from './permissions.ts';
+export * from './read-states.ts';
 export * from './realtime.ts';
 export * from './records.ts';
 export * from './route.ts';

@@ -4,6 +4,7 @@ import { Id, PermissionMask, Timestamp } from './common.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
+import { Notification, READ_STATE_SUBJECTS, ReadState } from './read-states.ts';
 import { SelfUser } from './records.ts';
 import { defineRpc } from './rpc.ts';
 import {
@@ -224,6 +225,8 @@ export const DISPATCH_NAMES = {
   [REALTIME_SUBJECTS.presenceUpdated]: 'PRESENCE_UPDATE',
   [REALTIME_SUBJECTS.channelTyping]: 'TYPING_START',
   [REALTIME_SUBJECTS.conversationTyping]: 'TYPING_START',
+  [READ_STATE_SUBJECTS.readStateUpdated]: 'READ_STATE_UPDATE',
+  [READ_STATE_SUBJECTS.notificationCreated]: 'NOTIFICATION_CREATE',
 } as const;
 export type DispatchName = (typeof DISPATCH_NAMES)[keyof typeof DISPATCH_NAMES] | 'READY' | 'RESUMED';
 
@@ -276,6 +279,8 @@ export const DISPATCH_PAYLOADS = {
   USER_UPDATE: UserEventData,
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,
+  READ_STATE_UPDATE: ReadState,
+  NOTIFICATION_CREATE: Notification,
 } satisfies Record<DispatchName, z.ZodType>;
 
 /** What each dispatch's `d` holds, as the gateway sends it (clients type their handlers with it). */

@@ -1,3 +1,4 @@
+import { EXCERPT_LENGTH } from '@chat/contracts';
 import { badRequest } from '@chat/kit';
 import type { StoredFile } from './attachments.ts';
 
@@ -16,4 +17,21 @@ export function writtenMessageType(replyToId: string | null): 'default' | 'reply
 /** The message with the client's nonce, when it sent one (Discord echoes it on the post and its event only). */
 export function withNonce<M extends object>(message: M, nonce: string | undefined): M & { nonce?: string } {
   return nonce === undefined ? message : { ...message, nonce };
+}
+
+const UUID = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+const MENTION_MARKUP = new RegExp(`<@(!|&)?(${UUID})>`, 'g');
+
+/**
+ * The start of a message as a notification shows it: mention markup (`<@id>`, `<@&id>`) written
+ * as `@name` with the names given (`@user` and `@role` when unknown), on one line, at most
+ * EXCERPT_LENGTH characters (an ellipsis marks a cut).
+ */
+export function excerptOf(content: string, names: Readonly<Record<string, string>> = {}): string {
+  const readable = content.replace(MENTION_MARKUP, (_, kind: string | undefined, id: string) => {
+    const name = names[id.toLowerCase()];
+    return `@${name ?? (kind === '&' ? 'role' : 'user')}`;
+  });
+  const line = readable.replace(/\s+/g, ' ').trim();
+  return line.length <= EXCERPT_LENGTH ? line : `${line.slice(0, EXCERPT_LENGTH - 1)}…`;
 }

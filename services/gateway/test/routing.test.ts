@@ -1,4 +1,4 @@
-import { ALL_ROUTES, authRoutes, defineRoute } from '@chat/contracts';
+import { ALL_ROUTES, authRoutes, defineRoute, readStatesRoutes } from '@chat/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestIssuer, startEchoUpstream, startGateway } from './helpers.ts';
 
@@ -8,20 +8,12 @@ import { createTestIssuer, startEchoUpstream, startGateway } from './helpers.ts'
  */
 const [auth, guilds, social] = [await startEchoUpstream('auth'), await startEchoUpstream('guilds'), await startEchoUpstream('social')];
 const issuer = await createTestIssuer();
-const ack = defineRoute({
-  method: 'PUT',
-  path: '/v1/channels/:channelId/ack',
-  service: 'social',
-  summary: 'test',
-  status: 204,
-  response: null,
-});
 const area = defineRoute({ method: 'GET', path: '/v1/new-area', service: 'social', summary: 'test', status: 200, response: null });
 const gateway = await startGateway({
   upstreamUrl: guilds.url,
   keys: issuer.keys,
   env: { AUTH_URL: auth.url, SOCIAL_URL: social.url },
-  routes: [...ALL_ROUTES, ack, area],
+  routes: [...ALL_ROUTES, area],
 });
 const token = await issuer.sign(crypto.randomUUID());
 afterAll(async () => {
@@ -34,9 +26,13 @@ const channel = '0190f3c1-7a6e-7c1e-9a8b-1234567890ab';
 
 describe('routing by contract', () => {
   it('sends a route to the service its contract names, under another service’s prefix', async () => {
+    expect(readStatesRoutes.ackChannel.service).toBe('social');
     const res = await call('PUT', `/v1/channels/${channel}/ack`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ name: 'social', method: 'PUT', url: `/v1/channels/${channel}/ack` });
+    for (const url of ['/v1/users/@me/read-states', `/v1/users/@me/notification-settings/${channel}`, '/v1/notifications']) {
+      expect((await call('GET', url)).json(), url).toMatchObject({ name: 'social', url });
+    }
   });
 
   it('keeps the prefix owner for the prefix’s own routes and for paths no contract describes', async () => {

@@ -7,6 +7,7 @@ import { dmRoutes } from './routes/dm.ts';
 import { friendsRoutes } from './routes/friends.ts';
 import { gamesRoutes } from './routes/games.ts';
 import { keysRoutes } from './routes/keys.ts';
+import { readStatesRoutes } from './routes/read-states.ts';
 
 /** What the calls domain needs, from the service's deps (main runs the call clock with the same). */
 export function callDeps(deps: SocialDeps): CallDeps {
@@ -31,5 +32,6 @@ export async function buildApp(deps: SocialDeps): Promise<FastifyInstance> {
   keysRoutes(app, deps);
   gamesRoutes(app, deps);
   callRoutes(app, callDeps(deps));
+  readStatesRoutes(app, deps);
   return app;
 }

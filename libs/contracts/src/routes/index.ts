@@ -4,13 +4,14 @@ import { gatewayRoutes } from './gateway.ts';
 import { mediaRoutes } from './media.ts';
 import { messagesRoutes } from './messages.ts';
 import { musicRoutes } from './music.ts';
+import { readStatesRoutes } from './read-states.ts';
 import { serversRoutes } from './servers.ts';
 import { socialRoutes } from './social.ts';
 import { voiceRoutes } from './voice.ts';
 
 export { HealthReport } from './gateway.ts';
 export { gamesRoutes, keysRoutes } from './social.ts';
-export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, serversRoutes, socialRoutes, voiceRoutes };
+export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, readStatesRoutes, serversRoutes, socialRoutes, voiceRoutes };
 
 /** Every HTTP operation of the platform. */
 export const ALL_ROUTES: RouteContract[] = [
@@ -20,6 +21,7 @@ export const ALL_ROUTES: RouteContract[] = [
   messagesRoutes,
   voiceRoutes,
   socialRoutes,
+  readStatesRoutes,
   mediaRoutes,
   musicRoutes,
 ].flatMap((area) => Object.values(area as Record<string, RouteContract>));
@@ -44,6 +46,7 @@ export const ROUTE_PREFIXES: Record<string, Exclude<ServiceName, 'gateway'>> = {
   '/v1/calls': 'social',
   '/v1/keys': 'social',
   '/v1/games': 'social',
+  '/v1/notifications': 'social',
   // Until the gateway routes by each contract's service: social's route under auth's prefix.
   '/v1/users/@me/activity': 'social',
   '/v1/media': 'media',

@@ -6,6 +6,7 @@ import {
   MESSAGES_SUBJECTS,
   MUSIC_SUBJECTS,
   Permission,
+  READ_STATE_SUBJECTS,
   REALTIME_SUBJECTS,
   type RpcContract,
   ServerMembersRpc,
@@ -210,6 +211,11 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return [data.userId];
       case AUTH_SUBJECTS.userUpdated:
         return acquaintances(data.id, { self: true });
+      // A read state and a notification are the user's own: every session of theirs, nobody else.
+      case READ_STATE_SUBJECTS.readStateUpdated:
+        return [data.userId];
+      case READ_STATE_SUBJECTS.notificationCreated:
+        return data.userIds;
       default:
         return [];
     }

@@ -3,6 +3,7 @@ import {
   DISPATCH_PAYLOADS,
   type DispatchName,
   PresenceChosenEvent,
+  READ_STATE_SUBJECTS,
   REALTIME_SUBJECTS,
   SOCIAL_SUBJECTS,
 } from '@chat/contracts';
@@ -12,8 +13,13 @@ import type { Audience } from './audience.ts';
 import type { Presence } from './presence.ts';
 import type { SessionStore } from './session-store.ts';
 
-/** The events whose payload carries the record under `message` (the rest is who receives it). */
-const MESSAGE_WRAPPED = new Set<string>([SOCIAL_SUBJECTS.dmCreated, SOCIAL_SUBJECTS.dmUpdated]);
+/** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
+const WRAPPED: Readonly<Record<string, string>> = {
+  [SOCIAL_SUBJECTS.dmCreated]: 'message',
+  [SOCIAL_SUBJECTS.dmUpdated]: 'message',
+  [READ_STATE_SUBJECTS.readStateUpdated]: 'readState',
+  [READ_STATE_SUBJECTS.notificationCreated]: 'notification',
+};
 
 /**
  * Turns one domain event into dispatches: outdated audiences first, then the payload parsed by its
@@ -31,7 +37,8 @@ export function createDispatcher(deps: { store: SessionStore; audience: Audience
     }
     const name = (DISPATCH_NAMES as Record<string, DispatchName>)[event.subject];
     if (!name) return;
-    const raw = MESSAGE_WRAPPED.has(event.subject) ? (event.data as { message: unknown }).message : event.data;
+    const field = WRAPPED[event.subject];
+    const raw = field ? (event.data as Record<string, unknown>)[field] : event.data;
     const parsed = DISPATCH_PAYLOADS[name].safeParse(raw);
     if (!parsed.success) {
       deps.log.error(

@@ -2,6 +2,7 @@ import type { ConsumerHandle } from '@chat/kit';
 import type { GuildsDeps } from '../deps.ts';
 import { consumeActivityEvents } from './activities.ts';
 import { consumeEmbeds } from './embeds.ts';
+import { consumeMentions } from './mentions.ts';
 import { serveAudienceRpc, serveGuildsRpc } from './rpc.ts';
 import { consumeUserEvents } from './users.ts';
 
@@ -9,5 +10,5 @@ import { consumeUserEvents } from './users.ts';
 export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log'>): Promise<ConsumerHandle[]> {
   serveGuildsRpc(deps.bus, deps.log, { pool: deps.pool, bus: deps.bus });
   serveAudienceRpc(deps.bus, deps.log, deps);
-  return [await consumeUserEvents(deps), await consumeActivityEvents(deps), await consumeEmbeds(deps)];
+  return [await consumeUserEvents(deps), await consumeActivityEvents(deps), await consumeEmbeds(deps), await consumeMentions(deps)];
 }

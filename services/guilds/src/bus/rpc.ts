@@ -7,9 +7,11 @@ import {
   SharedServersRpc,
   UserComembersRpc,
   UserServersRpc,
+  VisibleChannelsRpc,
   VoiceAccessRpc,
 } from '@chat/contracts';
 import { type Bus, type Logger, serveRpc } from '@chat/kit';
+import { viewableAmong } from '../domain/access.ts';
 import { channelViewers, comembersOf, serverMembers, serversOfUser } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
 import { channelPermissionsOf, channelRecord, memberCheck, sharedServers, voiceAccessOf } from '../domain/questions.ts';
@@ -31,4 +33,8 @@ export function serveAudienceRpc(bus: Bus, log: Logger, d: Pick<Domain, 'pool'>)
   }));
   serveRpc(bus, log, UserServersRpc, ({ userId }) => serversOfUser(d.pool, userId));
   serveRpc(bus, log, UserComembersRpc, ({ userId }) => comembersOf(d.pool, userId));
+  // Social's read states: which of a user's channels stay in the list, and whether an ack is allowed.
+  serveRpc(bus, log, VisibleChannelsRpc, async ({ userId, channelIds }) => ({
+    channelIds: await viewableAmong(d.pool, userId, channelIds),
+  }));
 }

@@ -10,7 +10,12 @@ export type MemberMaskRow = {
   voice_channel_id: string | null;
 };
 
-export function listMemberMasks(db: Queryable, serverId: string): Promise<MemberMaskRow[]> {
+/** Every member of the server, or with `only` those named or holding one of the roles. */
+export function listMemberMasks(
+  db: Queryable,
+  serverId: string,
+  only?: { userIds: string[]; roleIds: string[] },
+): Promise<MemberMaskRow[]> {
   return many<MemberMaskRow>(
     db,
     `SELECT m.user_id,
@@ -21,9 +26,10 @@ export function listMemberMasks(db: Queryable, serverId: string): Promise<Member
      FROM members m
      LEFT JOIN member_roles mr ON mr.server_id = m.server_id AND mr.user_id = m.user_id
      LEFT JOIN roles ro ON ro.id = mr.role_id
-     WHERE m.server_id = $1
+     WHERE m.server_id = $1 AND ($2::uuid[] IS NULL OR m.user_id = ANY($2::uuid[]) OR EXISTS (
+       SELECT 1 FROM member_roles x WHERE x.server_id = m.server_id AND x.user_id = m.user_id AND x.role_id = ANY($3::uuid[])))
      GROUP BY m.user_id, m.server_id`,
-    [serverId],
+    [serverId, only?.userIds ?? null, only?.roleIds ?? []],
   );
 }
 

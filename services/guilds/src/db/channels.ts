@@ -70,6 +70,12 @@ export async function findChannel(db: Queryable, id: string): Promise<Channel | 
   return row && toChannel(row);
 }
 
+/** The channels of these ids that exist (in any server). */
+export async function findChannels(db: Queryable, ids: string[]): Promise<Channel[]> {
+  const rows = await many<ChannelRow>(db, `SELECT ${COLUMNS} FROM channels WHERE id = ANY($1::uuid[])`, [ids]);
+  return rows.map(toChannel);
+}
+
 /** The channel if it belongs to `serverId`: ids from another server are simply not found. */
 export async function findServerChannel(db: Queryable, serverId: string, id: string): Promise<Channel | undefined> {
   const row = await maybeOne<ChannelRow>(db, `SELECT ${COLUMNS} FROM channels WHERE id = $1 AND server_id = $2`, [id, serverId]);

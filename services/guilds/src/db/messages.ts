@@ -250,3 +250,31 @@ export async function setMessageEmbeds(
   );
   return row && toMessage(row);
 }
+
+/**
+ * Locks a message against deletion for the rest of the transaction (a delete then waits, so its
+ * event follows whatever this transaction publishes) and answers the author of the message it
+ * replies to (null for none, a webhook's or a deleted one); undefined when the message is gone.
+ */
+export async function lockMentionSource(tx: Queryable, id: string): Promise<{ replyAuthorId: string | null } | undefined> {
+  const row = await maybeOne<{ reply_author_id: string | null }>(
+    tx,
+    `SELECT r.author_id AS reply_author_id FROM messages m
+     LEFT JOIN messages r ON r.id = m.reply_to_id AND r.webhook_id IS NULL
+     WHERE m.id = $1 FOR SHARE OF m`,
+    [id],
+  );
+  return row && { replyAuthorId: row.reply_author_id };
+}
+
+/** The display names of these users and the names of these roles, by id: what a notification excerpt shows. */
+export async function mentionNames(db: Queryable, userIds: string[], roleIds: string[]): Promise<Record<string, string>> {
+  if (userIds.length === 0 && roleIds.length === 0) return {};
+  const rows = await many<{ id: string; name: string }>(
+    db,
+    `SELECT id::text, display_name AS name FROM users WHERE id = ANY($1::uuid[])
+     UNION ALL SELECT id::text, name FROM roles WHERE id = ANY($2::uuid[])`,
+    [userIds, roleIds],
+  );
+  return Object.fromEntries(rows.map((r) => [r.id, r.name]));
+}

@@ -27,11 +27,25 @@ export async function channelViewers(
   db: Queryable,
   channelId: string,
 ): Promise<{ channelId: string; serverId: string; userIds: string[] }> {
+  const viewers = await viewersAmong(db, channelId);
+  if (!viewers) throw notFound('Channel');
+  return { channelId, serverId: viewers.serverId, userIds: viewers.members.map((m) => m.userId) };
+}
+
+/**
+ * The members who may VIEW_CHANNEL now, with their roles: all of them, or with `only` those
+ * named or holding one of the roles. Undefined for an unknown channel.
+ */
+export async function viewersAmong(
+  db: Queryable,
+  channelId: string,
+  only?: { userIds: string[]; roleIds: string[] },
+): Promise<{ serverId: string; members: { userId: string; roleIds: string[] }[] } | undefined> {
   const channel = await findChannel(db, channelId);
   const base = channel && (await findServerBase(db, channel.serverId));
-  if (!channel || !base) throw notFound('Channel');
-  const [members, overrides] = await Promise.all([listMemberMasks(db, channel.serverId), listOverrides(db, channelId)]);
-  const userIds = members
+  if (!channel || !base) return undefined;
+  const [members, overrides] = await Promise.all([listMemberMasks(db, channel.serverId, only), listOverrides(db, channelId)]);
+  const viewers = members
     .map((row) => memberAccess(base, row))
     .filter((m) => {
       const slots = applicableOverrides({ ...m, server: { id: channel.serverId } }, overrides);
@@ -42,9 +56,8 @@ export async function channelViewers(
         isConnected: m.voiceChannelId === channel.id,
       };
       return has(channelPermissions(m.permissions, slots, visibility), Permission.VIEW_CHANNEL);
-    })
-    .map((m) => m.userId);
-  return { channelId, serverId: channel.serverId, userIds };
+    });
+  return { serverId: channel.serverId, members: viewers.map((m) => ({ userId: m.userId, roleIds: m.roleIds })) };
 }
 
 /** The members of a server, only those holding `permission` at server level when given. 404 unknown. */

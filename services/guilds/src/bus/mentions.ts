@@ -1,0 +1,20 @@
+import { MESSAGES_SUBJECTS, MessageEventData, STREAMS } from '@chat/contracts';
+import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
+import { publishMentions } from '../domain/mention-fanout.ts';
+
+export const MENTIONS_CONSUMER = { stream: STREAMS.guilds.name, durable: 'guilds-mentions', filter: MESSAGES_SUBJECTS.messageCreated };
+
+/**
+ * Guilds' own posted messages, after commit: each one's mentions resolved to the users who may view
+ * the channel and published in batches (domain/mention-fanout.ts). Applied once per event (the
+ * kit's inbox), acked after the commit that wrote the batches.
+ */
+export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }): Promise<ConsumerHandle> {
+  return consumeEvents({
+    ...options,
+    spec: MENTIONS_CONSUMER,
+    handle: async (event, tx) => {
+      await publishMentions(tx, MessageEventData.parse(event.data));
+    },
+  });
+}

@@ -1,0 +1,80 @@
+import {
+  MENTION_BATCH_SIZE,
+  type MentionVia,
+  type MessageEventData,
+  type MessageMentionedEvent,
+  READ_STATE_SUBJECTS,
+} from '@chat/contracts';
+import { enqueueEvent, type Queryable } from '@chat/kit';
+import { excerptOf } from '@chat/messaging';
+import type { z } from 'zod';
+import { lockMentionSource, mentionNames } from '../db/messages.ts';
+import { viewersAmong } from './audience.ts';
+
+/**
+ * The mentions of a posted channel message, resolved after its commit (a consumer of guilds'
+ * own `guilds.message.created`, never on the request path): who is named, reached through a role,
+ * @everyone/@here (already allowed or not when posting), or replied to, and may view the channel
+ * now by the permission function of REST. Published as `guilds.message.mentioned` events of at
+ * most MENTION_BATCH_SIZE users each, through the outbox of the consumer's transaction: an
+ * @everyone in a server of 10,000 members is one members query and 20 outbox rows.
+ */
+
+type PostedMessage = z.output<typeof MessageEventData>;
+
+/** Direct mentions outrank replies, replies roles, roles @everyone: each user is told once, by the strongest. */
+const VIA_ORDER: MentionVia[] = ['user', 'reply', 'role', 'everyone'];
+
+export async function publishMentions(tx: Queryable, message: PostedMessage, requestId?: string): Promise<number> {
+  const { mentions } = message;
+  const mentionsAnyone = mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0;
+  if (!mentionsAnyone && !message.replyToId) return 0;
+  const source = await lockMentionSource(tx, message.id);
+  if (!source) return 0;
+  const replyAuthorId = source.replyAuthorId;
+  const named = replyAuthorId ? [...mentions.users, replyAuthorId] : mentions.users;
+  const only = mentions.everyone ? undefined : { userIds: named, roleIds: mentions.roles };
+  const viewers = await viewersAmong(tx, message.channelId, only);
+  if (!viewers) return 0;
+  const groups = new Map<MentionVia, string[]>();
+  for (const member of viewers.members) {
+    if (member.userId === message.authorId) continue;
+    const via = viaOf(member, message, replyAuthorId);
+    if (!via) continue;
+    const group = groups.get(via);
+    if (group) group.push(member.userId);
+    else groups.set(via, [member.userId]);
+  }
+  const excerpt = excerptOf(message.content, await mentionNames(tx, mentions.users, mentions.roles));
+  let published = 0;
+  for (const via of VIA_ORDER) {
+    const userIds = groups.get(via) ?? [];
+    for (let i = 0; i < userIds.length; i += MENTION_BATCH_SIZE) {
+      const batch: MessageMentionedEvent = {
+        messageId: message.id,
+        channelId: message.channelId,
+        serverId: message.serverId,
+        authorId: message.authorId,
+        via,
+        excerpt,
+        createdAt: message.createdAt,
+        userIds: userIds.slice(i, i + MENTION_BATCH_SIZE),
+      };
+      await enqueueEvent(tx, READ_STATE_SUBJECTS.messageMentioned, batch, requestId);
+      published++;
+    }
+  }
+  return published;
+}
+
+function viaOf(
+  member: { userId: string; roleIds: string[] },
+  message: PostedMessage,
+  replyAuthorId: string | null,
+): MentionVia | undefined {
+  const { mentions } = message;
+  if (mentions.users.includes(member.userId)) return 'user';
+  if (member.userId === replyAuthorId) return 'reply';
+  if (member.roleIds.some((r) => mentions.roles.includes(r))) return 'role';
+  return mentions.everyone ? 'everyone' : undefined;
+}

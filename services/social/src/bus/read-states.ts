@@ -1,0 +1,100 @@
+import {
+  CALL_SUBJECTS,
+  CallEvent,
+  DmDeletedEvent,
+  DmMessageEvent,
+  FriendAcceptedEvent,
+  FriendRequestedEvent,
+  GUILDS_SUBJECTS,
+  JoinRequest,
+  MESSAGES_SUBJECTS,
+  MessageDeletedEventData,
+  MessageEventData,
+  MessageMentionedEvent,
+  READ_STATE_SUBJECTS,
+  SOCIAL_SUBJECTS,
+  STREAMS,
+} from '@chat/contracts';
+import { type Bus, type ConsumerHandle, consumeEvents, type EventEnvelope, type Logger, type Pool, type Queryable } from '@chat/kit';
+import {
+  callEnded,
+  directMessageCreated,
+  directMessageDeleted,
+  friendAccepted,
+  friendRequested,
+  joinRequestReviewed,
+  messageMentioned,
+} from '../domain/notifications.ts';
+import { channelMessageDeleted, channelMessagePosted } from '../domain/read-states.ts';
+
+/**
+ * Read states and the notification feed, built from events: guilds' channel messages and their
+ * resolved mentions, its join-request decisions, and social's own friend, message and call events.
+ * One durable consumer per subject filter (one filter each), every event applied once in a
+ * transaction and acked after its commit (the kit's inbox).
+ */
+
+type Handlers = Record<string, (tx: Queryable, event: EventEnvelope) => Promise<void>>;
+/** What the kit's consumer runs for each event, in the transaction that records it as applied. */
+export type ApplyEvent = (event: EventEnvelope, tx: Queryable) => Promise<void>;
+
+export const READ_STATE_CONSUMERS = {
+  channelMessages: { stream: STREAMS.guilds, durable: 'social-channel-messages', filter: 'guilds.message.*' },
+  joinRequests: { stream: STREAMS.guilds, durable: 'social-join-requests', filter: GUILDS_SUBJECTS.joinRequestReviewed },
+  friends: { stream: STREAMS.social, durable: 'social-friend-notifications', filter: 'social.friend.*' },
+  directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*' },
+  calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
+} as const;
+
+export type ConsumerName = keyof typeof READ_STATE_CONSUMERS;
+
+const HANDLERS: Record<ConsumerName, Handlers> = {
+  channelMessages: {
+    [MESSAGES_SUBJECTS.messageCreated]: (tx, e) => channelMessagePosted(tx, MessageEventData.parse(e.data)),
+    [MESSAGES_SUBJECTS.messageDeleted]: (tx, e) => channelMessageDeleted(tx, MessageDeletedEventData.parse(e.data)),
+    [READ_STATE_SUBJECTS.messageMentioned]: (tx, e) => messageMentioned(tx, MessageMentionedEvent.parse(e.data)),
+  },
+  joinRequests: {
+    [GUILDS_SUBJECTS.joinRequestReviewed]: (tx, e) => joinRequestReviewed(tx, JoinRequest.parse(e.data), e.occurredAt),
+  },
+  friends: {
+    [SOCIAL_SUBJECTS.friendRequested]: (tx, e) => friendRequested(tx, FriendRequestedEvent.parse(e.data)),
+    [SOCIAL_SUBJECTS.friendAccepted]: (tx, e) => friendAccepted(tx, FriendAcceptedEvent.parse(e.data), e.occurredAt),
+  },
+  directMessages: {
+    [SOCIAL_SUBJECTS.dmCreated]: (tx, e) => directMessageCreated(tx, DmMessageEvent.parse(e.data)),
+    [SOCIAL_SUBJECTS.dmDeleted]: (tx, e) => directMessageDeleted(tx, DmDeletedEvent.parse(e.data)),
+  },
+  calls: {
+    [CALL_SUBJECTS.ended]: (tx, e) => callEnded(tx, CallEvent.parse(e.data)),
+  },
+};
+
+/** What one consumer does with an event of its filter; subjects it has no handler for change nothing. */
+export function applierOf(name: ConsumerName): ApplyEvent {
+  const handlers = HANDLERS[name];
+  return async (event, tx) => {
+    await handlers[event.subject]?.(tx, event);
+  };
+}
+
+/** Starts one consumer (`wrap` lets tests watch each run of its handler). */
+export function consumeForReadStates(
+  deps: { bus: Bus; pool: Pool; log: Logger },
+  name: ConsumerName,
+  wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
+): Promise<ConsumerHandle> {
+  const { stream, durable, filter } = READ_STATE_CONSUMERS[name];
+  return consumeEvents({
+    ...deps,
+    // The publisher creates its stream too; whoever starts first creates it.
+    stream,
+    spec: { stream: stream.name, durable, filter },
+    handle: wrap(applierOf(name)),
+  });
+}
+
+/** Every read-state and notification consumer of social. */
+export function startReadStateConsumers(deps: { bus: Bus; pool: Pool; log: Logger }): Promise<ConsumerHandle[]> {
+  return Promise.all((Object.keys(READ_STATE_CONSUMERS) as ConsumerName[]).map((name) => consumeForReadStates(deps, name)));
+}

@@ -1,0 +1,138 @@
+import type { ReadState, ReadStateKind } from '@chat/contracts';
+import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+
+/** Read states, channel heads and channel mentions (migration 0008). */
+
+/** Below every UUID: "nothing read yet" in comparisons. */
+const NOTHING = '00000000-0000-0000-0000-000000000000';
+
+type ReadStateRow = {
+  id: string;
+  kind: ReadStateKind;
+  last_read_message_id: string | null;
+  last_message_id: string | null;
+  mention_count: number;
+};
+
+const toReadState = (r: ReadStateRow): ReadState => ({
+  id: r.id,
+  kind: r.kind,
+  lastReadMessageId: r.last_read_message_id,
+  lastMessageId: r.last_message_id,
+  unread: r.last_message_id !== null && (r.last_read_message_id === null || r.last_message_id > r.last_read_message_id),
+  mentionCount: r.mention_count,
+});
+
+// A conversation's mentions are the others' messages past the read mark (as on Discord's DMs), but
+// never those of people the user blocked, which the user does not see.
+const CHANNEL_SELECT = `
+  SELECT rs.target_id AS id, rs.kind, rs.last_read_message_id, h.last_message_id,
+    (SELECT count(*) FROM channel_mentions cm WHERE cm.user_id = rs.user_id AND cm.channel_id = rs.target_id
+       AND cm.message_id > COALESCE(rs.last_read_message_id, '${NOTHING}')) AS mention_count
+  FROM read_states rs LEFT JOIN channel_heads h ON h.channel_id = rs.target_id
+  WHERE rs.user_id = $1 AND rs.kind = 'channel'`;
+
+const CONVERSATION_SELECT = `
+  SELECT p.conversation_id AS id, 'conversation' AS kind, rs.last_read_message_id, c.last_message_id,
+    (SELECT count(*) FROM direct_messages d WHERE d.conversation_id = p.conversation_id AND d.sender_id <> p.user_id
+       AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}')
+       AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = d.sender_id)) AS mention_count
+  FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
+  LEFT JOIN read_states rs ON rs.user_id = p.user_id AND rs.target_id = p.conversation_id
+  WHERE p.user_id = $1`;
+
+/** The user's channel read states (visibility not yet applied), by channel id. */
+export async function channelReadStates(db: Queryable, userId: string, channelId?: string): Promise<ReadState[]> {
+  const rows = await many<ReadStateRow>(db, `${CHANNEL_SELECT} AND ($2::uuid IS NULL OR rs.target_id = $2) ORDER BY rs.target_id`, [
+    userId,
+    channelId ?? null,
+  ]);
+  return rows.map(toReadState);
+}
+
+/** The read state of every conversation the user takes part in (or of one), by conversation id. */
+export async function conversationReadStates(db: Queryable, userId: string, conversationId?: string): Promise<ReadState[]> {
+  const rows = await many<ReadStateRow>(
+    db,
+    `${CONVERSATION_SELECT} AND ($2::uuid IS NULL OR p.conversation_id = $2) ORDER BY p.conversation_id`,
+    [userId, conversationId ?? null],
+  );
+  return rows.map(toReadState);
+}
+
+/**
+ * Moves the read mark forwards (an older id changes nothing) and forgets the channel mentions it
+ * passed. Answers whether it moved.
+ */
+export async function advanceReadMark(
+  tx: Queryable,
+  userId: string,
+  targetId: string,
+  kind: ReadStateKind,
+  messageId: string,
+): Promise<boolean> {
+  const moved = await exec(
+    tx,
+    `INSERT INTO read_states (user_id, target_id, kind, last_read_message_id) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (user_id, target_id) DO UPDATE SET last_read_message_id = EXCLUDED.last_read_message_id
+       WHERE read_states.last_read_message_id IS NULL OR read_states.last_read_message_id < EXCLUDED.last_read_message_id`,
+    [userId, targetId, kind, messageId],
+  );
+  if (kind === 'channel') {
+    await exec(tx, 'DELETE FROM channel_mentions WHERE user_id = $1 AND channel_id = $2 AND message_id <= $3', [
+      userId,
+      targetId,
+      messageId,
+    ]);
+  }
+  return moved > 0;
+}
+
+/** A channel's newest message id moves forwards only (events may arrive out of order). */
+export async function advanceChannelHead(tx: Queryable, channelId: string, serverId: string, messageId: string): Promise<void> {
+  await exec(
+    tx,
+    `INSERT INTO channel_heads (channel_id, server_id, last_message_id) VALUES ($1, $2, $3)
+     ON CONFLICT (channel_id) DO UPDATE SET last_message_id = GREATEST(channel_heads.last_message_id, EXCLUDED.last_message_id)`,
+    [channelId, serverId, messageId],
+  );
+}
+
+/**
+ * Records a mention of each of these users (already filtered by their settings): a read state row
+ * for the channel, and the mention unless the user has already read past the message. Answers the
+ * users it counted for.
+ */
+export async function recordMentions(tx: Queryable, userIds: string[], channelId: string, messageId: string): Promise<string[]> {
+  if (userIds.length === 0) return [];
+  await exec(
+    tx,
+    `INSERT INTO read_states (user_id, target_id, kind) SELECT u, $2, 'channel' FROM unnest($1::uuid[]) AS u
+     ON CONFLICT (user_id, target_id) DO NOTHING`,
+    [userIds, channelId],
+  );
+  const rows = await many<{ user_id: string }>(
+    tx,
+    `INSERT INTO channel_mentions (user_id, channel_id, message_id)
+     SELECT rs.user_id, $2, $3 FROM read_states rs
+     WHERE rs.user_id = ANY($1::uuid[]) AND rs.target_id = $2 AND COALESCE(rs.last_read_message_id, '${NOTHING}') < $3
+     ON CONFLICT DO NOTHING
+     RETURNING user_id`,
+    [userIds, channelId, messageId],
+  );
+  return rows.map((r) => r.user_id);
+}
+
+/** A deleted message no longer counts as anyone's mention. */
+export async function forgetMentionsOf(tx: Queryable, messageId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM channel_mentions WHERE message_id = $1', [messageId]);
+}
+
+/** Is the user a participant of the conversation? */
+export async function isParticipant(db: Queryable, userId: string, conversationId: string): Promise<boolean> {
+  const row = await maybeOne(db, 'SELECT 1 FROM conversation_participants WHERE conversation_id = $1 AND user_id = $2', [
+    conversationId,
+    userId,
+  ]);
+  return row !== undefined;
+}

@@ -1,0 +1,109 @@
+import {
+  MAX_VISIBILITY_QUESTION,
+  type MessageDeletedEventData,
+  type MessageEventData,
+  READ_STATE_SUBJECTS,
+  type ReadState,
+  type ReadStateKind,
+  VisibleChannelsRpc,
+} from '@chat/contracts';
+import { type Bus, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
+import type { z } from 'zod';
+import { forgetNotificationsOf } from '../db/notifications.ts';
+import {
+  advanceChannelHead,
+  advanceReadMark,
+  channelReadStates,
+  conversationReadStates,
+  forgetMentionsOf,
+  isParticipant,
+} from '../db/read-states.ts';
+
+/**
+ * Read states: how far each user has read each channel and conversation. Channel facts come from
+ * guilds' events; whether the user may still view a channel is asked of guilds once per request
+ * (rpc.guilds.channels.visible), never copied here.
+ */
+
+export interface ReadStateDeps {
+  pool: Pool;
+  bus: Bus;
+}
+
+/** Which of these channels the user may view now: one question per 1,000 channels. */
+async function viewable(deps: ReadStateDeps, ctx: RequestContext, channelIds: string[]): Promise<Set<string>> {
+  const visible = new Set<string>();
+  for (let i = 0; i < channelIds.length; i += MAX_VISIBILITY_QUESTION) {
+    const question = { userId: ctx.userId, channelIds: channelIds.slice(i, i + MAX_VISIBILITY_QUESTION) };
+    const reply = await requestRpc(deps.bus, VisibleChannelsRpc, question, { requestId: ctx.requestId });
+    for (const id of reply.channelIds) visible.add(id);
+  }
+  return visible;
+}
+
+/** Every conversation of the user, and each channel with a read state the user may still view. */
+export async function listReadStates(deps: ReadStateDeps, ctx: RequestContext): Promise<ReadState[]> {
+  const [channels, conversations] = await Promise.all([
+    channelReadStates(deps.pool, ctx.userId),
+    conversationReadStates(deps.pool, ctx.userId),
+  ]);
+  const visible =
+    channels.length > 0
+      ? await viewable(
+          deps,
+          ctx,
+          channels.map((c) => c.id),
+        )
+      : new Set<string>();
+  return [...channels.filter((c) => visible.has(c.id)), ...conversations];
+}
+
+/** Acks a channel the user may view (404 otherwise, as guilds would answer). */
+export async function ackChannel(deps: ReadStateDeps, ctx: RequestContext, channelId: string, messageId: string): Promise<ReadState> {
+  const visible = await viewable(deps, ctx, [channelId]);
+  if (!visible.has(channelId)) throw notFound('Channel');
+  return ack(deps, ctx, 'channel', channelId, messageId);
+}
+
+/** Acks one of the user's conversations (404 for anyone else's). */
+export async function ackConversation(
+  deps: ReadStateDeps,
+  ctx: RequestContext,
+  conversationId: string,
+  messageId: string,
+): Promise<ReadState> {
+  if (!(await isParticipant(deps.pool, ctx.userId, conversationId))) throw notFound('Conversation');
+  return ack(deps, ctx, 'conversation', conversationId, messageId);
+}
+
+/**
+ * Moves the read mark forwards and answers the read state. Only a move is announced (READ_STATE_UPDATE
+ * to the user's sessions): an older id changes nothing and tells nobody.
+ */
+async function ack(deps: ReadStateDeps, ctx: RequestContext, kind: ReadStateKind, targetId: string, messageId: string): Promise<ReadState> {
+  return withTx(deps.pool, async (tx) => {
+    const moved = await advanceReadMark(tx, ctx.userId, targetId, kind, messageId);
+    const [state] =
+      kind === 'channel' ? await channelReadStates(tx, ctx.userId, targetId) : await conversationReadStates(tx, ctx.userId, targetId);
+    const readState = state as ReadState;
+    if (moved) await enqueueEvent(tx, READ_STATE_SUBJECTS.readStateUpdated, { userId: ctx.userId, readState }, ctx.requestId);
+    return readState;
+  });
+}
+
+/** A posted channel message: the channel's newest id moves, and its author has read up to it (as on Discord). */
+export async function channelMessagePosted(tx: Queryable, message: z.output<typeof MessageEventData>): Promise<void> {
+  await advanceChannelHead(tx, message.channelId, message.serverId, message.id);
+  if (message.webhookId === null) await advanceReadMark(tx, message.authorId, message.channelId, 'channel', message.id);
+}
+
+/** A deleted channel message no longer counts as a mention nor stays in any feed. */
+export async function channelMessageDeleted(tx: Queryable, deleted: z.output<typeof MessageDeletedEventData>): Promise<void> {
+  await forgetMentionsOf(tx, deleted.id);
+  await forgetNotificationsOf(tx, deleted.id);
+}
+
+/** The sender of a direct message has read their conversation up to it. */
+export async function directMessageSent(tx: Queryable, message: { id: string; conversationId: string; senderId: string }): Promise<void> {
+  await advanceReadMark(tx, message.senderId, message.conversationId, 'conversation', message.id);
+}

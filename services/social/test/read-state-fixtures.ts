@@ -1,0 +1,52 @@
+import { STREAMS, VisibleChannelsRpc } from '@chat/contracts';
+import { type ConsumerHandle, ensureStream, serveRpc } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import { type ApplyEvent, type ConsumerName, consumeForReadStates, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
+import type { Harness } from './harness.ts';
+
+/**
+ * What the read-state and notification tests add to the social harness: social's consumers of
+ * them, guilds as far as social sees it (events on the real GUILDS stream of the test's namespace,
+ * and an answer to rpc.guilds.channels.visible from a table of who may view what).
+ */
+export async function withReadStates(h: Harness) {
+  await ensureStream(h.runtime.bus, STREAMS.guilds);
+  const consumers = new Map<ConsumerName, ConsumerHandle>();
+  const start = async (name: ConsumerName, wrap?: (apply: ApplyEvent) => ApplyEvent) =>
+    consumers.set(name, await consumeForReadStates(h.runtime, name, wrap));
+  for (const name of Object.keys(READ_STATE_CONSUMERS) as ConsumerName[]) await start(name);
+
+  /** `${userId}:${channelId}` pairs that guilds would answer as not viewable. */
+  const hidden = new Set<string>();
+  serveRpc(h.runtime.bus, h.runtime.log, VisibleChannelsRpc, async ({ userId, channelIds }) => ({
+    channelIds: channelIds.filter((id) => !hidden.has(`${userId}:${id}`)),
+  }));
+  const questions: string[][] = [];
+  const sub = h.runtime.bus.nc.subscribe(h.runtime.bus.subject(VisibleChannelsRpc.subject), {
+    callback: (_err, msg) => {
+      questions.push(msg.json<{ channelIds: string[] }>().channelIds);
+    },
+  });
+  await h.runtime.bus.nc.flush();
+
+  return {
+    hidden,
+    /** The channel id lists social asked guilds about, oldest first. */
+    questions,
+    /** Publishes an event as its owner's relay would (GUILDS or SOCIAL stream by its subject). */
+    async publish(subject: string, data: unknown, occurredAt = new Date().toISOString()) {
+      const envelope = { id: uuidv7(), subject, occurredAt, data };
+      await h.runtime.bus.js.publish(h.runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+      return envelope;
+    },
+    start,
+    async stop(name: ConsumerName) {
+      await consumers.get(name)?.stop();
+      consumers.delete(name);
+    },
+    async close() {
+      sub.unsubscribe();
+      await Promise.all([...consumers.values()].map((c) => c.stop()));
+    },
+  };
+}

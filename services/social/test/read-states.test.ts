@@ -1,0 +1,329 @@
+import { READ_STATE_SUBJECTS, type ReadState, STREAMS } from '@chat/contracts';
+import { applyOnce, type EventEnvelope } from '@chat/kit';
+import { v7 as uuidv7 } from 'uuid';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ApplyEvent, applierOf, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
+import { createHarness, eventually } from './harness.ts';
+import { withReadStates } from './read-state-fixtures.ts';
+
+/**
+ * Issue 19: read states from events. Channel facts come from guilds' events (published here on the
+ * real GUILDS stream, as guilds' relay would), mentions arrive already resolved by guilds, and
+ * whether a channel is still viewable is asked of guilds once per request (a stand-in answers).
+ */
+const h = await createHarness();
+const rs = await withReadStates(h);
+afterAll(async () => {
+  await rs.close();
+  await h.close();
+});
+
+type User = Awaited<ReturnType<typeof h.addUser>>;
+let alice: User;
+let bob: User;
+const serverId = uuidv7();
+
+function channelMessage(channelId: string, author: User, content = 'hello') {
+  return {
+    id: uuidv7(),
+    channelId,
+    serverId,
+    authorId: author.id,
+    authorName: 'Author',
+    authorAvatar: null,
+    content,
+    attachments: {},
+    replyToId: null,
+    mentions: { users: [], roles: [], everyone: false },
+    pinned: false,
+    editedAt: null,
+    createdAt: new Date().toISOString(),
+    webhookId: null,
+    type: 'default',
+    embeds: [],
+  };
+}
+
+const applied = (event: { id: string }) =>
+  eventually(async () => (await h.runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [event.id])).rowCount === 1);
+
+/** Guilds posts a message in the channel, then its resolved mentions (`via` -> users); answers the message once applied. */
+async function posted(channelId: string, author: User, mentions: Partial<Record<'user' | 'role' | 'everyone' | 'reply', User[]>> = {}) {
+  const message = channelMessage(channelId, author);
+  await applied(await rs.publish('guilds.message.created', message));
+  for (const [via, users] of Object.entries(mentions)) {
+    const batch = { messageId: message.id, channelId, serverId, authorId: author.id, via, excerpt: 'hello', createdAt: message.createdAt };
+    await applied(await rs.publish(READ_STATE_SUBJECTS.messageMentioned, { ...batch, userIds: users.map((u) => u.id) }));
+  }
+  return message;
+}
+
+async function readStateOf(user: User, id: string) {
+  const res = await h.call(user, 'GET', '/v1/users/@me/read-states');
+  expect(res.status).toBe(200);
+  return (res.body as ReadState[]).find((s) => s.id === id);
+}
+
+const ackChannel = (user: User, channelId: string, messageId: string) =>
+  h.call(user, 'PUT', `/v1/channels/${channelId}/ack`, { messageId });
+const updates = async (user: User) =>
+  (await h.events(READ_STATE_SUBJECTS.readStateUpdated)).filter((e) => e.data.userId === user.id).map((e) => e.data.readState);
+
+beforeAll(async () => {
+  [alice, bob] = [await h.addUser(), await h.addUser()];
+});
+
+describe('channel read states', () => {
+  it('counts user, role and @everyone mentions and marks the channel unread; the author has read their own message', async () => {
+    const channelId = uuidv7();
+    await posted(channelId, bob, { user: [alice] });
+    await posted(channelId, bob, { role: [alice] });
+    const last = await posted(channelId, bob, { everyone: [alice] });
+    expect(await readStateOf(alice, channelId)).toEqual({
+      id: channelId,
+      kind: 'channel',
+      lastReadMessageId: null,
+      lastMessageId: last.id,
+      unread: true,
+      mentionCount: 3,
+    });
+    expect(await readStateOf(bob, channelId)).toEqual({
+      id: channelId,
+      kind: 'channel',
+      lastReadMessageId: last.id,
+      lastMessageId: last.id,
+      unread: false,
+      mentionCount: 0,
+    });
+  });
+
+  it('acks only forwards: acking past a mention clears it, an older id changes nothing and tells nobody', async () => {
+    const channelId = uuidv7();
+    const first = await posted(channelId, bob, { user: [alice] });
+    const second = await posted(channelId, bob, { user: [alice] });
+
+    const acked = await ackChannel(alice, channelId, first.id);
+    expect(acked.status).toBe(200);
+    expect(acked.body).toEqual({
+      id: channelId,
+      kind: 'channel',
+      lastReadMessageId: first.id,
+      lastMessageId: second.id,
+      unread: true,
+      mentionCount: 1,
+    });
+    const all = await ackChannel(alice, channelId, second.id);
+    expect(all.body).toMatchObject({ lastReadMessageId: second.id, unread: false, mentionCount: 0 });
+    const back = await ackChannel(alice, channelId, first.id);
+    expect(back.status).toBe(200);
+    expect(back.body).toMatchObject({ lastReadMessageId: second.id, unread: false, mentionCount: 0 });
+    expect(await readStateOf(alice, channelId)).toEqual(all.body);
+    // Two moves, two READ_STATE_UPDATEs for alice's other sessions; the step back announced nothing.
+    expect((await updates(alice)).filter((s) => (s as { id: string }).id === channelId)).toEqual([acked.body, all.body]);
+  });
+
+  it('does not count a mention of a message the user had already read past', async () => {
+    const channelId = uuidv7();
+    const early = channelMessage(channelId, bob);
+    const later = await posted(channelId, bob);
+    expect((await ackChannel(alice, channelId, later.id)).status).toBe(200);
+    const batch = { messageId: early.id, channelId, serverId, authorId: bob.id, via: 'user', excerpt: 'x', createdAt: early.createdAt };
+    await applied(await rs.publish(READ_STATE_SUBJECTS.messageMentioned, { ...batch, userIds: [alice.id] }));
+    expect(await readStateOf(alice, channelId)).toMatchObject({ unread: false, mentionCount: 0 });
+  });
+
+  it('forgets the mention of a deleted message', async () => {
+    const channelId = uuidv7();
+    const message = await posted(channelId, bob, { user: [alice] });
+    expect((await readStateOf(alice, channelId))?.mentionCount).toBe(1);
+    await applied(await rs.publish('guilds.message.deleted', { id: message.id, channelId, serverId }));
+    expect((await readStateOf(alice, channelId))?.mentionCount).toBe(0);
+  });
+
+  it('drops a channel the user can no longer view from the list, asking guilds once for all channels, and refuses its ack with 404', async () => {
+    const [seen, gone] = [uuidv7(), uuidv7()];
+    await posted(seen, bob, { user: [alice] });
+    const message = await posted(gone, bob, { user: [alice] });
+    rs.hidden.add(`${alice.id}:${gone}`);
+    try {
+      const asked = rs.questions.length;
+      const list = await h.call(alice, 'GET', '/v1/users/@me/read-states');
+      expect(list.status).toBe(200);
+      const ids = (list.body as { id: string }[]).map((s) => s.id);
+      expect(ids).toContain(seen);
+      expect(ids).not.toContain(gone);
+      expect(rs.questions.length - asked).toBe(1);
+      expect(rs.questions.at(-1)).toEqual(expect.arrayContaining([seen, gone]));
+
+      const refused = await ackChannel(alice, gone, message.id);
+      expect(refused.status).toBe(404);
+      expect(refused.body).toEqual({ error: 'Channel not found' });
+      const row = await h.runtime.pool.query('SELECT last_read_message_id FROM read_states WHERE user_id = $1 AND target_id = $2', [
+        alice.id,
+        gone,
+      ]);
+      expect(row.rows[0].last_read_message_id).toBeNull();
+    } finally {
+      rs.hidden.delete(`${alice.id}:${gone}`);
+    }
+    expect((await readStateOf(alice, gone))?.mentionCount).toBe(1);
+  });
+
+  it('answers 400 naming the field for a bad message id, 401 without a token, and changes nothing', async () => {
+    const channelId = uuidv7();
+    const bad = await h.call(alice, 'PUT', `/v1/channels/${channelId}/ack`, { messageId: 'nope' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/messageId/);
+    expect((await h.call(alice, 'PUT', `/v1/channels/${channelId}/ack`, {})).status).toBe(400);
+    expect((await h.call(undefined, 'PUT', `/v1/channels/${channelId}/ack`, { messageId: uuidv7() })).status).toBe(401);
+    expect((await h.call(undefined, 'GET', '/v1/users/@me/read-states')).status).toBe(401);
+    const rows = await h.runtime.pool.query('SELECT 1 FROM read_states WHERE target_id = $1', [channelId]);
+    expect(rows.rowCount).toBe(0);
+  });
+});
+
+describe('notification settings decide what counts as a mention', () => {
+  const put = (user: User, body: object) => h.call(user, 'PUT', `/v1/users/@me/notification-settings/${serverId}`, body);
+
+  it('answers the defaults when never set, and stores what is put', async () => {
+    const carol = await h.addUser();
+    const fresh = await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId}`);
+    expect(fresh.status).toBe(200);
+    expect(fresh.body).toEqual({ serverId, level: 'all', muteUntil: null, channels: {} });
+    const channelId = uuidv7();
+    const saved = await put(carol, { level: 'mentions', muteUntil: '2999-01-01T00:00:00.000Z', channels: { [channelId]: 'none' } });
+    expect(saved.status).toBe(200);
+    expect(saved.body).toEqual({ serverId, level: 'mentions', muteUntil: '2999-01-01T00:00:00.000Z', channels: { [channelId]: 'none' } });
+    expect((await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId}`)).body).toEqual(saved.body);
+    for (const body of [{ level: 'loud' }, {}, { level: 'all', channels: { 'not-a-uuid': 'all' } }, { level: 'all', muteUntil: 'soon' }]) {
+      const res = await put(carol, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toEqual(expect.any(String));
+    }
+    expect((await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId}`)).body).toEqual(saved.body);
+  });
+
+  it('level none counts nothing, not even a direct mention', async () => {
+    const carol = await h.addUser();
+    expect((await put(carol, { level: 'none' })).status).toBe(200);
+    const channelId = uuidv7();
+    await posted(channelId, bob, { user: [carol], everyone: [carol] });
+    expect(await readStateOf(carol, channelId)).toBeUndefined();
+  });
+
+  it('a muted server still counts direct mentions and replies, not role or @everyone mentions; once the mute is over all count', async () => {
+    const carol = await h.addUser();
+    expect((await put(carol, { level: 'all', muteUntil: '2999-01-01T00:00:00.000Z' })).status).toBe(200);
+    const channelId = uuidv7();
+    await posted(channelId, bob, { role: [carol] });
+    await posted(channelId, bob, { everyone: [carol] });
+    expect(await readStateOf(carol, channelId)).toBeUndefined();
+    await posted(channelId, bob, { user: [carol] });
+    await posted(channelId, bob, { reply: [carol] });
+    expect((await readStateOf(carol, channelId))?.mentionCount).toBe(2);
+
+    expect((await put(carol, { level: 'all', muteUntil: '2000-01-01T00:00:00.000Z' })).status).toBe(200);
+    await posted(channelId, bob, { everyone: [carol] });
+    expect((await readStateOf(carol, channelId))?.mentionCount).toBe(3);
+  });
+
+  it("a channel's own level wins over the server's", async () => {
+    const carol = await h.addUser();
+    const [quiet, loud] = [uuidv7(), uuidv7()];
+    expect((await put(carol, { level: 'none', channels: { [quiet]: 'none', [loud]: 'mentions' } })).status).toBe(200);
+    await posted(quiet, bob, { user: [carol] });
+    await posted(loud, bob, { user: [carol] });
+    expect(await readStateOf(carol, quiet)).toBeUndefined();
+    expect((await readStateOf(carol, loud))?.mentionCount).toBe(1);
+  });
+});
+
+describe('conversation read states', () => {
+  it('lists every conversation: the others’ messages past the mark count, acking clears them, only participants may ack', async () => {
+    const conversation = await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] });
+    const id = conversation.body.id as string;
+    const sent: string[] = [];
+    for (const content of ['one', 'two']) {
+      const res = await h.call(bob, 'POST', '/v1/dm/messages', { conversationId: id, content });
+      expect(res.status).toBe(201);
+      sent.push(res.body.id as string);
+    }
+    // Bob's own messages are read for him once social's consumer has seen them.
+    await eventually(async () => (await readStateOf(bob, id))?.lastReadMessageId === sent[1]);
+    expect(await readStateOf(bob, id)).toMatchObject({ kind: 'conversation', unread: false, mentionCount: 0 });
+    expect(await readStateOf(alice, id)).toEqual({
+      id,
+      kind: 'conversation',
+      lastReadMessageId: null,
+      lastMessageId: sent[1],
+      unread: true,
+      mentionCount: 2,
+    });
+    const acked = await h.call(alice, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId: sent[0] });
+    expect(acked.status).toBe(200);
+    expect(acked.body).toMatchObject({ lastReadMessageId: sent[0], unread: true, mentionCount: 1 });
+
+    const stranger = await h.addUser();
+    const refused = await h.call(stranger, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId: sent[1] });
+    expect(refused.status).toBe(404);
+    expect(refused.body).toEqual({ error: 'Conversation not found' });
+    expect((await readStateOf(alice, id))?.lastReadMessageId).toBe(sent[0]);
+  });
+});
+
+describe('conversation mentions and blocks', () => {
+  it('does not count the messages of someone the user blocked, which the user does not see', async () => {
+    const [ann, ben, dan] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const group = await h.call(ann, 'POST', '/v1/dm/conversations', { userIds: [ben.id, dan.id] });
+    expect(group.status).toBe(201);
+    expect((await h.call(ann, 'POST', '/v1/friends/block', { userId: dan.id })).status).toBe(201);
+    for (const [user, content] of [
+      [dan, 'hidden from ann'],
+      [ben, 'seen by ann'],
+    ] as const) {
+      expect((await h.call(user, 'POST', '/v1/dm/messages', { conversationId: group.body.id, content })).status).toBe(201);
+    }
+    expect(await readStateOf(ann, group.body.id)).toMatchObject({ unread: true, mentionCount: 1 });
+  });
+});
+
+describe('a consumer that dies after its commit but before its ack', () => {
+  it('applies the mention once: the redelivery is acked without running again', async () => {
+    const name = 'channelMessages';
+    const { durable } = READ_STATE_CONSUMERS[name];
+    const runs = new Map<string, number>();
+    const counting =
+      (apply: ApplyEvent): ApplyEvent =>
+      async (event, tx) => {
+        runs.set(event.id, (runs.get(event.id) ?? 0) + 1);
+        await apply(event, tx);
+      };
+    const channelId = uuidv7();
+    const message = await posted(channelId, bob);
+    await rs.stop(name);
+    const batch = { messageId: message.id, channelId, serverId, authorId: bob.id, via: 'user', excerpt: 'x', createdAt: message.createdAt };
+    const event = await rs.publish(READ_STATE_SUBJECTS.messageMentioned, { ...batch, userIds: [alice.id] });
+
+    const bus = h.runtime.bus;
+    const consumer = await bus.js.consumers.get(bus.name(STREAMS.guilds.name), bus.name(durable));
+    const msg = await consumer.next({ expires: 5_000 });
+    expect(msg?.json<EventEnvelope>().id).toBe(event.id);
+    const envelope: EventEnvelope = { ...msg!.json<EventEnvelope>(), subject: bus.logical(msg!.subject) };
+    expect(await applyOnce(h.runtime.pool, durable, envelope, counting(applierOf(name)))).toBe(true);
+    const info = () => bus.jsm.consumers.info(bus.name(STREAMS.guilds.name), bus.name(durable));
+    const deliveredAtCrash = (await info()).delivered.consumer_seq;
+    // The nak stands in for the crash so that JetStream redelivers now rather than after ack_wait.
+    msg!.nak();
+
+    await rs.start(name, counting);
+    await eventually(async () => {
+      const now = await info();
+      return now.delivered.consumer_seq > deliveredAtCrash && now.ack_floor.stream_seq >= msg!.info.streamSequence;
+    });
+    expect((await info()).num_ack_pending).toBe(0);
+    expect(runs.get(event.id)).toBe(1);
+    expect((await readStateOf(alice, channelId))?.mentionCount).toBe(1);
+    const feed = await h.runtime.pool.query('SELECT 1 FROM notifications WHERE user_id = $1 AND message_id = $2', [alice.id, message.id]);
+    expect(feed.rowCount).toBe(1);
+  });
+});
