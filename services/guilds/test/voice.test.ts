@@ -531,9 +531,9 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
   beforeAll(async () => {
     for (const u of [target, moderator]) expect((await g.call(u, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
   });
-  const moderate = (actor: string, body: Row, serverId = server.id, userId = target) =>
+  const moderate = (actor: string, body: Row, serverId: string = server.id, userId: string = target) =>
     g.call(actor, 'PATCH', `/v1/servers/${serverId}/voice-states/${userId}`, body);
-  const disconnect = (actor: string, serverId = server.id, userId = target) =>
+  const disconnect = (actor: string, serverId: string = server.id, userId: string = target) =>
     g.call(actor, 'DELETE', `/v1/servers/${serverId}/voice-states/${userId}`);
   const nextGrant = async (userId: string) => {
     const res = await g.call(userId, 'POST', '/v1/voice/grant');
@@ -542,8 +542,8 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
   };
   const flagsOf = async (userId: string) =>
     (await g.db.query('SELECT server_mute, server_deaf FROM voice_states WHERE user_id = $1', [userId])).rows[0];
-  async function grantRole(userId: string, ...bits: bigint[]) {
-    const role = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { permissions: toMask(...bits) })).body;
+  async function grantRole(userId: string, bit: bigint) {
+    const role = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { permissions: toMask(bit) })).body;
     expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${userId}/roles/${role.id}`)).status).toBe(204);
   }
 
