@@ -1,6 +1,19 @@
 import { TokenVerifier } from 'livekit-server-sdk';
-import { describe, expect, it } from 'vitest';
-import { api, conversationOnceKnown, newUser } from './helpers.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { GatewayClient } from './gateway-client.ts';
+import { api, conversationOnceKnown, gateway, newUser, type TestUser } from './helpers.ts';
+
+const sockets: GatewayClient[] = [];
+afterAll(() => {
+  for (const s of sockets) s.close();
+});
+
+async function socketOf(user: TestUser): Promise<GatewayClient> {
+  const client = await GatewayClient.connect(gateway, { ip: user.ip });
+  sockets.push(client);
+  await client.identify(user.token);
+  return client;
+}
 
 describe('calls through the gateway', () => {
   it('rings, answers with a media grant for the call room, and ends when both leave', async () => {
@@ -19,5 +32,34 @@ describe('calls through the gateway', () => {
     await api('POST', `/v1/calls/${started.body.id}/leave`, { user: alice });
     const ended = await api('POST', `/v1/calls/${started.body.id}/leave`, { user: bob });
     expect(ended.body).toMatchObject({ state: 'ended', endReason: 'completed' });
+  });
+
+  it('shows the live call on the conversation and leaves call_started and call_ended messages, dispatched as DM_MESSAGE_CREATE', async () => {
+    const [alice, bob] = await Promise.all([newUser('caller'), newUser('callee')]);
+    const conversationId = await conversationOnceKnown(alice, bob);
+    const bobSocket = await socketOf(bob);
+    const conversation = () => api('GET', `/v1/dm/conversations/${conversationId}`, { user: bob });
+    expect((await conversation()).body.call).toBeNull();
+
+    const call = (await api('POST', `/v1/dm/conversations/${conversationId}/call`, { user: alice })).body;
+    const ringing = await conversation();
+    expect(ringing.status).toBe(200);
+    expect(ringing.body.call).toMatchObject({ id: call.id, state: 'ringing', initiatorId: alice.id });
+    const startedFrame = await bobSocket.dispatch('DM_MESSAGE_CREATE', (d) => d.type === 'call_started');
+    expect(startedFrame.d).toMatchObject({ conversationId, senderId: alice.id, content: '', call: { id: call.id, durationSeconds: null } });
+
+    await api('POST', `/v1/calls/${call.id}/accept`, { user: bob });
+    expect((await conversation()).body.call).toMatchObject({ id: call.id, state: 'active' });
+    await api('POST', `/v1/calls/${call.id}/leave`, { user: alice });
+    const ended = (await api('POST', `/v1/calls/${call.id}/leave`, { user: bob })).body;
+    const endedFrame = await bobSocket.dispatch('DM_MESSAGE_CREATE', (d) => d.type === 'call_ended');
+    const duration = Math.round((Date.parse(ended.endedAt) - Date.parse(call.createdAt)) / 1000);
+    expect(endedFrame.d).toMatchObject({ conversationId, senderId: alice.id, call: { id: call.id, durationSeconds: duration } });
+
+    const after = await conversation();
+    expect(after.body.call).toBeNull();
+    expect(after.body.lastMessage).toMatchObject({ id: endedFrame.d.id, type: 'call_ended' });
+    const messages = await api('GET', `/v1/dm/conversations/${conversationId}/messages`, { user: alice });
+    expect(messages.body.map((m: { type: string }) => m.type)).toEqual(['call_ended', 'call_started']);
   });
 });

@@ -121,6 +121,14 @@ export type LinkPreview = z.infer<typeof LinkPreview>;
 /** A message's link previews, filled in by media shortly after it is posted (none until then). */
 export const Embeds = z.array(LinkPreview).max(5).default([]);
 
+/**
+ * What a call's system message points at (`call_started`, `call_missed`, `call_ended`, whose content
+ * is empty like every system message): the call, and on `call_ended` how long it lasted in whole
+ * seconds from its start (ringing) to its end, as Discord counts it; null on the other two.
+ */
+export const MessageCall = z.object({ id: Id, durationSeconds: z.number().int().min(0).nullable() }).meta({ id: 'MessageCall' });
+export type MessageCall = z.infer<typeof MessageCall>;
+
 export const DirectMessage = z
   .object({
     id: Id,
@@ -138,6 +146,8 @@ export const DirectMessage = z
     type: MessageType,
     nonce: MessageNonce.optional(),
     embeds: Embeds,
+    /** Set on call system messages only; absent in events of producers older than the field: null. */
+    call: MessageCall.nullable().default(null),
   })
   .meta({ id: 'DirectMessage' });
 

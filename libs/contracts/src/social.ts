@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Call } from './calls.ts';
 import { Id, PageQuery, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
 import { Attachments, DirectMessage, MessageNonce, PendingFriendRequest } from './records.ts';
@@ -55,6 +56,8 @@ export const Conversation = z
     lastMessage: DirectMessage.nullable(),
     lastActivityAt: Timestamp,
     createdAt: Timestamp,
+    /** The conversation's live call (ringing or active), null when there is none. */
+    call: Call.nullable(),
   })
   .meta({ id: 'Conversation' });
 export type Conversation = z.infer<typeof Conversation>;

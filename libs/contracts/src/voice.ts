@@ -18,6 +18,13 @@ export const VoiceState = z
     channelId: Id,
     selfMute: z.boolean(),
     selfDeaf: z.boolean(),
+    /**
+     * Muted or deafened by a moderator (MUTE_MEMBERS, DEAFEN_MEMBERS), as Discord's `mute` and
+     * `deaf`: the next media grant may not publish, or not subscribe. Kept across moves and joins
+     * within the server while connected; a new connection starts without them.
+     */
+    serverMute: z.boolean(),
+    serverDeaf: z.boolean(),
     joinedAt: Timestamp,
     /** A heartbeat (POST /v1/voice/heartbeat) before this time keeps the state; after it, it ends. */
     expiresAt: Timestamp,
@@ -46,6 +53,12 @@ export const VoiceMoveBody = z.object({ userId: Id, channelId: Id });
 /** A heartbeat may say the member is speaking, which counts as activity for the AFK timeout. Optional. */
 export const VoiceHeartbeatBody = z.object({ speaking: z.literal(true).optional() }).nullish();
 
+/** A moderator's change of a member's voice state (Discord's `mute` and `deaf` of modify-member). */
+export const VoiceModerationBody = z
+  .object({ mute: z.boolean().optional(), deaf: z.boolean().optional() })
+  .refine((b) => b.mute !== undefined || b.deaf !== undefined, { message: 'give mute or deaf' });
+export type VoiceModerationBody = z.infer<typeof VoiceModerationBody>;
+
 export const VoiceStateBody = z
   .object({ selfMute: z.boolean().optional(), selfDeaf: z.boolean().optional() })
   .refine((b) => b.selfMute !== undefined || b.selfDeaf !== undefined, { message: 'give selfMute or selfDeaf' });
@@ -53,8 +66,11 @@ export type VoiceStateBody = z.infer<typeof VoiceStateBody>;
 
 // ---- Events (subject -> payload) ----
 
-/** Why a voice state ended: the user left, joined another channel, stopped heartbeating, or is no longer a member. */
-export const VoiceLeftReason = z.enum(['left', 'switched', 'expired', 'removed']);
+/**
+ * Why a voice state ended: the user left, joined another channel, stopped heartbeating, is no
+ * longer a member, or a moderator disconnected them (MOVE_MEMBERS).
+ */
+export const VoiceLeftReason = z.enum(['left', 'switched', 'expired', 'removed', 'disconnected']);
 export type VoiceLeftReason = z.infer<typeof VoiceLeftReason>;
 
 export const VoiceLeftEventData = z.object({ userId: Id, serverId: Id, channelId: Id, reason: VoiceLeftReason });

@@ -22,16 +22,23 @@ export interface MediaGrant {
   token: string;
 }
 
-export type IssueMediaGrant = (grant: { room: string; identity: string; canPublish: boolean }) => Promise<MediaGrant>;
+/** `canSubscribe` (hearing the others) defaults to true; only a deafened voice member loses it. */
+export type IssueMediaGrant = (grant: {
+  room: string;
+  identity: string;
+  canPublish: boolean;
+  canSubscribe?: boolean;
+}) => Promise<MediaGrant>;
 
 /**
  * LiveKit access tokens signed with the configured key pair (the official server SDK): identity
- * the user id, one room, subscribing always, publishing only when allowed, expiring within minutes.
+ * the user id, one room, subscribing unless told otherwise, publishing only when allowed, expiring
+ * within minutes.
  */
 export function mediaGrantIssuer(config: MediaGrantConfig): IssueMediaGrant {
-  return async ({ room, identity, canPublish }) => {
+  return async ({ room, identity, canPublish, canSubscribe = true }) => {
     const token = new AccessToken(config.LIVEKIT_API_KEY, config.LIVEKIT_API_SECRET, { identity, ttl: config.MEDIA_GRANT_TTL_SECONDS });
-    token.addGrant({ room, roomJoin: true, canSubscribe: true, canPublish, canPublishData: canPublish });
+    token.addGrant({ room, roomJoin: true, canSubscribe, canPublish, canPublishData: canPublish });
     return { url: config.LIVEKIT_URL, token: await token.toJwt() };
   };
 }

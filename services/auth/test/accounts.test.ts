@@ -135,22 +135,40 @@ describe('refresh tokens', () => {
     expect(res.statusCode).toBe(200);
     const next = res.json() as { token: string; refreshToken: string };
     expect(next.refreshToken).not.toBe(pair.refreshToken);
-    expect(decodeJwt(next.token).sid).toBe(decodeJwt(pair.token).sid);
+    const sessionId = decodeJwt(pair.token).sid;
+    expect(decodeJwt(next.token).sid).toBe(sessionId);
     const me = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(next.token) });
     expect(me.statusCode).toBe(200);
+
+    // What the rotation wrote: the session holds exactly the two tokens' SHA-256 hashes, the old
+    // one marked used, the new one fresh and valid 30 days.
+    const hashHex = (token: string) => createHash('sha256').update(token).digest('hex');
     const stored = await runtime.pool.query(
-      `SELECT extract(epoch FROM expires_at - now()) / 86400 AS days FROM refresh_tokens WHERE token_hash = $1`,
-      [createHash('sha256').update(next.refreshToken).digest()],
+      `SELECT encode(token_hash, 'hex') AS hash, used_at IS NOT NULL AS used, extract(epoch FROM expires_at - now()) / 86400 AS days
+       FROM refresh_tokens WHERE session_id = $1 ORDER BY used DESC`,
+      [sessionId],
     );
-    expect(Number(stored.rows[0].days)).toBeCloseTo(30, 1);
-    // The token itself appears in no column of any session or refresh token row, in text or hex.
-    const hex = Buffer.from(next.refreshToken).toString('hex');
-    const plain = await runtime.pool.query(
-      `SELECT (SELECT count(*) FROM refresh_tokens r WHERE strpos(r::text, $1) > 0 OR strpos(r::text, $2) > 0)
-            + (SELECT count(*) FROM sessions s WHERE strpos(s::text, $1) > 0 OR strpos(s::text, $2) > 0) AS n`,
-      [next.refreshToken, hex],
-    );
-    expect(Number(plain.rows[0].n)).toBe(0);
+    expect(stored.rows.map((r) => [r.hash, r.used])).toEqual([
+      [hashHex(pair.refreshToken), true],
+      [hashHex(next.refreshToken), false],
+    ]);
+    expect(Number(stored.rows[1].days)).toBeCloseTo(30, 1);
+
+    // The token itself appears in no column of any session or refresh token row, in text or hex;
+    // the same scan does find the stored hash, so it would find the token were it stored.
+    const rowsContaining = async (needle: string) =>
+      Number(
+        (
+          await runtime.pool.query(
+            `SELECT (SELECT count(*) FROM refresh_tokens r WHERE strpos(r::text, $1) > 0)
+                  + (SELECT count(*) FROM sessions s WHERE strpos(s::text, $1) > 0) AS n`,
+            [needle],
+          )
+        ).rows[0].n,
+      );
+    expect(await rowsContaining(hashHex(next.refreshToken))).toBe(1);
+    expect(await rowsContaining(next.refreshToken)).toBe(0);
+    expect(await rowsContaining(Buffer.from(next.refreshToken).toString('hex'))).toBe(0);
   });
 
   it('presented again answer 401 and revoke the whole session, so the successor stops working too', async () => {

@@ -33,6 +33,10 @@ describe('auth.session.revoked', () => {
     });
     expect(foreign.statusCode).toBe(204);
     expect(await revokedOf(bob.user.id)).toEqual([]);
+    // Nothing of bob's changed: his session stands (what the logout of his own token ends, below for alice).
+    const sessionOf = async (token: string) =>
+      (await runtime.pool.query('SELECT revoked_at FROM sessions WHERE id = $1', [decodeJwt(token).sid])).rows[0];
+    expect(await sessionOf(bob.token)).toEqual({ revoked_at: null });
     const own = await app.inject({
       method: 'POST',
       url: '/v1/auth/logout',
@@ -41,6 +45,7 @@ describe('auth.session.revoked', () => {
     });
     expect(own.statusCode).toBe(204);
     expect(await revokedOf(alice.user.id)).toEqual([{ sessionId: decodeJwt(alice.token).sid, userId: alice.user.id }]);
+    expect(await sessionOf(alice.token)).toEqual({ revoked_at: expect.anything() });
   });
 
   it('is announced when a rotated-out refresh token comes back', async () => {

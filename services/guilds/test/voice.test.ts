@@ -524,3 +524,110 @@ describe('media grants for voice', () => {
     expect(res.body).toEqual({ error: 'You are not connected to a voice channel' });
   });
 });
+
+describe('moderating voice: server mute, server deafen and disconnect', () => {
+  const verifier = new TokenVerifier('devkey', 'secret');
+  const [target, moderator] = [newId(), newId()];
+  beforeAll(async () => {
+    for (const u of [target, moderator]) expect((await g.call(u, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+  });
+  const moderate = (actor: string, body: Row, serverId: string = server.id, userId: string = target) =>
+    g.call(actor, 'PATCH', `/v1/servers/${serverId}/voice-states/${userId}`, body);
+  const disconnect = (actor: string, serverId: string = server.id, userId: string = target) =>
+    g.call(actor, 'DELETE', `/v1/servers/${serverId}/voice-states/${userId}`);
+  const nextGrant = async (userId: string) => {
+    const res = await g.call(userId, 'POST', '/v1/voice/grant');
+    expect(res.status).toBe(200);
+    return (await verifier.verify(res.body.token)).video;
+  };
+  const flagsOf = async (userId: string) =>
+    (await g.db.query('SELECT server_mute, server_deaf FROM voice_states WHERE user_id = $1', [userId])).rows[0];
+  async function grantRole(userId: string, bit: bigint) {
+    const role = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { permissions: toMask(bit) })).body;
+    expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${userId}/roles/${role.id}`)).status).toBe(204);
+  }
+
+  it('server-mutes and deafens: the state, one updated event per change, and the next grant follow it, also after a move', async () => {
+    await join(target, voice.id);
+    const muted = await moderate(owner, { mute: true });
+    expect(muted.status).toBe(200);
+    expect(muted.body).toMatchObject({ userId: target, channelId: voice.id, serverMute: true, serverDeaf: false, selfMute: false });
+    expect(await flagsOf(target)).toEqual({ server_mute: true, server_deaf: false });
+    expect(await nextGrant(target)).toMatchObject({ room: voice.id, canPublish: false, canSubscribe: true });
+
+    expect((await moderate(owner, { deaf: true })).body).toMatchObject({ serverMute: true, serverDeaf: true });
+    expect(await nextGrant(target)).toMatchObject({ canPublish: false, canSubscribe: false });
+    expect((await moderate(owner, { mute: true, deaf: true })).status).toBe(200);
+    const updates = (await eventsWhere('guilds.voice.updated', { userId: target })).map((e) => [e.serverMute, e.serverDeaf]);
+    expect(updates).toEqual([
+      [true, false],
+      [true, true],
+    ]);
+
+    const other = await newVoiceChannel('moderated-move');
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: target, channelId: other.id })).body).toMatchObject({
+      serverMute: true,
+    });
+    expect((await join(target, voice.id)).body.state).toMatchObject({ serverMute: true, serverDeaf: true });
+    expect(await nextGrant(target)).toMatchObject({ room: voice.id, canPublish: false, canSubscribe: false });
+
+    expect((await moderate(owner, { mute: false, deaf: false })).body).toMatchObject({ serverMute: false, serverDeaf: false });
+    expect(await nextGrant(target)).toMatchObject({ canPublish: true, canSubscribe: true });
+    await leave(target);
+  });
+
+  it('needs MUTE_MEMBERS for mute and DEAFEN_MEMBERS for deaf (403), a connected member (400), and hides the server from strangers (404), changing nothing', async () => {
+    await join(target, voice.id);
+    const refused: [string, Row, number, string?, string?][] = [
+      [moderator, { mute: true }, 403],
+      [moderator, { deaf: true }, 403],
+      [owner, { mute: true }, 400, server.id, dave],
+      [owner, {}, 400],
+      [owner, { mute: 'yes' }, 400],
+      [stranger, { mute: true }, 404, privateServer.id],
+      [stranger, { mute: true }, 403],
+    ];
+    for (const [actor, body, status, serverId, userId] of refused) {
+      const res = await moderate(actor, body, serverId, userId);
+      expect(res.status, JSON.stringify([actor, body])).toBe(status);
+      expect(res.body).toEqual({ error: expect.any(String) });
+    }
+    expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: false });
+
+    await grantRole(moderator, Permission.MUTE_MEMBERS);
+    expect((await moderate(moderator, { mute: true })).status).toBe(200);
+    const deafen = await moderate(moderator, { deaf: true });
+    expect(deafen.status).toBe(403);
+    expect(deafen.body).toEqual({ error: 'Missing permission DEAFEN_MEMBERS' });
+    expect(await flagsOf(target)).toEqual({ server_mute: true, server_deaf: false });
+    await grantRole(moderator, Permission.DEAFEN_MEMBERS);
+    expect((await moderate(moderator, { mute: false, deaf: true })).status).toBe(200);
+    expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: true });
+    await moderate(owner, { deaf: false });
+    await leave(target);
+  });
+
+  it('disconnects with MOVE_MEMBERS: the state ends (left "disconnected") and no grant follows; 403 without the bit, 400 when not connected, 404 to strangers', async () => {
+    const room = await newVoiceChannel('disconnect');
+    await join(target, room.id);
+    const denied = await disconnect(moderator);
+    expect(denied.status).toBe(403);
+    expect(denied.body).toEqual({ error: 'Missing permission MOVE_MEMBERS' });
+    expect((await disconnect(stranger, privateServer.id)).status).toBe(404);
+    expect(await stateOf(target)).toMatchObject({ channel_id: room.id });
+
+    await grantRole(moderator, Permission.MOVE_MEMBERS);
+    const res = await disconnect(moderator);
+    expect(res.status).toBe(204);
+    expect(await stateOf(target)).toBeUndefined();
+    expect(await eventsWhere('guilds.voice.left', { userId: target, channelId: room.id })).toEqual([
+      { userId: target, serverId: server.id, channelId: room.id, reason: 'disconnected' },
+    ]);
+    const grant = await g.call(target, 'POST', '/v1/voice/grant');
+    expect(grant.status).toBe(404);
+    expect(grant.body).toEqual({ error: 'You are not connected to a voice channel' });
+    const again = await disconnect(moderator);
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual({ error: 'That member is not connected to a voice channel of this server' });
+  });
+});

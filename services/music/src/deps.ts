@@ -5,4 +5,6 @@ import type { MusicConfig } from './config.ts';
 export interface MusicDeps extends Runtime {
   config: MusicConfig;
   tokens: TokenVerifier;
+  /** The player's clock; the system clock when absent (tests pass one they move by hand). */
+  now?: () => Date;
 }

@@ -1,8 +1,8 @@
 import type { PlayerState } from '@chat/contracts';
 import { createPool } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, describe, expect, it } from 'vitest';
-import { advanceDuePlayers } from '../src/domain/clock.ts';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { advanceDuePlayers, startPlayerClock } from '../src/domain/clock.ts';
 import { startMusicTest } from './harness.ts';
 
 // The clock takes `now` as an argument: every test below says what time it is, none sleeps.
@@ -192,5 +192,28 @@ describe('the queue made explicit', () => {
     expect((await send(outsider, 'DELETE', `/v1/music/${channel.id}/queue/${b}`)).statusCode).toBe(403);
     expect((await send(outsider, 'PATCH', `/v1/music/${channel.id}`, { loop: 'track' })).statusCode).toBe(403);
     expect(names(await state(channel.id))).toEqual(['a', 'b']);
+  });
+});
+
+describe('the running clock', () => {
+  it('rounds every interval at the time its deps say: fake timers drive the interval, the test clock the time', async () => {
+    t.clock.set();
+    const { channel } = await playing(['a', 60], ['b', 30]);
+    // Only the interval is faked: PostgreSQL and NATS keep their real timers.
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const clock = startPlayerClock({ ...clockDeps, now: t.clock.now }, 250);
+      t.clock.advance(59_000);
+      await vi.advanceTimersByTimeAsync(250);
+      t.clock.advance(2_000);
+      expect(names(await state(channel.id))).toEqual(['a', 'b']);
+      await vi.advanceTimersByTimeAsync(250);
+      await clock.stop();
+    } finally {
+      vi.useRealTimers();
+      t.clock.release();
+    }
+    expect(names(await state(channel.id))).toEqual(['b']);
+    expect(await ends(channel.id)).toBe(1);
   });
 });

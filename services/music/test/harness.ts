@@ -10,7 +10,7 @@ import {
   serveRpc,
   startOutboxRelay,
 } from '@chat/kit';
-import { createTestIssuer, createTestRuntime, type TestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, type TestRuntime, until } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
@@ -60,6 +60,32 @@ export class StandInGuilds {
   }
 }
 
+/**
+ * The player's clock in tests: the system's time until a test sets it, then only what the test
+ * says (`set`, `advance`), so pauses, resumes and positions are exact and nothing sleeps.
+ */
+export class TestClock {
+  private fixedMs: number | null = null;
+  readonly now = (): Date => new Date(this.fixedMs ?? Date.now());
+
+  /** Stops the clock at `at` (now by default). */
+  set(at: Date = new Date()): Date {
+    this.fixedMs = at.getTime();
+    return at;
+  }
+
+  /** Moves a stopped clock forward. */
+  advance(ms: number): void {
+    if (this.fixedMs === null) throw new Error('set the clock before advancing it');
+    this.fixedMs += ms;
+  }
+
+  /** Back to the system's time. */
+  release(): void {
+    this.fixedMs = null;
+  }
+}
+
 export interface MusicInstance {
   app: FastifyInstance;
   close(): Promise<void>;
@@ -68,6 +94,8 @@ export interface MusicInstance {
 export interface MusicTest {
   runtime: TestRuntime;
   guilds: StandInGuilds;
+  /** The clock of every instance of this test (the app and each startInstance). */
+  clock: TestClock;
   /** The instance built on the test runtime (closed by close()). */
   app: FastifyInstance;
   /** Another instance on the same database and namespace, with its own pool, bus and relay: a restart. */
@@ -91,14 +119,15 @@ export async function startMusicTest(): Promise<MusicTest> {
   const tokens = issuer.verifier();
   const guilds = new StandInGuilds();
   guilds.serve(runtime);
-  const app = await buildApp({ ...runtime, config, tokens });
+  const clock = new TestClock();
+  const app = await buildApp({ ...runtime, config, tokens, now: clock.now });
 
   async function startInstance(): Promise<MusicInstance> {
     const pool = createPool(runtime.databaseUrl, 5);
     const bus = await connectBus({ url: config.NATS_URL, namespace: runtime.namespace, name: 'music-test-instance', log: runtime.log });
     const relay = startOutboxRelay({ pool, bus, log: runtime.log, pollMs: 200 });
     const checks = runtimeChecks(pool, bus);
-    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens });
+    const instance = await buildApp({ log: runtime.log, pool, bus, relay, checks, config, tokens, now: clock.now });
     return {
       app: instance,
       async close() {
@@ -124,21 +153,22 @@ export async function startMusicTest(): Promise<MusicTest> {
     return events;
   }
 
-  /** Flushes this relay, then waits for another instance's relay to finish rows it has locked. */
+  /** Flushes this relay until no row is unsent (another instance's relay may hold some for a moment). */
   async function allEventsPublished(): Promise<void> {
-    await runtime.relay.flush();
-    for (let attempt = 0; attempt < 100; attempt++) {
-      const { rows } = await runtime.pool.query('SELECT count(*)::int AS unsent FROM outbox WHERE sent_at IS NULL');
-      if (rows[0].unsent === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      await runtime.relay.flush();
-    }
-    throw new Error('outbox still has unsent events');
+    await until(
+      async () => {
+        await runtime.relay.flush();
+        const { rows } = await runtime.pool.query('SELECT count(*)::int AS unsent FROM outbox WHERE sent_at IS NULL');
+        return rows[0].unsent === 0;
+      },
+      { intervalMs: 20, what: 'the outbox has no unsent events' },
+    );
   }
 
   return {
     runtime,
     guilds,
+    clock,
     app,
     startInstance,
     auth: async (userId) => ({ authorization: `Bearer ${await issuer.sign(userId)}` }),

@@ -37,8 +37,6 @@ async function channelPlaying(...urls: string[]) {
   return { channel, target };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('play', () => {
   it('plays at once on an idle player, stores the track and publishes music.player.updated', async () => {
     const channel = t.guilds.voiceChannelWith([alice]);
@@ -156,26 +154,29 @@ describe('skip', () => {
 
 describe('pause and resume', () => {
   it('freezes the position while paused and continues from it on resume', async () => {
+    const start = t.clock.set();
     const { channel, target } = await channelPlaying('https://example.com/a.mp3');
-    await sleep(120);
+    t.clock.advance(1_200);
     const paused = await control(alice, 'pause', target);
 
     expect(paused.statusCode).toBe(200);
     const atPause: PlayerState = paused.json();
     expect(atPause.paused).toBe(true);
-    expect(atPause.current?.positionMs).toBeGreaterThanOrEqual(100);
-    expect(Number((await dbPlayer(channel.id)).paused_position_ms)).toBe(atPause.current?.positionMs);
-    await sleep(200);
-    expect((await state(alice, channel.id)).current?.positionMs).toBe(atPause.current?.positionMs);
+    expect(atPause.current?.startedAt).toBe(start.toISOString());
+    expect(atPause.current?.positionMs).toBe(1_200);
+    expect(Number((await dbPlayer(channel.id)).paused_position_ms)).toBe(1_200);
+    t.clock.advance(5_000);
+    expect((await state(alice, channel.id)).current?.positionMs).toBe(1_200);
 
     const resumed: PlayerState = (await control(alice, 'resume', target)).json();
     expect(resumed.paused).toBe(false);
-    expect(resumed.current?.positionMs).toBeGreaterThanOrEqual(atPause.current?.positionMs ?? 0);
-    expect(resumed.current?.positionMs).toBeLessThan((atPause.current?.positionMs ?? 0) + 150);
-    // The start moved forward by the length of the pause (about 200 ms).
-    const shift = Date.parse(resumed.current?.startedAt ?? '') - Date.parse(atPause.current?.startedAt ?? '');
-    expect(shift).toBeGreaterThanOrEqual(190);
+    expect(resumed.current?.positionMs).toBe(1_200);
+    // The start moved forward by exactly the length of the pause.
+    expect(Date.parse(resumed.current?.startedAt ?? '') - start.getTime()).toBe(5_000);
     expect((await dbPlayer(channel.id)).paused_position_ms).toBeNull();
+    t.clock.advance(300);
+    expect((await state(alice, channel.id)).current?.positionMs).toBe(1_500);
+    t.clock.release();
   });
 
   it('changes nothing and publishes nothing when already in the asked state', async () => {

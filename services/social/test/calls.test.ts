@@ -1,7 +1,7 @@
 import { TokenVerifier } from 'livekit-server-sdk';
 import { afterAll, describe, expect, it } from 'vitest';
 import { callDeps } from '../src/app.ts';
-import { endUnansweredCalls } from '../src/domain/calls.ts';
+import { endUnansweredCalls, leaveCall } from '../src/domain/calls.ts';
 import { createHarness } from './harness.ts';
 
 const h = await createHarness();
@@ -133,5 +133,92 @@ describe('a retried ring', () => {
     expect(retried.json().id).toBe(first.json().id);
     const rows = await h.runtime.pool.query('SELECT count(*)::int AS n FROM calls WHERE conversation_id = $1', [id]);
     expect(rows.rows[0].n).toBe(1);
+  });
+});
+
+describe('the messages a call leaves in its conversation', () => {
+  const messagesOf = async (user: User, conversationId: string) =>
+    (await h.call(user, 'GET', `/v1/dm/conversations/${conversationId}/messages`)).body as {
+      id: string;
+      type: string;
+      senderId: string;
+      content: string;
+      call: { id: string; durationSeconds: number | null } | null;
+    }[];
+  const createdEventsOf = async (conversationId: string) =>
+    (await h.events('social.dm.created'))
+      .map((e) => e.data as { message: { conversationId: string; type: string; call: unknown }; participantIds: string[] })
+      .filter((e) => e.message.conversationId === conversationId);
+
+  it('posts call_started on ringing and call_ended with the duration from start to end, each a DM created event', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    const call = (await ring(alice, id)).body;
+    const [started] = await messagesOf(bob, id);
+    expect(started).toMatchObject({ type: 'call_started', senderId: alice.id, content: '', call: { id: call.id, durationSeconds: null } });
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await act(alice, call.id, 'leave')).status).toBe(200);
+    // The last one out leaves 75.4 s after the ring, on the domain's own clock.
+    const later = { ...callDeps(h.deps), now: () => new Date(Date.parse(call.createdAt) + 75_400) };
+    const ended = await leaveCall(later, { userId: bob.id, requestId: 'test', log: h.deps.log }, call.id);
+    expect(ended).toMatchObject({ state: 'ended', endReason: 'completed' });
+
+    const messages = await messagesOf(alice, id);
+    expect(messages.map((m) => m.type)).toEqual(['call_ended', 'call_started']);
+    expect(messages[0]).toMatchObject({ senderId: alice.id, content: '', call: { id: call.id, durationSeconds: 75 } });
+    const events = await createdEventsOf(id);
+    expect(events.map((e) => [e.message.type, e.message.call, [...e.participantIds].sort()])).toEqual([
+      ['call_started', { id: call.id, durationSeconds: null }, [alice.id, bob.id].sort()],
+      ['call_ended', { id: call.id, durationSeconds: 75 }, [alice.id, bob.id].sort()],
+    ]);
+    const conv = (await h.call(bob, 'GET', `/v1/dm/conversations/${id}`)).body;
+    expect(conv.lastMessage).toMatchObject({ id: messages[0]?.id, type: 'call_ended' });
+  });
+
+  it('posts call_missed when the ringing times out, once across two clocks, and when the one rung declines', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    const timedOut = (await ring(alice, id)).body;
+    const after = new Date(Date.parse(timedOut.createdAt) + 31_000);
+    await Promise.all([endUnansweredCalls(callDeps(h.deps), after), endUnansweredCalls(callDeps(h.deps), after)]);
+    const declined = (await ring(bob, id)).body;
+    expect((await act(alice, declined.id, 'decline')).status).toBe(200);
+
+    const messages = (await messagesOf(alice, id)).map((m) => [m.type, m.senderId, m.call]);
+    expect(messages).toEqual([
+      ['call_missed', bob.id, { id: declined.id, durationSeconds: null }],
+      ['call_started', bob.id, { id: declined.id, durationSeconds: null }],
+      ['call_missed', alice.id, { id: timedOut.id, durationSeconds: null }],
+      ['call_started', alice.id, { id: timedOut.id, durationSeconds: null }],
+    ]);
+    expect((await createdEventsOf(id)).map((e) => e.message.type)).toEqual(['call_started', 'call_missed', 'call_started', 'call_missed']);
+  });
+
+  it('writes nothing when the ring is refused', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    expect((await ring(alice, id)).status).toBe(201);
+    expect((await ring(bob, id)).status).toBe(409);
+    expect((await messagesOf(alice, id)).map((m) => m.type)).toEqual(['call_started']);
+  });
+});
+
+describe('the live call of a conversation', () => {
+  it('is shown while it rings and is active, to every participant, in the conversation and the list, and null once ended', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    const get = async (user: User) => (await h.call(user, 'GET', `/v1/dm/conversations/${id}`)).body;
+    const listed = async (user: User) =>
+      ((await h.call(user, 'GET', '/v1/dm/conversations')).body as { id: string; call: unknown }[]).find((c) => c.id === id);
+    expect((await get(alice)).call).toBeNull();
+    const call = (await ring(alice, id)).body;
+    expect((await get(bob)).call).toMatchObject({ id: call.id, state: 'ringing', initiatorId: alice.id });
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await get(alice)).call).toMatchObject({ id: call.id, state: 'active' });
+    expect((await listed(bob))?.call).toMatchObject({ id: call.id, state: 'active' });
+    await act(alice, call.id, 'leave');
+    await act(bob, call.id, 'leave');
+    expect((await get(alice)).call).toBeNull();
+    expect((await listed(alice))?.call).toBeNull();
   });
 });

@@ -37,6 +37,7 @@ describe('conversations', () => {
       lastMessage: null,
       lastActivityAt: expect.any(String),
       createdAt: expect.any(String),
+      call: null,
     });
     expect(created.body.participants).toHaveLength(2);
 
@@ -141,6 +142,7 @@ describe('sending messages', () => {
       reactions: {},
       type: 'default',
       embeds: [],
+      call: null,
     });
     expect(await rows('SELECT sender_id, content FROM direct_messages WHERE id = $1', [res.body.id])).toEqual([
       { sender_id: alice.id, content: 'hi bob' },

@@ -1,7 +1,16 @@
 import { z } from 'zod';
-import { ServerParams } from '../guilds.ts';
+import { MemberParams, ServerParams } from '../guilds.ts';
 import { defineRoute } from '../route.ts';
-import { MediaGrant, VoiceHeartbeatBody, VoiceJoinBody, VoiceJoinReply, VoiceMoveBody, VoiceState, VoiceStateBody } from '../voice.ts';
+import {
+  MediaGrant,
+  VoiceHeartbeatBody,
+  VoiceJoinBody,
+  VoiceJoinReply,
+  VoiceModerationBody,
+  VoiceMoveBody,
+  VoiceState,
+  VoiceStateBody,
+} from '../voice.ts';
 
 /**
  * Voice states (guilds service): who is connected to which voice channel. Paths follow DESIGN.md's
@@ -33,7 +42,7 @@ export const voiceRoutes = {
     path: '/v1/voice/grant',
     service: g,
     summary:
-      "A fresh media grant for the caller's current voice channel, as the voice state says now (after a move, the new room; publishing only with SPEAK)",
+      "A fresh media grant for the caller's current voice channel, as the voice state says now (after a move, the new room; publishing only with SPEAK and without serverMute, subscribing only without serverDeaf)",
     status: 200,
     response: MediaGrant,
     errors: NOT_CONNECTED,
@@ -79,6 +88,37 @@ export const voiceRoutes = {
       400: 'Invalid input, a text channel, or the member is not connected in that server',
       403: 'Missing MOVE_MEMBERS in the source or the target channel',
       404: 'Unknown channel, or not visible to the caller',
+    },
+  }),
+  moderateVoiceState: defineRoute({
+    method: 'PATCH',
+    path: '/v1/servers/:serverId/voice-states/:userId',
+    service: g,
+    summary:
+      "Server-mute (`mute`, MUTE_MEMBERS) or server-deafen (`deaf`, DEAFEN_MEMBERS) a connected member, as Discord's modify-member; the state's serverMute/serverDeaf, and the member's next media grant, follow",
+    params: MemberParams,
+    body: VoiceModerationBody,
+    status: 200,
+    response: VoiceState,
+    errors: {
+      400: 'Invalid input, or the member is not connected in this server',
+      403: 'Missing MUTE_MEMBERS or DEAFEN_MEMBERS in the channel the member is in, or not a member of this public server',
+      404: 'Unknown server, or not visible to the caller',
+    },
+  }),
+  disconnectVoiceState: defineRoute({
+    method: 'DELETE',
+    path: '/v1/servers/:serverId/voice-states/:userId',
+    service: g,
+    summary:
+      "Disconnect a member from voice (MOVE_MEMBERS in their channel; Discord's move to no channel): their state ends (guilds.voice.left, reason `disconnected`) and they get no grant until they join again",
+    params: MemberParams,
+    status: 204,
+    response: null,
+    errors: {
+      400: 'The member is not connected in this server',
+      403: 'Missing MOVE_MEMBERS in the channel the member is in, or not a member of this public server',
+      404: 'Unknown server, or not visible to the caller',
     },
   }),
   listVoiceStates: defineRoute({

@@ -8,11 +8,13 @@ type VoiceStateRow = {
   channel_id: string;
   self_mute: boolean;
   self_deaf: boolean;
+  server_mute: boolean;
+  server_deaf: boolean;
   joined_at: string;
   expires_at: string;
 };
 
-const COLUMNS = 'v.user_id, v.server_id, v.channel_id, v.self_mute, v.self_deaf, v.joined_at, v.expires_at';
+const COLUMNS = 'v.user_id, v.server_id, v.channel_id, v.self_mute, v.self_deaf, v.server_mute, v.server_deaf, v.joined_at, v.expires_at';
 const RETURNING = COLUMNS.replaceAll('v.', '');
 
 /**
@@ -27,6 +29,8 @@ const toVoiceState = (r: VoiceStateRow): VoiceState => ({
   channelId: r.channel_id,
   selfMute: r.self_mute,
   selfDeaf: r.self_deaf,
+  serverMute: r.server_mute,
+  serverDeaf: r.server_deaf,
   joinedAt: r.joined_at,
   expiresAt: r.expires_at,
 });
@@ -71,7 +75,10 @@ export async function lockChannels(db: Queryable, channelIds: readonly string[])
   return new Map(rows.map((r) => [r.id, toChannel(r)]));
 }
 
-/** Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf). */
+/**
+ * Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf,
+ * and a moderator's serverMute/serverDeaf while they stay in the same server).
+ */
 export async function upsertVoiceState(
   db: Queryable,
   s: { userId: string; serverId: string; channelId: string; ttlSeconds: number },
@@ -81,7 +88,9 @@ export async function upsertVoiceState(
     `INSERT INTO voice_states (user_id, server_id, channel_id, expires_at)
      VALUES ($1, $2, $3, now() + make_interval(secs => $4))
      ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
-       joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now()
+       joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now(),
+       server_mute = voice_states.server_mute AND voice_states.server_id = EXCLUDED.server_id,
+       server_deaf = voice_states.server_deaf AND voice_states.server_id = EXCLUDED.server_id
      RETURNING ${RETURNING}`,
     [s.userId, s.serverId, s.channelId, s.ttlSeconds],
   );
@@ -120,6 +129,20 @@ export async function setSelfFlags(db: Queryable, userId: string, flags: { selfM
     db,
     `UPDATE voice_states SET self_mute = $2, self_deaf = $3, last_active_at = now() WHERE user_id = $1 RETURNING ${RETURNING}`,
     [userId, flags.selfMute, flags.selfDeaf],
+  );
+  return toVoiceState(row!);
+}
+
+/** A moderator's server mute and deafen of a user's state. */
+export async function setServerFlags(
+  db: Queryable,
+  userId: string,
+  flags: { serverMute: boolean; serverDeaf: boolean },
+): Promise<VoiceState> {
+  const row = await maybeOne<VoiceStateRow>(
+    db,
+    `UPDATE voice_states SET server_mute = $2, server_deaf = $3 WHERE user_id = $1 RETURNING ${RETURNING}`,
+    [userId, flags.serverMute, flags.serverDeaf],
   );
   return toVoiceState(row!);
 }

@@ -6,6 +6,7 @@ import {
   VOICE_EVENTS,
   type VoiceJoinReply,
   type VoiceLeftReason,
+  type VoiceModerationBody,
   type VoiceState,
   type VoiceStateBody,
 } from '@chat/contracts';
@@ -30,6 +31,7 @@ import {
   refreshVoiceState,
   type StoredVoiceState,
   setSelfFlags,
+  setServerFlags,
   upsertVoiceState,
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
@@ -78,21 +80,32 @@ export async function joinVoice(d: Domain, ctx: Ctx, channelId: string): Promise
   // Checked first: a join that cannot hand out its grant must not happen at all.
   if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
   const joined = await enterVoice(d, ctx, channelId);
-  return { ...joined, grant: await grantFor(d, ctx.userId, joined.channel.id) };
+  return { ...joined, grant: await grantFor(d, joined.state) };
 }
 
-/** A fresh grant for the room of the caller's voice state as it is now (a move changes the room). */
+/**
+ * A fresh grant for the room of the caller's voice state as it is now (a move changes the room, a
+ * moderator's mute or deafen what it allows); none after a disconnect (404).
+ */
 export async function voiceGrant(d: Domain, ctx: Ctx): Promise<MediaGrant> {
-  const state = await findVoiceStateForUpdate(d.pool, ctx.userId);
-  if (!state || state.endedReason !== null) throw notConnected();
-  return grantFor(d, ctx.userId, state.channelId);
+  const state = counting(await findVoiceStateForUpdate(d.pool, ctx.userId));
+  if (!state) throw notConnected();
+  return grantFor(d, state);
 }
 
-/** The media grant of a voice channel's room: publishing (speaking) only with SPEAK there now. */
-async function grantFor(d: Domain, userId: string, channelId: string): Promise<MediaGrant> {
+/**
+ * The media grant of the state's room: publishing (speaking) only with SPEAK there now and not
+ * server-muted; subscribing (hearing) unless server-deafened.
+ */
+async function grantFor(d: Domain, state: VoiceState): Promise<MediaGrant> {
   if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
-  const access = await channelAccess(d.pool, channelId, userId);
-  return d.issueMediaGrant({ room: channelId, identity: userId, canPublish: has(access.channelPermissions, Permission.SPEAK) });
+  const access = await channelAccess(d.pool, state.channelId, state.userId);
+  return d.issueMediaGrant({
+    room: state.channelId,
+    identity: state.userId,
+    canPublish: has(access.channelPermissions, Permission.SPEAK) && !state.serverMute,
+    canSubscribe: !state.serverDeaf,
+  });
 }
 
 function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {
@@ -225,6 +238,50 @@ export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelI
     await emitEvent(tx, ctx.requestId, 'guilds.voice.moved', { ...state, fromChannelId: current.channelId, movedBy: ctx.userId });
     await deleteIfEmptyTemporary(tx, ctx.requestId, current.channelId);
     return state;
+  });
+}
+
+/**
+ * A connected member of the server, under their voice lock, and the caller's permissions in the
+ * channel they are in: what a moderator's change needs (as Discord checks them: in that channel).
+ */
+async function moderatedState(tx: Queryable, ctx: Ctx, serverId: string, userId: string): Promise<{ state: VoiceState; mask: bigint }> {
+  await memberAccess(tx, serverId, ctx.userId);
+  await lockUserVoice(tx, userId);
+  const state = counting(await findVoiceStateForUpdate(tx, userId));
+  if (!state || state.serverId !== serverId) throw badRequest('That member is not connected to a voice channel of this server');
+  const channel = await loadChannelAccess(tx, state.channelId, ctx.userId);
+  return { state, mask: channel?.channelPermissions ?? 0n };
+}
+
+/**
+ * Server-mutes or server-deafens a connected member (MUTE_MEMBERS for `mute`, DEAFEN_MEMBERS for
+ * `deaf`); a change is a guilds.voice.updated event, and their next grant follows it.
+ */
+export function moderateVoiceState(d: Domain, ctx: Ctx, serverId: string, userId: string, body: VoiceModerationBody): Promise<VoiceState> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const { state, mask } = await moderatedState(tx, ctx, serverId, userId);
+    if (body.mute !== undefined) requirePermission(mask, Permission.MUTE_MEMBERS, 'MUTE_MEMBERS');
+    if (body.deaf !== undefined) requirePermission(mask, Permission.DEAFEN_MEMBERS, 'DEAFEN_MEMBERS');
+    const flags = { serverMute: body.mute ?? state.serverMute, serverDeaf: body.deaf ?? state.serverDeaf };
+    if (flags.serverMute === state.serverMute && flags.serverDeaf === state.serverDeaf) return state;
+    const updated = await setServerFlags(tx, userId, flags);
+    await emitEvent(tx, ctx.requestId, 'guilds.voice.updated', updated);
+    return updated;
+  });
+}
+
+/**
+ * Disconnects a member from voice (MOVE_MEMBERS in their channel, as Discord's move to no channel):
+ * the state ends with guilds.voice.left `disconnected`, and an emptied temporary channel goes.
+ */
+export function disconnectMember(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  return withRetryingTx(d.pool, async (tx) => {
+    const { state, mask } = await moderatedState(tx, ctx, serverId, userId);
+    requirePermission(mask, Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
+    await deleteVoiceState(tx, userId);
+    await emitLeft(tx, ctx.requestId, state, 'disconnected');
+    await deleteIfEmptyTemporary(tx, ctx.requestId, state.channelId);
   });
 }
 

@@ -20,7 +20,6 @@ interface PlayerRow extends Record<string, unknown> {
   server_id: string;
   started_at: string | null;
   paused_position_ms: number | null;
-  position_ms: number | null;
   volume: number;
   version: number;
   loop: LoopMode;
@@ -37,14 +36,16 @@ interface TrackRow extends Record<string, unknown> {
   duration_ms: string | null;
 }
 
-// clock_timestamp(), not now(): a control may have waited for the row lock, and the track starts
-// (or pauses) when the statement runs, not when its transaction began.
-const POSITION_MS = `CASE
+/**
+ * The position at `now` (a parameter: the domain's clock, read after the player's lock was taken,
+ * so a control that waited for the lock acts when it runs): frozen while paused, else time since
+ * the start.
+ */
+const positionMs = (now: string) => `CASE
   WHEN paused_position_ms IS NOT NULL THEN paused_position_ms
-  WHEN started_at IS NOT NULL THEN greatest(0, floor(extract(epoch FROM clock_timestamp() - started_at) * 1000))::bigint
+  WHEN started_at IS NOT NULL THEN greatest(0, floor(extract(epoch FROM ${now}::timestamptz - started_at) * 1000))::bigint
 END`;
-const PLAYER_COLUMNS = `channel_id, server_id, started_at, paused_position_ms, volume, version, loop, shuffle, ends_at,
-  ${POSITION_MS} AS position_ms`;
+const PLAYER_COLUMNS = 'channel_id, server_id, started_at, paused_position_ms, volume, version, loop, shuffle, ends_at';
 const TRACK_COLUMNS = 'id, url, title, requested_by, added_at, duration_ms';
 const PLAY_ORDER = 'ORDER BY sort_key, seq';
 
@@ -81,9 +82,13 @@ function toLockedPlayer(row: PlayerRow): LockedPlayer {
   };
 }
 
-/** The whole state of a channel's player, or undefined when it never had one. */
-export async function readPlayerState(db: Queryable, channelId: string): Promise<PlayerState | undefined> {
-  const row = await maybeOne<PlayerRow>(db, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1`, [channelId]);
+/** The whole state of a channel's player at `now`, or undefined when it never had one. */
+export async function readPlayerState(db: Queryable, channelId: string, now: Date): Promise<PlayerState | undefined> {
+  const row = await maybeOne<PlayerRow & { position_ms: number | null }>(
+    db,
+    `SELECT ${PLAYER_COLUMNS}, ${positionMs('$2')} AS position_ms FROM players WHERE channel_id = $1`,
+    [channelId, now],
+  );
   if (!row) return undefined;
   const tracks = (await listTracks(db, channelId)).map(toTrack);
   // An idle player may hold queued tracks (POST /v1/music/queue): then all of them are upcoming.
@@ -167,12 +172,9 @@ export async function deleteAllTracks(tx: Queryable, channelId: string): Promise
   await exec(tx, 'DELETE FROM tracks WHERE channel_id = $1', [channelId]);
 }
 
-/** The (new) first track starts, unpaused: now, or (for the clock) right when the previous one ended. */
-export async function startCurrentTrack(tx: Queryable, channelId: string, at: Date | null = null): Promise<void> {
-  await exec(tx, 'UPDATE players SET started_at = coalesce($2, clock_timestamp()), paused_position_ms = NULL WHERE channel_id = $1', [
-    channelId,
-    at,
-  ]);
+/** The (new) first track starts, unpaused, `at`: now, or (for the clock) right when the previous one ended. */
+export async function startCurrentTrack(tx: Queryable, channelId: string, at: Date): Promise<void> {
+  await exec(tx, 'UPDATE players SET started_at = $2, paused_position_ms = NULL WHERE channel_id = $1', [channelId, at]);
 }
 
 /**
@@ -204,18 +206,18 @@ export async function markIdle(tx: Queryable, channelId: string): Promise<void> 
   await exec(tx, 'UPDATE players SET started_at = NULL, paused_position_ms = NULL WHERE channel_id = $1', [channelId]);
 }
 
-/** Freezes the position where it is now. */
-export async function pauseCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, `UPDATE players SET paused_position_ms = ${POSITION_MS} WHERE channel_id = $1`, [channelId]);
+/** Freezes the position where it is at `now`. */
+export async function pauseCurrentTrack(tx: Queryable, channelId: string, now: Date): Promise<void> {
+  await exec(tx, `UPDATE players SET paused_position_ms = ${positionMs('$2')} WHERE channel_id = $1`, [channelId, now]);
 }
 
 /** Moves the start time forward by the pause, so that position = now - started_at holds again. */
-export async function resumeCurrentTrack(tx: Queryable, channelId: string): Promise<void> {
+export async function resumeCurrentTrack(tx: Queryable, channelId: string, now: Date): Promise<void> {
   await exec(
     tx,
-    `UPDATE players SET started_at = clock_timestamp() - paused_position_ms * interval '1 millisecond', paused_position_ms = NULL
+    `UPDATE players SET started_at = $2::timestamptz - paused_position_ms * interval '1 millisecond', paused_position_ms = NULL
      WHERE channel_id = $1`,
-    [channelId],
+    [channelId, now],
   );
 }
 

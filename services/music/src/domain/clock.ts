@@ -1,6 +1,6 @@
 import { withTx } from '@chat/kit';
 import * as players from '../db/players.ts';
-import { advanceQueue, commitChange, type PlayerDeps } from './player.ts';
+import { advanceQueue, clockOf, commitChange, type PlayerDeps } from './player.ts';
 
 /** Players handled per round; the rest wait for the next round (a few hundred milliseconds). */
 const BATCH = 50;
@@ -22,7 +22,7 @@ export async function advanceDuePlayers(deps: PlayerDeps, now: Date): Promise<nu
       for (let i = 0; endsAt !== null && endsAt <= now && i < MAX_ENDS_PER_ROUND; i++) {
         const ended = await players.findCurrentTrack(tx, player.channelId);
         await advanceQueue(tx, player, { endedBy: 'clock', at: endsAt });
-        const state = await commitChange(tx, player.channelId, 'ended', ended?.requestedBy ?? player.channelId);
+        const state = await commitChange(tx, player.channelId, 'ended', ended?.requestedBy ?? player.channelId, now);
         endsAt = state.current ? await currentEnd(tx, player.channelId) : null;
         handled++;
       }
@@ -35,11 +35,16 @@ async function currentEnd(tx: Parameters<typeof players.refreshEndsAt>[0], chann
   return players.refreshEndsAt(tx, channelId);
 }
 
-/** Runs the clock every `intervalMs` until stopped; a failed round is logged and the next one tries again. */
-export function startPlayerClock(deps: PlayerDeps, intervalMs = 250, now: () => Date = () => new Date()): { stop(): Promise<void> } {
+/**
+ * Runs the clock every `intervalMs` until stopped, at the time its deps' clock says; a failed round
+ * is logged and the next one tries again.
+ */
+export function startPlayerClock(deps: PlayerDeps, intervalMs = 250): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   const timer = setInterval(() => {
-    running = running.then(() => advanceDuePlayers(deps, now())).catch((err) => deps.log?.error({ err }, 'player clock round failed'));
+    running = running
+      .then(() => advanceDuePlayers(deps, clockOf(deps)))
+      .catch((err) => deps.log?.error({ err }, 'player clock round failed'));
   }, intervalMs);
   return {
     async stop() {

@@ -24,24 +24,32 @@ export interface PlayerDeps {
   pool: Pool;
   bus: Bus;
   log?: Logger;
+  /** The player's clock: what time it is for starts, pauses, resumes and positions (tests set it). */
+  now?: () => Date;
 }
 
-/** A change to a locked player; answers false when there was nothing to change (no event then). */
-type Change = (tx: Queryable, player: players.LockedPlayer) => Promise<boolean>;
+/** What time it is for the player: its deps' clock, else the system's. */
+export const clockOf = (deps: Pick<PlayerDeps, 'now'>): Date => deps.now?.() ?? new Date();
+
+/**
+ * A change to a locked player at `now` (read once the lock is held); answers false when there was
+ * nothing to change (no event then).
+ */
+type Change = (tx: Queryable, player: players.LockedPlayer, now: Date) => Promise<boolean>;
 
 /** The channel's player as a member of its server sees it; idle when nothing was ever played. */
 export async function getPlayer(deps: PlayerDeps, ctx: RequestContext, channelId: string): Promise<PlayerState> {
   const access = await requestRpc(deps.bus, VoiceAccessRpc, { channelId, userId: ctx.userId }, { requestId: ctx.requestId });
   assertCanListen(access);
-  return (await players.readPlayerState(deps.pool, channelId)) ?? idlePlayer(channelId, access.channel.serverId);
+  return (await players.readPlayerState(deps.pool, channelId, clockOf(deps))) ?? idlePlayer(channelId, access.channel.serverId);
 }
 
 /** Enqueues a track; when the player is idle it becomes the current track at once. */
 export async function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody): Promise<PlayerState> {
   const durationMs = await trackDurationMs(deps, body, ctx.requestId);
-  return control(deps, ctx, body, 'play', async (tx, player) => {
+  return control(deps, ctx, body, 'play', async (tx, player, now) => {
     await enqueue(tx, ctx, body, durationMs);
-    if (!player.playing) await players.startCurrentTrack(tx, body.channelId);
+    if (!player.playing) await players.startCurrentTrack(tx, body.channelId, now);
     return true;
   });
 }
@@ -94,29 +102,29 @@ export function setModes(deps: PlayerDeps, ctx: RequestContext, channelId: strin
  * that two people pressing skip on the same track skip it once: the second sees a stale track.
  */
 export async function skip(deps: PlayerDeps, ctx: RequestContext, body: SkipBody): Promise<void> {
-  await control(deps, ctx, body, 'skip', async (tx, player) => {
+  await control(deps, ctx, body, 'skip', async (tx, player, now) => {
     const current = await players.findCurrentTrack(tx, body.channelId);
     const stillCurrent = current && current.url === body.url && (body.trackId === undefined || body.trackId === current.id);
     if (!stillCurrent) throw conflict('That track is no longer playing');
-    await advanceQueue(tx, player, { endedBy: 'skip', at: null });
+    await advanceQueue(tx, player, { endedBy: 'skip', at: now });
     return true;
   });
 }
 
 export function pause(deps: PlayerDeps, ctx: RequestContext, target: PlayerTarget): Promise<PlayerState> {
-  return control(deps, ctx, target, 'pause', async (tx, player) => {
+  return control(deps, ctx, target, 'pause', async (tx, player, now) => {
     assertPlaying(player);
     if (player.paused) return false;
-    await players.pauseCurrentTrack(tx, target.channelId);
+    await players.pauseCurrentTrack(tx, target.channelId, now);
     return true;
   });
 }
 
 export function resume(deps: PlayerDeps, ctx: RequestContext, target: PlayerTarget): Promise<PlayerState> {
-  return control(deps, ctx, target, 'resume', async (tx, player) => {
+  return control(deps, ctx, target, 'resume', async (tx, player, now) => {
     assertPlaying(player);
     if (!player.paused) return false;
-    await players.resumeCurrentTrack(tx, target.channelId);
+    await players.resumeCurrentTrack(tx, target.channelId, now);
     return true;
   });
 }
@@ -160,8 +168,9 @@ async function control(
   assertCanControl(access, ctx.userId, target);
   return withTx(deps.pool, async (tx) => {
     const player = await players.lockPlayer(tx, target.channelId, access.channel.serverId);
-    const changed = await change(tx, player);
-    return changed ? commitChange(tx, target.channelId, action, ctx.userId, ctx.requestId) : readState(tx, target.channelId);
+    const now = clockOf(deps);
+    const changed = await change(tx, player, now);
+    return changed ? commitChange(tx, target.channelId, action, ctx.userId, now, ctx.requestId) : readState(tx, target.channelId, now);
   });
 }
 
@@ -171,28 +180,29 @@ export async function commitChange(
   channelId: string,
   action: PlayerAction,
   actorId: string,
+  now: Date,
   requestId?: string,
 ): Promise<PlayerState> {
   await players.refreshEndsAt(tx, channelId);
   await players.markChanged(tx, channelId);
-  const state = await readState(tx, channelId);
+  const state = await readState(tx, channelId, now);
   const event: PlayerUpdatedEvent = { action, actorId, player: state };
   await enqueueEvent(tx, MUSIC_SUBJECTS.playerUpdated, event, requestId);
   return state;
 }
 
 // lockPlayer created the row when it was missing, so there is a state to read.
-const readState = async (tx: Queryable, channelId: string) => (await players.readPlayerState(tx, channelId)) as PlayerState;
+const readState = async (tx: Queryable, channelId: string, now: Date) => (await players.readPlayerState(tx, channelId, now)) as PlayerState;
 
 /**
  * Moves past the current track, by a skip or because it ended (`at`: when it ended, so the next
- * one starts exactly then; null for now). Track loop replays an ended track; queue loop puts the
+ * one starts exactly then; for a skip, now). Track loop replays an ended track; queue loop puts the
  * finished track back at the end; shuffle picks the next one at random.
  */
 export async function advanceQueue(
   tx: Queryable,
   player: players.LockedPlayer,
-  how: { endedBy: 'skip' | 'clock'; at: Date | null },
+  how: { endedBy: 'skip' | 'clock'; at: Date },
 ): Promise<void> {
   const { channelId } = player;
   const current = await players.findCurrentTrack(tx, channelId);

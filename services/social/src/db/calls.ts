@@ -54,12 +54,13 @@ export async function findCall(db: Queryable, id: string, options: { lock?: bool
   return row && toCall(row);
 }
 
-/** The live call of a conversation, if any. */
-export async function findLiveCall(db: Queryable, conversationId: string): Promise<Call | undefined> {
-  const row = await maybeOne<CallRow>(db, `SELECT ${COLUMNS} FROM calls c WHERE c.conversation_id = $1 AND c.state <> 'ended'`, [
-    conversationId,
+/** The live calls (at most one each) of these conversations, in one query. */
+export async function liveCallsOf(db: Queryable, conversationIds: string[]): Promise<Call[]> {
+  if (conversationIds.length === 0) return [];
+  const rows = await many<CallRow>(db, `SELECT ${COLUMNS} FROM calls c WHERE c.conversation_id = ANY($1::uuid[]) AND c.state <> 'ended'`, [
+    conversationIds,
   ]);
-  return row && toCall(row);
+  return rows.map(toCall);
 }
 
 export async function setParticipantState(tx: Queryable, callId: string, userId: string, state: Call['participants'][number]['state']) {
@@ -79,11 +80,17 @@ export async function markEnded(tx: Queryable, callId: string, now: Date, reason
   await exec(tx, "UPDATE calls SET state = 'ended', ended_at = $2, end_reason = $3 WHERE id = $1", [callId, now, reason]);
 }
 
-/** Ringing calls whose time is up, locked; those another replica holds are skipped (it ends them). */
+/**
+ * Ringing calls whose time is up, locked with their conversation (where the missed call's message
+ * goes). Rows another transaction holds are skipped, never waited for: another replica ends them,
+ * or a message being sent delays them to the next round; so the clock cannot deadlock with a ring.
+ */
 export async function lockUnansweredCalls(tx: Queryable, now: Date, limit: number): Promise<string[]> {
   const rows = await many<{ id: string }>(
     tx,
-    "SELECT id FROM calls WHERE state = 'ringing' AND ring_expires_at <= $1 ORDER BY ring_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+    `SELECT c.id FROM calls c JOIN conversations v ON v.id = c.conversation_id
+     WHERE c.state = 'ringing' AND c.ring_expires_at <= $1 ORDER BY c.ring_expires_at LIMIT $2
+     FOR UPDATE OF c SKIP LOCKED FOR NO KEY UPDATE OF v SKIP LOCKED`,
     [now, limit],
   );
   return rows.map((r) => r.id);

@@ -1,5 +1,5 @@
 import type { UserSummary } from '@chat/contracts';
-import { type KeyPage, keysetPage, many, maybeOne, type Queryable } from '@chat/kit';
+import { type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
 import { toUserSummary } from './users.ts';
 
@@ -63,6 +63,25 @@ export async function conversationForParticipant(
       audienceIds: row.participant_ids.filter((id) => !row.blocked_by.includes(id)),
     }
   );
+}
+
+/**
+ * The conversation whoever asks, under its row lock (taken again harmlessly when already held): what
+ * the platform needs to write a message of its own there (a call's), whoever is still in it.
+ */
+export async function lockConversation(
+  tx: Queryable,
+  conversationId: string,
+): Promise<Pick<ConversationAccess, 'id' | 'lastMessageId' | 'participantIds'>> {
+  const row = await one<{ last_message_id: string | null; participant_ids: string[] }>(
+    tx,
+    `SELECT c.last_message_id,
+       ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids
+     FROM conversations c WHERE c.id = $1 FOR NO KEY UPDATE OF c`,
+    [conversationId],
+    'Conversation',
+  );
+  return { id: conversationId, lastMessageId: row.last_message_id, participantIds: row.participant_ids };
 }
 
 /** Creates the 1:1 conversation of a pair, or finds it when it exists (also when created concurrently). */

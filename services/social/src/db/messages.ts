@@ -1,4 +1,4 @@
-import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageType } from '@chat/contracts';
+import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageCall, MessageType } from '@chat/contracts';
 import { many, maybeOne, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
@@ -17,6 +17,8 @@ type MessageRow = {
   reply_to_id: string | null;
   type: MessageType;
   embeds: LinkPreview[];
+  call_id: string | null;
+  call_duration_seconds: number | null;
   edited_at: string | null;
   created_at: string;
   sender_name: string | null;
@@ -24,7 +26,8 @@ type MessageRow = {
   sender_badges: string[] | null;
 };
 
-const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.embeds, m.edited_at, m.created_at,
+const MESSAGE_COLUMNS = `m.id, m.conversation_id, m.sender_id, m.content, m.attachments, m.reply_to_id, m.type, m.embeds, m.call_id, m.call_duration_seconds,
+  m.edited_at, m.created_at,
   u.display_name AS sender_name, u.avatar_url AS sender_avatar, u.badges AS sender_badges`;
 
 function toMessage(row: MessageRow): StoredMessage {
@@ -43,6 +46,7 @@ function toMessage(row: MessageRow): StoredMessage {
     senderBadges: row.sender_badges ?? [],
     type: row.type,
     embeds: row.embeds,
+    call: row.call_id === null ? null : { id: row.call_id, durationSeconds: row.call_duration_seconds },
   };
 }
 
@@ -60,16 +64,28 @@ export type NewMessage = {
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
   type: MessageType;
+  /** Call system messages only: the call, and how long it lasted (call_ended). */
+  call?: MessageCall;
 };
 
 export async function insertMessage(tx: Queryable, message: NewMessage): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *)
+       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type, call_id, call_duration_seconds)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *)
      SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
-    [message.id, message.conversationId, message.senderId, message.content, message.attachments, message.replyToId, message.type],
+    [
+      message.id,
+      message.conversationId,
+      message.senderId,
+      message.content,
+      message.attachments,
+      message.replyToId,
+      message.type,
+      message.call?.id ?? null,
+      message.call?.durationSeconds ?? null,
+    ],
   );
   return toMessage(row);
 }

@@ -12,8 +12,9 @@ import {
 } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import * as calls from '../db/calls.ts';
-import { conversationForParticipant } from '../db/conversations.ts';
+import { conversationForParticipant, lockConversation } from '../db/conversations.ts';
 import { participantAccess } from './conversations.ts';
+import { writeMessage } from './messages.ts';
 
 /**
  * Calls in direct conversations: ringing when started, active once someone answers, ended when the
@@ -44,7 +45,9 @@ export async function startCall(deps: CallDeps, ctx: RequestContext, conversatio
     if (!(await calls.insertCall(tx, { id, conversationId, initiatorId: ctx.userId, now, ringExpiresAt, rung }))) {
       throw conflict('A call is already live in this conversation');
     }
-    return publish(tx, ctx, { subject: CALL_SUBJECTS.created, call: (await calls.findCall(tx, id)) as Call, audience: access.audienceIds });
+    const call = (await calls.findCall(tx, id)) as Call;
+    await postCallMessage(tx, ctx.requestId, call);
+    return publish(tx, ctx, { subject: CALL_SUBJECTS.created, call, audience: access.audienceIds });
   });
   return { ...call, grant: await grantFor(deps, call, ctx.userId) };
 }
@@ -103,8 +106,7 @@ export async function endUnansweredCalls(deps: Pick<CallDeps, 'pool'>, now: Date
     for (const id of due) {
       await calls.markEnded(tx, id, now, 'missed');
       const call = (await calls.findCall(tx, id)) as Call;
-      const initiator = await conversationForParticipant(tx, call.conversationId, call.initiatorId);
-      const audience = initiator?.audienceIds ?? call.participants.map((p) => p.userId);
+      const audience = await postCallMessage(tx, undefined, call);
       await enqueueEvent(tx, CALL_SUBJECTS.ended, { call, participantIds: audience } satisfies CallEvent);
     }
     return due.length;
@@ -133,13 +135,50 @@ async function change(
   apply: (tx: Queryable, call: Call, audience: string[]) => Promise<Omit<Change, 'call'>>,
 ): Promise<Call> {
   return withTx(deps.pool, async (tx) => {
-    const current = await calls.findCall(tx, callId, { lock: true });
-    const access = current && (await conversationForParticipant(tx, current.conversationId, ctx.userId));
-    if (!current || !access) throw notFound('Call');
+    // The conversation's row lock before the call's, in the order a ring takes them: a change that
+    // ends the call writes a message there, and the other order could deadlock with a new ring.
+    const found = await calls.findCall(tx, callId);
+    const access = found && (await conversationForParticipant(tx, found.conversationId, ctx.userId, { lock: true }));
+    if (!found || !access) throw notFound('Call');
+    const current = (await calls.findCall(tx, callId, { lock: true })) as Call;
     const { subject, audience } = await apply(tx, current, access.participantIds);
-    return publish(tx, ctx, { subject, audience, call: (await calls.findCall(tx, callId)) as Call });
+    const call = (await calls.findCall(tx, callId)) as Call;
+    if (call.state === 'ended') await postCallMessage(tx, ctx.requestId, call);
+    return publish(tx, ctx, { subject, audience, call });
   });
 }
+
+/**
+ * The call's system message in its conversation (whose row lock the caller holds): `call_started`
+ * while it rings, then `call_missed` (nobody answered, or everyone declined) or `call_ended` with
+ * its duration. Its author is the caller, so it reaches whom the caller's messages reach (not who
+ * blocked them), as a DM_MESSAGE_CREATE like any message. Answers that audience.
+ */
+async function postCallMessage(tx: Queryable, requestId: string | undefined, call: Call): Promise<string[]> {
+  const conversation = await lockConversation(tx, call.conversationId);
+  // A caller who has left the group since still signs the message; then everyone left gets it.
+  const caller = await conversationForParticipant(tx, call.conversationId, call.initiatorId);
+  const audienceIds = caller?.audienceIds ?? conversation.participantIds;
+  const type = callMessageType(call);
+  const durationSeconds = type === 'call_ended' ? secondsBetween(call.createdAt, call.endedAt as string) : null;
+  const message = {
+    senderId: call.initiatorId,
+    content: '',
+    attachments: {},
+    replyToId: null,
+    type,
+    call: { id: call.id, durationSeconds },
+  };
+  await writeMessage(tx, requestId, { ...conversation, audienceIds }, message);
+  return audienceIds;
+}
+
+function callMessageType(call: Call): 'call_started' | 'call_missed' | 'call_ended' {
+  if (call.state !== 'ended') return 'call_started';
+  return call.endReason === 'completed' ? 'call_ended' : 'call_missed';
+}
+
+const secondsBetween = (from: string, to: string) => Math.max(0, Math.round((Date.parse(to) - Date.parse(from)) / 1000));
 
 async function publish(tx: Queryable, ctx: RequestContext, c: Change): Promise<Call> {
   await enqueueEvent(tx, c.subject, { call: c.call, participantIds: c.audience } satisfies CallEvent, ctx.requestId);

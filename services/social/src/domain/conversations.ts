@@ -13,6 +13,7 @@ import {
 } from '@chat/kit';
 import { withReactions } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
+import { liveCallsOf } from '../db/calls.ts';
 import {
   type ConversationAccess,
   type ConversationView,
@@ -135,9 +136,22 @@ export async function listConversations(deps: Deps, ctx: RequestContext, page: K
   return present(deps, ctx, await conversationsOf(deps.pool, ctx.userId, page));
 }
 
+/** Each conversation with its last message and its live call, as the caller sees them. */
 async function present(deps: Deps, ctx: RequestContext, views: ConversationView[]): Promise<Conversation[]> {
   const lastIds = views.flatMap((v) => (v.lastMessageId ? [v.lastMessageId] : []));
   const messages = await withReactions(deps.pool, dmReactions, await messagesByIds(deps.pool, lastIds), ctx.userId);
   const byId = new Map(messages.map((m) => [m.id, m]));
-  return views.map(({ lastMessageId, ...view }) => ({ ...view, lastMessage: (lastMessageId && byId.get(lastMessageId)) || null }));
+  const calls = new Map(
+    (
+      await liveCallsOf(
+        deps.pool,
+        views.map((v) => v.id),
+      )
+    ).map((c) => [c.conversationId, c]),
+  );
+  return views.map(({ lastMessageId, ...view }) => ({
+    ...view,
+    lastMessage: (lastMessageId && byId.get(lastMessageId)) || null,
+    call: calls.get(view.id) ?? null,
+  }));
 }

@@ -1,7 +1,7 @@
 import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
 import { assertHasBody, nextMessageId, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
-import { markActivity } from '../db/conversations.ts';
+import { type ConversationAccess, markActivity } from '../db/conversations.ts';
 import {
   deleteMessageRow,
   insertMessage,
@@ -9,6 +9,7 @@ import {
   type LockedMessage,
   lockMessage,
   messageById,
+  type NewMessage,
   pageOfMessages,
   type StoredMessage,
   updateMessageContent,
@@ -36,21 +37,29 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
       throw badRequest('body.replyToId: no such message in this conversation');
     }
     const replyToId = body.replyToId ?? null;
-    const inserted = await insertMessage(tx, {
-      id: nextMessageId(access.lastMessageId),
-      conversationId: access.id,
-      senderId: ctx.userId,
-      content: body.content,
-      attachments,
-      replyToId,
-      type: writtenMessageType(replyToId),
-    });
-    const stored = withNonce(inserted, body.nonce);
-    await markActivity(tx, access.id, stored.id, stored.createdAt);
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.audienceIds }, ctx.requestId);
-    return stored;
+    const written = { senderId: ctx.userId, content: body.content, attachments, replyToId, type: writtenMessageType(replyToId) };
+    return writeMessage(tx, ctx.requestId, access, written, body.nonce);
   });
   return { ...message, reactions: {} };
+}
+
+/**
+ * The one path that adds a message to a conversation, people's and the platform's own (calls):
+ * numbered after the latest under the conversation's row lock (`access` was read with it), made the
+ * latest, and published as `social.dm.created` (DM_MESSAGE_CREATE) to `access.audienceIds`.
+ */
+export async function writeMessage(
+  tx: Queryable,
+  requestId: string | undefined,
+  access: Pick<ConversationAccess, 'id' | 'lastMessageId' | 'audienceIds'>,
+  message: Omit<NewMessage, 'id' | 'conversationId'>,
+  nonce?: string,
+): Promise<StoredMessage> {
+  const inserted = await insertMessage(tx, { ...message, id: nextMessageId(access.lastMessageId), conversationId: access.id });
+  const stored = withNonce(inserted, nonce);
+  await markActivity(tx, access.id, stored.id, stored.createdAt);
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.audienceIds }, requestId);
+  return stored;
 }
 
 export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
