@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { type Backing, freePort, removeBucket, resolveBacking, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
+import { join, resolve } from 'node:path';
+import { type Backing, freePort, removeBucket, resolveBacking, SERVICES, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
 import { Client } from 'minio';
 
 export interface Running<T> {
@@ -23,7 +24,12 @@ export interface BenchPlatform {
  * data or files. The gateway trusts 127.0.0.1, so the bench can name its client IPs (see
  * client-ips.ts), and registration answers with a token at once (no email verification).
  */
-export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: string }): Promise<Running<BenchPlatform>> {
+export async function startBenchPlatform(settings: {
+  nodeEnv: string;
+  logLevel: string;
+  /** When set, every platform process writes a V8 CPU profile into `<profileDir>/<process>/` as it exits. */
+  profileDir?: string;
+}): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
   // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
   const bucket = `bench-${randomBytes(5).toString('hex')}`;
@@ -36,7 +42,7 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       backing: resolved.backing,
       label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
-      extraEnv: {
+      extraEnv: withProfiles(settings.profileDir, {
         // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
         gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
         auth: { EMAIL_VERIFICATION: 'false' },
@@ -45,7 +51,7 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
         // A bundle-claim caller fetches hundreds of times a second: its per-caller window would
         // otherwise measure the 429 path.
         social: { KEY_BUNDLE_FETCH_LIMIT: '1000000000' },
-      },
+      }),
     });
     return {
       value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
@@ -58,6 +64,21 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
     await cleanUp();
     throw err;
   }
+}
+
+type ProcessEnv = Partial<Record<ServiceProcess, Record<string, string>>>;
+
+/**
+ * Adds `--cpu-prof` to each process's NODE_OPTIONS, a folder per process: Node writes the profile
+ * when the process exits (the runner stops them with SIGTERM, so they exit cleanly). Open one in
+ * Chrome DevTools (Performance) or speedscope.
+ */
+function withProfiles(profileDir: string | undefined, env: ProcessEnv): ProcessEnv {
+  if (!profileDir) return env;
+  const names: ServiceProcess[] = [...SERVICES, 'gateway'];
+  return Object.fromEntries(
+    names.map((name) => [name, { ...env[name], NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(resolve(profileDir), name)}` }]),
+  ) as ProcessEnv;
 }
 
 /** The bare Fastify hello-world (baseline-server.ts) as its own process; resolves once it answers. */
