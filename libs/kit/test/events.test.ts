@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -215,12 +216,14 @@ describe('relay wake-up on commit', () => {
 
   it('inside a request’s transaction, is woken when that transaction commits', async () => {
     const row = outboxRow('kit.relay.woken', { n: 5 });
+    // A drain run from outside the request (inside, it would join the request's transaction).
+    const drainOutside = AsyncResource.bind(() => fixture.relay.flush());
     await withRequestTx(fixture.pool, async () => {
       // On the pool: the helpers and markEventsWritten join the request's transaction.
       await insertRow(fixture.pool, row);
       markEventsWritten(fixture.pool);
       // Woken now, the relay would find nothing committed and sleep until its next poll (a minute).
-      await fixture.relay.flush();
+      await drainOutside();
     });
     await expect.poll(() => published([row.id]), { timeout: 3_000 }).toBe(true);
   });
