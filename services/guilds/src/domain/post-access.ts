@@ -24,7 +24,7 @@ export class AccessSnapshots {
   // A snapshot older than another of its server is stale: no need to learn it from a refused post.
   private readonly newestVersion = new Map<string, number>();
 
-  constructor(private readonly capacity = 50_000) {}
+  constructor(private readonly capacity = 10_000) {}
 
   get(channelId: string, userId: string): AccessSnapshot | undefined {
     const snapshot = this.snapshots.get(keyOf(channelId, userId));
