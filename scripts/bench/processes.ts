@@ -29,6 +29,8 @@ export async function startBenchPlatform(settings: {
   logLevel: string;
   /** When set, every platform process writes a V8 CPU profile into `<profileDir>/<process>/` as it exits. */
   profileDir?: string;
+  /** When set, every service's DATABASE_POOL_SIZE (to choose it by measurement); the services' default otherwise. */
+  databasePoolSize?: number | undefined;
 }): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
   // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
@@ -42,16 +44,19 @@ export async function startBenchPlatform(settings: {
       backing: resolved.backing,
       label: 'bench',
       baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: settings.nodeEnv, LOG_LEVEL: settings.logLevel },
-      extraEnv: withProfiles(settings.profileDir, {
-        // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
-        gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
-        auth: { EMAIL_VERIFICATION: 'false' },
-        // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
-        media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
-        // A bundle-claim caller fetches hundreds of times a second: its per-caller window would
-        // otherwise measure the 429 path.
-        social: { KEY_BUNDLE_FETCH_LIMIT: '1000000000' },
-      }),
+      extraEnv: withProfiles(
+        settings.profileDir,
+        withPoolSize(settings.databasePoolSize, {
+          // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
+          gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
+          auth: { EMAIL_VERIFICATION: 'false' },
+          // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
+          media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
+          // A bundle-claim caller fetches hundreds of times a second: its per-caller window would
+          // otherwise measure the 429 path.
+          social: { KEY_BUNDLE_FETCH_LIMIT: '1000000000' },
+        }),
+      ),
     });
     return {
       value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
@@ -67,6 +72,12 @@ export async function startBenchPlatform(settings: {
 }
 
 type ProcessEnv = Partial<Record<ServiceProcess, Record<string, string>>>;
+
+/** Sets DATABASE_POOL_SIZE of every service (the gateway has no database). */
+function withPoolSize(size: number | undefined, env: ProcessEnv): ProcessEnv {
+  if (size === undefined) return env;
+  return { ...env, ...Object.fromEntries(SERVICES.map((name) => [name, { ...env[name], DATABASE_POOL_SIZE: String(size) }])) };
+}
 
 /**
  * Adds `--cpu-prof` to each process's NODE_OPTIONS, a folder per process: Node writes the profile

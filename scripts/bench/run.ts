@@ -61,6 +61,7 @@ const report: BenchReport = {
     clientIpPool: settings.BENCH_IP_POOL,
     logLevel: settings.BENCH_LOG_LEVEL,
     nodeEnv: settings.BENCH_NODE_ENV,
+    ...(settings.BENCH_DATABASE_POOL_SIZE === undefined ? {} : { databasePoolSize: settings.BENCH_DATABASE_POOL_SIZE }),
   },
   measurements: [],
   references: [],
@@ -193,7 +194,12 @@ function ratio(a: Figures, b: Figures): number {
 /** Starts both; when either fails, stops the one that started. */
 async function startProcesses(s: BenchSettings): Promise<[BenchPlatform, string]> {
   const started = await Promise.allSettled([
-    startBenchPlatform({ nodeEnv: s.BENCH_NODE_ENV, logLevel: s.BENCH_LOG_LEVEL, profileDir }),
+    startBenchPlatform({
+      nodeEnv: s.BENCH_NODE_ENV,
+      logLevel: s.BENCH_LOG_LEVEL,
+      profileDir,
+      databasePoolSize: s.BENCH_DATABASE_POOL_SIZE,
+    }),
     startBaseline(),
   ]);
   for (const result of started) if (result.status === 'fulfilled') running.push(result.value);

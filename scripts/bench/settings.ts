@@ -16,6 +16,8 @@ export const BenchSettings = z.object({
   BENCH_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('warn'),
   BENCH_NODE_ENV: z.enum(['development', 'test', 'production']).default('production'),
   BENCH_RESULTS_DIR: z.string().default('bench-results'),
+  /** Every service's DATABASE_POOL_SIZE for the run (unset: the services' own default, 10). */
+  BENCH_DATABASE_POOL_SIZE: z.coerce.number().int().min(1).optional(),
 });
 
 export type BenchSettings = z.output<typeof BenchSettings>;
