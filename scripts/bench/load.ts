@@ -48,14 +48,27 @@ export async function measure(baseUrl: string, load: ScenarioLoad, settings: Loa
 function toAutocannon(request: BenchRequest, nextClientIp: () => string): Request {
   const json = request.body !== undefined && typeof request.body !== 'string' && !Buffer.isBuffer(request.body);
   const headers: Record<string, string> = { ...(json ? { 'content-type': 'application/json' } : {}), ...request.headers };
+  const nextTarget = spreadOver(request.spread ?? []);
   return {
     method: request.method,
     path: request.path,
     headers,
-    ...(request.body === undefined ? {} : { body: json ? JSON.stringify(request.body) : (request.body as string | Buffer) }),
+    ...(request.body === undefined ? {} : { body: encoded(request.body) }),
     setupRequest: (req) => {
       req.headers = { ...headers, 'x-forwarded-for': nextClientIp() };
-      return req;
+      return nextTarget ? { ...req, ...nextTarget() } : req;
     },
   };
+}
+
+function encoded(body: unknown): string | Buffer {
+  return typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+}
+
+/** The next of the targets on each call (bodies encoded once), or undefined when there are none. */
+function spreadOver(targets: { path: string; body?: unknown }[]): (() => { path: string; body?: string | Buffer }) | undefined {
+  if (targets.length === 0) return undefined;
+  const encodedTargets = targets.map((t) => ({ path: t.path, ...(t.body === undefined ? {} : { body: encoded(t.body) }) }));
+  let next = 0;
+  return () => encodedTargets[next++ % encodedTargets.length] as { path: string; body?: string | Buffer };
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { type Backing, freePort, removeBucket, resolveBacking, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
+import { join, resolve } from 'node:path';
+import { type Backing, freePort, removeBucket, resolveBacking, SERVICES, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
 import { Client } from 'minio';
 
 export interface Running<T> {
@@ -30,6 +31,10 @@ export async function startBenchPlatform(settings: {
   label?: string;
   /** Variables given to every process (the traced platform's OTLP endpoint). */
   env?: Record<string, string>;
+  /** When set, every platform process writes a V8 CPU profile into `<profileDir>/<process>/` as it exits. */
+  profileDir?: string;
+  /** When set, every service's DATABASE_POOL_SIZE (to choose it by measurement); the services' default otherwise. */
+  databasePoolSize?: number | undefined;
 }): Promise<Running<BenchPlatform>> {
   const resolved = await resolveBacking();
   // Uploads go to a bucket of the run's own (media creates it), removed with everything in it.
@@ -49,16 +54,19 @@ export async function startBenchPlatform(settings: {
         LOG_LEVEL: settings.logLevel,
         ...settings.env,
       },
-      extraEnv: {
-        // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
-        gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
-        auth: { EMAIL_VERIFICATION: 'false' },
-        // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
-        media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
-        // A bundle-claim caller fetches hundreds of times a second: its per-caller window would
-        // otherwise measure the 429 path.
-        social: { KEY_BUNDLE_FETCH_LIMIT: '1000000000' },
-      },
+      extraEnv: withProfiles(
+        settings.profileDir,
+        withPoolSize(settings.databasePoolSize, {
+          // A replay buffer of 100 per session: the socket benches put hundreds of posts into a thousand sessions of a shared Redis.
+          gateway: { TRUSTED_PROXIES: '127.0.0.1', GATEWAY_REPLAY_BUFFER: '100' },
+          auth: { EMAIL_VERIFICATION: 'false' },
+          // One bench user uploads gigabytes in seconds: the per-user upload quotas would measure themselves.
+          media: { MEDIA_BUCKET: bucket, MEDIA_QUOTA_FILES_PER_HOUR: '100000000', MEDIA_QUOTA_BYTES_PER_DAY: String(2 ** 50) },
+          // A bundle-claim caller fetches hundreds of times a second: its per-caller window would
+          // otherwise measure the 429 path.
+          social: { KEY_BUNDLE_FETCH_LIMIT: '1000000000' },
+        }),
+      ),
     });
     return {
       value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
@@ -71,6 +79,27 @@ export async function startBenchPlatform(settings: {
     await cleanUp();
     throw err;
   }
+}
+
+type ProcessEnv = Partial<Record<ServiceProcess, Record<string, string>>>;
+
+/** Sets DATABASE_POOL_SIZE of every service (the gateway has no database). */
+function withPoolSize(size: number | undefined, env: ProcessEnv): ProcessEnv {
+  if (size === undefined) return env;
+  return { ...env, ...Object.fromEntries(SERVICES.map((name) => [name, { ...env[name], DATABASE_POOL_SIZE: String(size) }])) };
+}
+
+/**
+ * Adds `--cpu-prof` to each process's NODE_OPTIONS, a folder per process: Node writes the profile
+ * when the process exits (the runner stops them with SIGTERM, so they exit cleanly). Open one in
+ * Chrome DevTools (Performance) or speedscope.
+ */
+function withProfiles(profileDir: string | undefined, env: ProcessEnv): ProcessEnv {
+  if (!profileDir) return env;
+  const names: ServiceProcess[] = [...SERVICES, 'gateway'];
+  return Object.fromEntries(
+    names.map((name) => [name, { ...env[name], NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(resolve(profileDir), name)}` }]),
+  ) as ProcessEnv;
 }
 
 /** The bare Fastify hello-world (baseline-server.ts) as its own process; resolves once it answers. */

@@ -57,6 +57,8 @@ export interface BenchReport {
     clientIpPool: number;
     logLevel: string;
     nodeEnv: string;
+    /** BENCH_DATABASE_POOL_SIZE when the run set it. */
+    databasePoolSize?: number;
   };
   measurements: Measurement[];
   /** The building blocks the scenarios are compared with, measured alone in the same run. */

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { configOrExit } from '@chat/kit';
 import { clientIpCycle } from './client-ips.ts';
@@ -29,6 +30,8 @@ import { startTraceSink } from './trace-sink.ts';
 
 const execFileAsync = promisify(execFile);
 const settings = configOrExit(BenchSettings, 'bench');
+// `npm run bench -- --profile`: a CPU profile per platform process, beside the results.
+const profile = process.argv.slice(2).includes('--profile');
 // `socket.*` names the real-time socket's benches (sockets.ts), which have their own runner.
 const isSocketName = (name: string) => name === 'socket.' || name.startsWith('socket.');
 const httpFilter = settings.BENCH_SCENARIOS.filter((f) => !isSocketName(f));
@@ -43,6 +46,7 @@ const running: Running<unknown>[] = [];
 stopOnSignals();
 // Taken before the platform starts, whose start-up would count in the load average.
 const startedAt = new Date().toISOString();
+const profileDir = profile ? join(settings.BENCH_RESULTS_DIR, `${startedAt.replace(/[:.]/g, '-')}-profiles`) : undefined;
 const host = machine();
 
 progress(`starting the platform and the baseline (${scenarios.length} scenarios: ${scenarios.map((s) => s.name).join(', ')})`);
@@ -66,6 +70,7 @@ const report: BenchReport = {
     clientIpPool: settings.BENCH_IP_POOL,
     logLevel: settings.BENCH_LOG_LEVEL,
     nodeEnv: settings.BENCH_NODE_ENV,
+    ...(settings.BENCH_DATABASE_POOL_SIZE === undefined ? {} : { databasePoolSize: settings.BENCH_DATABASE_POOL_SIZE }),
   },
   measurements: [],
   references: [],
@@ -106,6 +111,7 @@ if (report.sockets) console.log(`\n${formatSocketResults(report.sockets)}`);
 if (report.references.length > 0) console.log(`\n${formatReferences(report)}`);
 if (report.tracing) console.log(`\n${formatTracing(report)}`);
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
+if (profileDir) console.log(`CPU profiles of the platform's processes in ${profileDir}/<process>/`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
 if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
 process.exitCode = trustworthy ? 0 : 1;
@@ -235,7 +241,12 @@ async function startTracedPlatform() {
 /** Starts both; when either fails, stops the one that started. */
 async function startProcesses(s: BenchSettings): Promise<[BenchPlatform, string]> {
   const started = await Promise.allSettled([
-    startBenchPlatform({ nodeEnv: s.BENCH_NODE_ENV, logLevel: s.BENCH_LOG_LEVEL }),
+    startBenchPlatform({
+      nodeEnv: s.BENCH_NODE_ENV,
+      logLevel: s.BENCH_LOG_LEVEL,
+      profileDir,
+      databasePoolSize: s.BENCH_DATABASE_POOL_SIZE,
+    }),
     startBaseline(),
   ]);
   for (const result of started) if (result.status === 'fulfilled') running.push(result.value);

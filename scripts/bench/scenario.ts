@@ -8,6 +8,11 @@ export interface BenchRequest {
   headers?: Record<string, string>;
   /** Sent as JSON (content-type set) unless it is already a string or a Buffer (uploads), sent as is. */
   body?: unknown;
+  /**
+   * Targets to take in turn instead of `path` and `body`, one per send across all connections, so
+   * that concurrent requests spread over them (64 channels rather than one busy channel).
+   */
+  spread?: { path: string; body?: unknown }[];
 }
 
 /** What a scenario sends, once its setup has prepared the data. */

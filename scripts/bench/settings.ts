@@ -22,6 +22,8 @@ export const BenchSettings = z.object({
    * untraced one: the "x untraced" figures. `off` (default): one platform, tracing off.
    */
   BENCH_TRACING: z.enum(['off', 'compare']).default('off'),
+  /** Every service's DATABASE_POOL_SIZE for the run (unset: the services' own default, 10). */
+  BENCH_DATABASE_POOL_SIZE: z.coerce.number().int().min(1).optional(),
 });
 
 export type BenchSettings = z.output<typeof BenchSettings>;

@@ -27,32 +27,39 @@ export function createPool(url: string, max = 10): Pool {
 
 type Row = Record<string, unknown>;
 
+/**
+ * A statement for the query helpers: its text, or a named statement, which pg prepares once per
+ * connection and then only binds (no parse or plan per call): for the hot paths.
+ */
+export type Sql = string | { name: string; text: string };
+
 /** Exactly one row, or a 404 naming `what`. */
-export async function one<T extends Row>(db: Queryable, sql: string, params: unknown[] = [], what = 'Resource'): Promise<T> {
+export async function one<T extends Row>(db: Queryable, sql: Sql, params: unknown[] = [], what = 'Resource'): Promise<T> {
   const row = await maybeOne<T>(db, sql, params);
   if (!row) throw new AppError(404, `${what} not found`);
   return row;
 }
 
-export async function maybeOne<T extends Row>(db: Queryable, sql: string, params: unknown[] = []): Promise<T | undefined> {
+export async function maybeOne<T extends Row>(db: Queryable, sql: Sql, params: unknown[] = []): Promise<T | undefined> {
   const { rows } = await run(db, sql, params);
   return rows[0] as T | undefined;
 }
 
-export async function many<T extends Row>(db: Queryable, sql: string, params: unknown[] = []): Promise<T[]> {
+export async function many<T extends Row>(db: Queryable, sql: Sql, params: unknown[] = []): Promise<T[]> {
   const { rows } = await run(db, sql, params);
   return rows as T[];
 }
 
 /** Runs a statement and answers how many rows it touched. */
-export async function exec(db: Queryable, sql: string, params: unknown[] = []): Promise<number> {
+export async function exec(db: Queryable, sql: Sql, params: unknown[] = []): Promise<number> {
   const { rowCount } = await run(db, sql, params);
   return rowCount ?? 0;
 }
 
-async function run(db: Queryable, sql: string, params: unknown[]) {
+async function run(db: Queryable, sql: Sql, params: unknown[]) {
   try {
-    return await ambientClient(db).query(sql, params);
+    const client = ambientClient(db);
+    return await (typeof sql === 'string' ? client.query(sql, params) : client.query({ ...sql, values: params }));
   } catch (err) {
     throw translatePgError(err);
   }
@@ -83,7 +90,9 @@ const commitListeners = new Set<() => void>();
 
 /** Marks a client (or the pool, for an autocommit write) as having written events. */
 export function markEventsWritten(db: Queryable): void {
-  if ('release' in db) eventWriters.add(db);
+  // On the pool inside a request's transaction, the events commit with that transaction.
+  const writer = ambientClient(db);
+  if ('release' in writer) eventWriters.add(writer);
   else notifyEventsCommitted();
 }
 

@@ -29,17 +29,40 @@ import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHea
  * change. Subjects outside the services' namespaces (the kit's own tests) are written as given.
  */
 export async function enqueueEvent(tx: Queryable, subject: string, data: unknown, requestId?: string): Promise<string> {
-  const id = uuidv7();
-  const envelope: EventEnvelope = { id, subject, occurredAt: new Date().toISOString(), data: payloadOf(subject, data) };
+  const row = outboxRow(subject, data, requestId);
   await tx.query('INSERT INTO outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)', [
-    id,
-    subject,
-    envelope,
-    // The trace context of the change travels with its event, through the relay into the consumers.
-    { ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...traceHeaders() },
+    row.id,
+    row.subject,
+    row.payload,
+    row.headers,
   ]);
   markEventsWritten(tx);
-  return id;
+  return row.id;
+}
+
+/** An outbox row as enqueueEvent writes it: the event's id, subject, envelope and headers. */
+export interface OutboxRow {
+  id: string;
+  subject: string;
+  payload: EventEnvelope;
+  headers: Record<string, string>;
+}
+
+/**
+ * The outbox row of an event, payload parsed by its contract as in enqueueEvent, for a statement
+ * that writes the change and its event at once (a service's SQL function inserts it into `outbox`
+ * itself). Whoever runs that statement calls markEventsWritten on the same queryable afterwards,
+ * so the relay hears of the commit.
+ */
+export function outboxRow(subject: string, data: unknown, requestId?: string): OutboxRow {
+  const id = uuidv7();
+  return {
+    id,
+    subject,
+    payload: { id, subject, occurredAt: new Date().toISOString(), data: payloadOf(subject, data) },
+    // The trace context of the change travels with its event, through the relay into the consumers.
+    headers: { ...(requestId ? { [REQUEST_ID_HEADER]: requestId } : {}), ...traceHeaders() },
+  };
 }
 
 function payloadOf(subject: string, data: unknown): unknown {

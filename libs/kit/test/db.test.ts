@@ -1,6 +1,6 @@
 import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createPool, exec, many, maybeOne, one, translatePgError, withTx } from '../src/db.ts';
+import { createPool, exec, many, maybeOne, one, translatePgError, withRequestTx, withTx } from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
 
 const db = await createTestDatabase(inject('backing').postgresUrl, 'kitdb');
@@ -41,6 +41,19 @@ describe('query helpers', () => {
     const err = await appError(one(pool, 'SELECT id FROM items WHERE id = $1', [404], 'Item'));
     expect(err.status).toBe(404);
     expect(err.message).toBe('Item not found');
+  });
+
+  it('runs a named statement (prepared once per connection), in a request’s transaction too', async () => {
+    const named = { name: 'kit_items_insert', text: 'INSERT INTO items (id, name) VALUES ($1, $2) RETURNING id, name' };
+    expect(await one(pool, named, [700, 'seven hundred'])).toEqual({ id: 700, name: 'seven hundred' });
+    expect(await one(pool, named, [701, 'seven hundred one'])).toEqual({ id: 701, name: 'seven hundred one' });
+    const failed = withRequestTx(pool, async () => {
+      await one(pool, named, [702, 'seven hundred two']);
+      throw new Error('the request failed');
+    });
+    await expect(failed).rejects.toThrow('the request failed');
+    // Run on the request's connection, it went with its rollback.
+    expect(await many(pool, 'SELECT id FROM items WHERE id >= 700 ORDER BY id')).toEqual([{ id: 700 }, { id: 701 }]);
   });
 
   it('maybeOne answers undefined when there is no row', async () => {

@@ -1,11 +1,21 @@
+import { AsyncResource } from 'node:async_hooks';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
-import { createPool, exec, many, one, type Pool, type Queryable, withTx } from '../src/db.ts';
-import { applyOnce, type ConsumerHandle, consumeEvents, enqueueEvent, type Relay, startOutboxRelay } from '../src/events.ts';
+import { createPool, exec, many, markEventsWritten, one, type Pool, type Queryable, withRequestTx, withTx } from '../src/db.ts';
+import {
+  applyOnce,
+  type ConsumerHandle,
+  consumeEvents,
+  enqueueEvent,
+  type OutboxRow,
+  outboxRow,
+  type Relay,
+  startOutboxRelay,
+} from '../src/events.ts';
 import { migrate } from '../src/migrate.ts';
 import { captureLogs } from './logs.ts';
 
@@ -188,6 +198,34 @@ describe('relay wake-up on commit', () => {
   it('is woken by an autocommit write too', async () => {
     const id = await enqueueEvent(fixture.pool, 'kit.relay.woken', { n: 3 });
     await expect.poll(() => published([id]), { timeout: 3_000 }).toBe(true);
+  });
+
+  // A service's one-statement write (guilds' post_channel_message) inserts the outboxRow itself.
+  const insertRow = (db: Queryable, row: OutboxRow) =>
+    exec(db, 'INSERT INTO outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)', [row.id, row.subject, row.payload, row.headers]);
+
+  it('is woken by a statement that wrote an outboxRow itself, and publishes the row as enqueueEvent would', async () => {
+    const row = outboxRow('kit.relay.woken', { n: 4 }, 'req-4');
+    expect(row.payload).toEqual({ id: row.id, subject: 'kit.relay.woken', occurredAt: expect.any(String), data: { n: 4 } });
+    await insertRow(fixture.pool, row);
+    markEventsWritten(fixture.pool);
+    await expect.poll(() => published([row.id]), { timeout: 3_000 }).toBe(true);
+    const [sent] = (await stored()).filter((s) => s.msgId === row.id);
+    expect(sent).toEqual({ msgId: row.id, requestId: 'req-4', subject: runtime.bus.subject('kit.relay.woken'), event: row.payload });
+  });
+
+  it('inside a request’s transaction, is woken when that transaction commits', async () => {
+    const row = outboxRow('kit.relay.woken', { n: 5 });
+    // A drain run from outside the request (inside, it would join the request's transaction).
+    const drainOutside = AsyncResource.bind(() => fixture.relay.flush());
+    await withRequestTx(fixture.pool, async () => {
+      // On the pool: the helpers and markEventsWritten join the request's transaction.
+      await insertRow(fixture.pool, row);
+      markEventsWritten(fixture.pool);
+      // Woken now, the relay would find nothing committed and sleep until its next poll (a minute).
+      await drainOutside();
+    });
+    await expect.poll(() => published([row.id]), { timeout: 3_000 }).toBe(true);
   });
 });
 

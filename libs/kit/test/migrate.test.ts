@@ -7,7 +7,12 @@ import { createPool, many, type Pool } from '../src/db.ts';
 import { MigrationChecksumError, MigrationOrderError, migrate } from '../src/migrate.ts';
 
 /** The kit's own migrations, applied before every service's. */
-const KIT = ['kit/0001_outbox_inbox.sql', 'kit/0002_outbox_without_notify.sql', 'kit/0003_idempotency_keys.sql'];
+const KIT = [
+  'kit/0001_outbox_inbox.sql',
+  'kit/0002_outbox_without_notify.sql',
+  'kit/0003_idempotency_keys.sql',
+  'kit/0004_next_message_id.sql',
+];
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {

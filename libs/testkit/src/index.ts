@@ -7,6 +7,7 @@ export * from './media-stand-in.ts';
 export * from './minio.ts';
 export * from './platform.ts';
 export * from './poll.ts';
+export * from './round-trips.ts';
 export * from './runtime.ts';
 export * from './tcp-proxy.ts';
 export * from './tokens.ts';

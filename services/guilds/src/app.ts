@@ -2,6 +2,7 @@ import { createHttpApp, mediaGrantIssuer, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GuildsDeps } from './deps.ts';
 import type { Domain } from './domain/context.ts';
+import { AccessSnapshots } from './domain/post-access.ts';
 import { categoryRoutes } from './routes/categories.ts';
 import { channelRoutes } from './routes/channels.ts';
 import { inviteRoutes, joinRequestRoutes } from './routes/invites.ts';
@@ -38,6 +39,7 @@ export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
     bus: deps.bus,
     voiceStateTtlSeconds: deps.config.VOICE_STATE_TTL_SECONDS,
     issueMediaGrant: mediaGrantIssuer(deps.config),
+    accessSnapshots: new AccessSnapshots(),
   };
   for (const register of ROUTE_MODULES) register(app, domain);
   return app;

@@ -306,8 +306,9 @@ describe('paging', () => {
     expect(sent.every((s) => s.status === 201)).toBe(true);
     const all = await h.call(bob, 'GET', `/v1/dm/conversations/${id}/messages?limit=100`);
     expect(all.body).toHaveLength(20);
-    const [latest] = await rows('SELECT last_message_id FROM conversations WHERE id = $1', [id]);
-    expect(latest.last_message_id).toBe(all.body[0].id);
+    const seen = await h.call(bob, 'GET', `/v1/dm/conversations/${id}`);
+    expect(seen.body.lastMessage.id).toBe(all.body[0].id);
+    expect(seen.body.lastActivityAt).toBe(all.body[0].createdAt);
     const ids = all.body.map((m: { id: string }) => m.id);
     expect([...ids].sort().reverse()).toEqual(ids);
   });

@@ -33,3 +33,17 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
     [serverId, userId],
   );
 }
+
+/**
+ * The access version of the channel's server (see migrations/0210_one_statement_post.sql), or
+ * undefined for an unknown channel. Read before the rows it covers, so that a change committed
+ * meanwhile leaves the snapshot with an older version, which the post statement refuses.
+ */
+export async function accessVersionOfChannel(db: Queryable, channelId: string): Promise<number | undefined> {
+  const row = await maybeOne<{ access_version: number }>(
+    db,
+    'SELECT s.access_version FROM channels c JOIN servers s ON s.id = c.server_id WHERE c.id = $1',
+    [channelId],
+  );
+  return row?.access_version;
+}

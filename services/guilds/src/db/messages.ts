@@ -1,5 +1,5 @@
 import type { ChannelMessage, LinkPreview, MessageMentions, MessageType } from '@chat/contracts';
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 
 /** Channel messages, with the author's name and avatar from the users read-model (one join, no calls). */
@@ -66,25 +66,17 @@ const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
  * late. Writers hold this channel's lock shared (they do not wait for each other) from before
  * they pick an id until they commit; a reader takes it exclusive before its snapshot, so it waits
  * for the writers in flight and sees all of them. A writer that comes after picks an id above
- * everything committed (see latestMessageId), hence above everything that reader saw.
+ * everything committed, hence above everything that reader saw. The writers' side is
+ * post_channel_message (migrations/0210_one_statement_post.sql), with the same key.
  */
 const channelLockKey = `hashtextextended('messages:' || $1, 0)`;
-
-export async function lockChannelForWrite(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, `SELECT pg_advisory_xact_lock_shared(${channelLockKey})`, [channelId]);
-}
 
 export async function lockChannelForRead(tx: Queryable, channelId: string): Promise<void> {
   await exec(tx, `SELECT pg_advisory_xact_lock(${channelLockKey})`, [channelId]);
 }
 
-/** The newest committed id of the channel (run after lockChannelForWrite, in its own statement). */
-export async function latestMessageId(tx: Queryable, channelId: string): Promise<string | null> {
-  const row = await maybeOne<{ id: string }>(tx, 'SELECT id FROM messages WHERE channel_id = $1 ORDER BY id DESC LIMIT 1', [channelId]);
-  return row?.id ?? null;
-}
-
 export type NewMessage = {
+  /** A fresh UUID v7: the message's id unless the channel's latest does not sort before it. */
   id: string;
   channelId: string;
   serverId: string;
@@ -94,33 +86,65 @@ export type NewMessage = {
   replyToId: string | null;
   mentions: MessageMentions;
   type: MessageType;
+  createdAt: string;
   /** For webhook messages: the webhook and the name and avatar it posts under. */
   webhook?: { id: string; name: string; avatarUrl: string | null };
 };
 
-export async function insertMessage(tx: Queryable, m: NewMessage): Promise<StoredMessage> {
-  const row = await one<MessageRow>(
-    tx,
-    `WITH m AS (
-       INSERT INTO messages (id, channel_id, server_id, author_id, content, attachments, reply_to_id, mentions, type, webhook_id, author_name, author_avatar)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING *)
-     SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
-    [
-      m.id,
-      m.channelId,
-      m.serverId,
-      m.authorId,
-      m.content,
-      m.attachments,
-      m.replyToId,
-      m.mentions,
-      m.type,
-      m.webhook?.id ?? null,
-      m.webhook?.name ?? null,
-      m.webhook?.avatarUrl ?? null,
-    ],
-  );
-  return toMessage(row);
+/** What a post must still pass in its statement: the access version its snapshot was read at, and its slowmode window. */
+export type PostChecks = { accessVersion: number | null; slowmodeSeconds: number };
+
+export type PostOutcome =
+  | { outcome: 'posted'; id: string; authorName: string | null; authorAvatar: string | null }
+  | { outcome: 'stale' | 'no_reply' }
+  | { outcome: 'slowmode'; retryAfter: number };
+
+type PostRow = {
+  outcome: PostOutcome['outcome'];
+  retry_after: number | null;
+  id: string | null;
+  author_name: string | null;
+  author_avatar: string | null;
+};
+
+// Named: prepared once per connection, then only bound.
+const POST_MESSAGE = {
+  name: 'guilds_post_channel_message',
+  text: 'SELECT * FROM post_channel_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)',
+};
+
+/**
+ * The checks, the message and its event in one statement (post_channel_message): refused, it
+ * writes nothing and answers why. The event's envelope is the service's; the statement fills in
+ * the id and the author's name and avatar.
+ */
+export async function postMessageRow(db: Queryable, m: NewMessage, event: OutboxRow, checks: PostChecks): Promise<PostOutcome> {
+  const row = await one<PostRow>(db, POST_MESSAGE, [
+    checks.accessVersion,
+    checks.slowmodeSeconds,
+    m.id,
+    m.channelId,
+    m.serverId,
+    m.authorId,
+    m.content,
+    m.attachments,
+    m.replyToId,
+    m.mentions,
+    m.type,
+    m.webhook?.id ?? null,
+    m.webhook?.name ?? null,
+    m.webhook?.avatarUrl ?? null,
+    m.createdAt,
+    event.id,
+    event.subject,
+    event.payload,
+    event.headers,
+  ]);
+  if (row.outcome === 'posted') {
+    return { outcome: 'posted', id: row.id as string, authorName: row.author_name, authorAvatar: row.author_avatar };
+  }
+  if (row.outcome === 'slowmode') return { outcome: 'slowmode', retryAfter: row.retry_after ?? 0 };
+  return { outcome: row.outcome };
 }
 
 /** The message if it is in this channel: an id from another channel is simply not found. */
@@ -133,10 +157,6 @@ export async function findMessage(
   const lock = options.lock ? 'FOR UPDATE OF m' : '';
   const row = await maybeOne<MessageRow>(db, `SELECT ${COLUMNS} ${FROM} WHERE m.id = $1 AND m.channel_id = $2 ${lock}`, [id, channelId]);
   return row && toMessage(row);
-}
-
-export async function messageExists(db: Queryable, channelId: string, id: string): Promise<boolean> {
-  return Boolean(await maybeOne(db, 'SELECT 1 FROM messages WHERE id = $1 AND channel_id = $2', [id, channelId]));
 }
 
 /** A page of a channel, newest first: before/after a cursor, around a message (it included), or the newest. */
@@ -188,31 +208,6 @@ export async function pinnedMessages(db: Queryable, channelId: string): Promise<
     [channelId],
   );
   return rows.map(toMessage);
-}
-
-// ---- Slowmode ----
-
-/**
- * Records that the member posts now, unless they posted less than `seconds` ago; then answers how
- * many seconds remain. Concurrent posts of one member queue on the row, so only one gets through.
- */
-export async function claimSlowmodeSlot(tx: Queryable, channelId: string, userId: string, seconds: number): Promise<number | undefined> {
-  const claimed = await maybeOne(
-    tx,
-    `INSERT INTO slowmode_marks (channel_id, user_id, sent_at) VALUES ($1, $2, clock_timestamp())
-     ON CONFLICT (channel_id, user_id) DO UPDATE SET sent_at = EXCLUDED.sent_at
-       WHERE slowmode_marks.sent_at <= EXCLUDED.sent_at - make_interval(secs => $3)
-     RETURNING 1`,
-    [channelId, userId, seconds],
-  );
-  if (claimed) return undefined;
-  const row = await one<{ remaining: number }>(
-    tx,
-    `SELECT extract(epoch FROM sent_at + make_interval(secs => $3) - clock_timestamp())::float8 AS remaining
-     FROM slowmode_marks WHERE channel_id = $1 AND user_id = $2`,
-    [channelId, userId, seconds],
-  );
-  return row.remaining;
 }
 
 // ---- Mentions ----

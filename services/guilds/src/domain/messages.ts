@@ -6,27 +6,30 @@ import {
   Permission,
   type SendMessageBody,
 } from '@chat/contracts';
-import { badRequest, enqueueEvent, forbidden, notFound, type Queryable, tooManyRequests, withTx } from '@chat/kit';
 import {
-  assertHasBody,
-  nextMessageId,
-  resolveAttachments,
-  withNonce,
-  withReactions as withViewerReactions,
-  writtenMessageType,
-} from '@chat/messaging';
+  AppError,
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  markEventsWritten,
+  notFound,
+  outboxRow,
+  type Queryable,
+  tooManyRequests,
+  withTx,
+} from '@chat/kit';
+import { assertHasBody, resolveAttachments, withNonce, withReactions as withViewerReactions, writtenMessageType } from '@chat/messaging';
+import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import {
-  claimSlowmodeSlot,
   deleteMessageRow,
   findMessage,
-  insertMessage,
-  latestMessageId,
   lockChannelForRead,
-  lockChannelForWrite,
-  messageExists,
   type NewMessage,
+  type PostChecks,
+  type PostOutcome,
   pageOfMessages,
+  postMessageRow,
   type StoredMessage,
   updateContent,
 } from '../db/messages.ts';
@@ -35,6 +38,7 @@ import { type ChannelAccess, channelAccess, requirePermission } from './access.t
 import type { Ctx, Domain } from './context.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
 import { has } from './permissions.ts';
+import { AccessSnapshots, postingSnapshot } from './post-access.ts';
 
 /** Channel messages: posting (by members and by webhooks), paging, editing, deleting. */
 
@@ -69,70 +73,118 @@ export function withReactions(db: Queryable, messages: StoredMessage[], viewerId
   return withViewerReactions(db, messageReactions, messages, viewerId);
 }
 
+type MessageToPost = Omit<NewMessage, 'id' | 'type' | 'createdAt'> & { type?: NewMessage['type'] };
+
 /**
- * Inserts a message under the channel's write lock and records its event (with the client's nonce,
- * when given): the one way a message is created.
+ * Writes a message and its event (with the client's nonce, when given) in one statement, after the
+ * checks `checks` names: the one way a message is created. Answers why when a check refuses it.
  */
+async function writeMessage(
+  db: Queryable,
+  ctx: Pick<Ctx, 'requestId'>,
+  message: MessageToPost,
+  nonce: string | undefined,
+  checks: PostChecks,
+): Promise<StoredMessage | Exclude<PostOutcome, { outcome: 'posted' }>> {
+  // A system message names its type; what a person writes is a reply or a default message.
+  const row: NewMessage = {
+    ...message,
+    id: uuidv7(),
+    type: message.type ?? writtenMessageType(message.replyToId),
+    createdAt: new Date().toISOString(),
+  };
+  const draft: StoredMessage = {
+    id: row.id,
+    channelId: row.channelId,
+    serverId: row.serverId,
+    authorId: row.authorId,
+    // Filled in by the statement, from the users read-model (or the webhook's own).
+    authorName: row.webhook?.name ?? UNKNOWN_AUTHOR,
+    authorAvatar: row.webhook?.avatarUrl ?? null,
+    content: row.content,
+    attachments: row.attachments,
+    replyToId: row.replyToId,
+    mentions: row.mentions,
+    pinned: false,
+    editedAt: null,
+    createdAt: row.createdAt,
+    webhookId: row.webhook?.id ?? null,
+    type: row.type,
+    embeds: [],
+  };
+  const event = outboxRow('guilds.message.created', withNonce(draft, nonce), ctx.requestId);
+  const outcome = await postMessageRow(db, row, event, checks);
+  if (outcome.outcome !== 'posted') return outcome;
+  markEventsWritten(db);
+  const stored = { ...draft, id: outcome.id, authorName: outcome.authorName ?? UNKNOWN_AUTHOR, authorAvatar: outcome.authorAvatar };
+  return withNonce(stored, nonce);
+}
+
+// As toMessage in db/messages.ts: an author whose auth event has not reached us yet.
+const UNKNOWN_AUTHOR = 'Unknown user';
+
+/** Posts a message that passed its checks already (system messages, webhooks), in the caller's transaction. */
 export async function postMessage(
   tx: Queryable,
   ctx: Pick<Ctx, 'requestId'>,
-  message: Omit<NewMessage, 'id' | 'type'> & { type?: NewMessage['type'] },
+  message: MessageToPost,
   nonce?: string,
 ): Promise<StoredMessage> {
-  await lockChannelForWrite(tx, message.channelId);
-  const id = nextMessageId(await latestMessageId(tx, message.channelId));
-  // A system message names its type; what a person writes is a reply or a default message.
-  const type = message.type ?? writtenMessageType(message.replyToId);
-  const stored = withNonce(await insertMessage(tx, { ...message, id, type }), nonce);
-  await emitMessageEvent(tx, ctx, 'guilds.message.created', stored);
-  return stored;
+  const written = await writeMessage(tx, ctx, message, nonce, { accessVersion: null, slowmodeSeconds: 0 });
+  if ('outcome' in written) throw refusal(written);
+  return written;
 }
 
+function refusal(outcome: Exclude<PostOutcome, { outcome: 'posted' }>): Error {
+  if (outcome.outcome === 'no_reply') return badRequest('body.replyToId: no such message in this channel');
+  if (outcome.outcome === 'slowmode')
+    return tooManyRequests(outcome.retryAfter, 'Slowmode is on in this channel; wait before posting again');
+  // The server's permissions kept changing under the post: nothing was written, a retry will do.
+  return new AppError(503, 'Permissions changed while posting; try again');
+}
+
+// A refused version means the snapshot was stale: post again with one read now, at most this often.
+const POST_ATTEMPTS = 3;
+
+/**
+ * A member's post: authorised by the member's access snapshot (no permission rows read when it is
+ * cached), then one statement that checks the snapshot's version, the reply, slowmode, and writes
+ * the message with its event. No transaction of the service's own: the statement is one.
+ */
 export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: SendMessageBody): Promise<ChannelMessage> {
-  const access = await textChannelAccess(d.pool, channelId, ctx.userId);
-  const mask = access.channelPermissions;
-  requirePermission(mask, Permission.SEND_MESSAGES, 'SEND_MESSAGES');
-  if (body.attachments && Object.keys(body.attachments).length > 0) requirePermission(mask, Permission.ATTACH_FILES, 'ATTACH_FILES');
-  // Before the transaction: no connection is held while the media service answers.
+  const withFiles = Boolean(body.attachments && Object.keys(body.attachments).length > 0);
+  const snapshots = d.accessSnapshots ?? new AccessSnapshots();
+  const target = { channelId, userId: ctx.userId, withFiles };
+  let snapshot = await postingSnapshot(d.pool, snapshots, target);
+  // Before the statement: no connection is held while the media service answers.
   const attachments = await resolveAttachments(d.bus, ctx, body.attachments);
   assertHasBody(body.content, attachments);
-  const stored = await withTx(d.pool, async (tx) => {
-    await enforceSlowmode(tx, access, ctx.userId);
-    if (body.replyToId && !(await messageExists(tx, channelId, body.replyToId))) {
-      throw badRequest('body.replyToId: no such message in this channel');
-    }
-    const mentions = await resolveMentions(
-      tx,
-      access.channel.serverId,
-      parseMentions(body.content),
-      has(mask, Permission.MENTION_EVERYONE),
-    );
-    return postMessage(
-      tx,
-      ctx,
-      {
-        channelId,
-        serverId: access.channel.serverId,
-        authorId: ctx.userId,
-        content: body.content,
-        attachments,
-        replyToId: body.replyToId ?? null,
-        mentions,
-      },
-      body.nonce,
-    );
-  });
-  return { ...stored, reactions: {} };
+  const parsed = parseMentions(body.content);
+  for (let attempt = 1; ; attempt++) {
+    const { access, version } = snapshot;
+    const mask = access.channelPermissions;
+    const mentions = await resolveMentions(d.pool, access.channel.serverId, parsed, has(mask, Permission.MENTION_EVERYONE));
+    const message = {
+      channelId,
+      serverId: access.channel.serverId,
+      authorId: ctx.userId,
+      content: body.content,
+      attachments,
+      replyToId: body.replyToId ?? null,
+      mentions,
+    };
+    const written = await writeMessage(d.pool, ctx, message, body.nonce, { accessVersion: version, slowmodeSeconds: slowmodeOf(access) });
+    if (!('outcome' in written)) return { ...written, reactions: {} };
+    if (written.outcome !== 'stale' || attempt === POST_ATTEMPTS) throw refusal(written);
+    snapshot = await postingSnapshot(d.pool, snapshots, { ...target, fresh: true });
+  }
 }
 
-/** Slowmode per member: a second message within the channel's slowmodeSeconds is a 429, unless the member moderates. */
-async function enforceSlowmode(tx: Queryable, access: ChannelAccess, userId: string): Promise<void> {
-  const seconds = access.channel.slowmodeSeconds;
-  if (seconds <= 0) return;
+/** Slowmode per member: the channel's slowmodeSeconds, unless the member moderates (0: no window). */
+function slowmodeOf(access: ChannelAccess): number {
   const mask = access.channelPermissions;
-  if (has(mask, Permission.MANAGE_MESSAGES) || has(mask, Permission.MANAGE_CHANNELS)) return;
-  const remaining = await claimSlowmodeSlot(tx, access.channel.id, userId, seconds);
-  if (remaining !== undefined) throw tooManyRequests(remaining, 'Slowmode is on in this channel; wait before posting again');
+  if (has(mask, Permission.MANAGE_MESSAGES) || has(mask, Permission.MANAGE_CHANNELS)) return 0;
+  return Math.max(0, access.channel.slowmodeSeconds);
 }
 
 /** A page, newest first. The read lock makes it wait for posts in flight, so its cursors never skip one. */

@@ -10,7 +10,6 @@ export type ConversationAccess = {
   id: string;
   isGroup: boolean;
   ownerId: string | null;
-  lastMessageId: string | null;
   participantIds: string[];
   /** A 1:1 conversation whose two people blocked one another (either way). */
   blocked: boolean;
@@ -22,14 +21,13 @@ type AccessRow = {
   id: string;
   is_group: boolean;
   owner_id: string | null;
-  last_message_id: string | null;
   participant_ids: string[];
   blocked: boolean;
   blocked_by: string[];
 };
 
 const ACCESS_SQL = `
-  SELECT c.id, c.is_group, c.owner_id, c.last_message_id,
+  SELECT c.id, c.is_group, c.owner_id,
     ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids,
     (NOT c.is_group AND EXISTS (
       SELECT 1 FROM conversation_participants o JOIN blocks b
@@ -43,7 +41,8 @@ const ACCESS_SQL = `
 
 /**
  * The conversation when `userId` takes part in it. `lock` holds the conversation row until the
- * transaction ends: messages of one conversation are then numbered in commit order.
+ * transaction ends, so that changes of its participants and calls take turns (posts do not take it:
+ * see post_direct_message).
  */
 export async function conversationForParticipant(
   db: Queryable,
@@ -57,7 +56,6 @@ export async function conversationForParticipant(
       id: row.id,
       isGroup: row.is_group,
       ownerId: row.owner_id,
-      lastMessageId: row.last_message_id,
       participantIds: row.participant_ids,
       blocked: row.blocked,
       audienceIds: row.participant_ids.filter((id) => !row.blocked_by.includes(id)),
@@ -69,19 +67,15 @@ export async function conversationForParticipant(
  * The conversation whoever asks, under its row lock (taken again harmlessly when already held): what
  * the platform needs to write a message of its own there (a call's), whoever is still in it.
  */
-export async function lockConversation(
-  tx: Queryable,
-  conversationId: string,
-): Promise<Pick<ConversationAccess, 'id' | 'lastMessageId' | 'participantIds'>> {
-  const row = await one<{ last_message_id: string | null; participant_ids: string[] }>(
+export async function lockConversation(tx: Queryable, conversationId: string): Promise<Pick<ConversationAccess, 'id' | 'participantIds'>> {
+  const row = await one<{ participant_ids: string[] }>(
     tx,
-    `SELECT c.last_message_id,
-       ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids
+    `SELECT ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids
      FROM conversations c WHERE c.id = $1 FOR NO KEY UPDATE OF c`,
     [conversationId],
     'Conversation',
   );
-  return { id: conversationId, lastMessageId: row.last_message_id, participantIds: row.participant_ids };
+  return { id: conversationId, participantIds: row.participant_ids };
 }
 
 /** Creates the 1:1 conversation of a pair, or finds it when it exists (also when created concurrently). */
@@ -136,11 +130,6 @@ export async function deleteConversation(tx: Queryable, conversationId: string):
   await tx.query('DELETE FROM conversations WHERE id = $1', [conversationId]);
 }
 
-/** Records a new message as the conversation's latest. */
-export async function markActivity(tx: Queryable, conversationId: string, messageId: string, at: string): Promise<void> {
-  await tx.query('UPDATE conversations SET last_message_id = $2, last_activity_at = $3 WHERE id = $1', [conversationId, messageId, at]);
-}
-
 export type ConversationView = {
   id: string;
   type: 'direct' | 'group';
@@ -170,7 +159,10 @@ export async function conversationsOf(db: Queryable, userId: string, which: { on
   const rows = k.finish(
     await many<ViewRow>(
       db,
-      `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
+      // A post no longer writes the conversation row (post_direct_message): its last activity is its newest message's.
+      `SELECT c.id, c.is_group, c.owner_id, c.created_at,
+       GREATEST(c.last_activity_at,
+         (SELECT m.created_at FROM direct_messages m WHERE m.conversation_id = c.id ORDER BY m.id DESC LIMIT 1)) AS last_activity_at,
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
         FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id

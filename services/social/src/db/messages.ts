@@ -1,5 +1,5 @@
 import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageCall, MessageType } from '@chat/contracts';
-import { many, maybeOne, one, type Queryable } from '@chat/kit';
+import { many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
 import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
 
@@ -57,6 +57,7 @@ const DIRECT_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
 };
 
 export type NewMessage = {
+  /** A fresh UUID v7: the message's id unless the conversation's newest does not sort before it. */
   id: string;
   conversationId: string;
   senderId: string;
@@ -64,16 +65,87 @@ export type NewMessage = {
   attachments: Record<string, StoredFile>;
   replyToId: string | null;
   type: MessageType;
+  createdAt: string;
   /** Call system messages only: the call, and how long it lasted (call_ended). */
   call?: MessageCall;
 };
 
+export type PostOutcome =
+  | {
+      outcome: 'posted';
+      id: string;
+      sender: { name: string | null; avatar: string | null; badges: string[] | null };
+      audienceIds: string[];
+    }
+  | { outcome: 'not_found' | 'blocked' | 'no_reply' };
+
+type PostRow = {
+  outcome: PostOutcome['outcome'];
+  id: string | null;
+  sender_name: string | null;
+  sender_avatar: string | null;
+  sender_badges: string[] | null;
+  audience_ids: string[] | null;
+};
+
+// Named: prepared once per connection, then only bound.
+const POST_MESSAGE = {
+  name: 'social_post_direct_message',
+  text: 'SELECT * FROM post_direct_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
+};
+
+/**
+ * Who may write, the message and its event in one statement (post_direct_message): refused, it
+ * writes nothing and answers why. The event's envelope is the service's; the statement fills in
+ * the id, the sender's fields and the participants the message reaches.
+ */
+export async function postMessageRow(db: Queryable, m: NewMessage, event: OutboxRow): Promise<PostOutcome> {
+  const row = await one<PostRow>(db, POST_MESSAGE, [
+    m.id,
+    m.conversationId,
+    m.senderId,
+    m.content,
+    m.attachments,
+    m.replyToId,
+    m.type,
+    m.createdAt,
+    event.id,
+    event.subject,
+    event.payload,
+    event.headers,
+  ]);
+  if (row.outcome !== 'posted') return { outcome: row.outcome };
+  return {
+    outcome: 'posted',
+    id: row.id as string,
+    sender: { name: row.sender_name, avatar: row.sender_avatar, badges: row.sender_badges },
+    audienceIds: row.audience_ids ?? [],
+  };
+}
+
+/**
+ * Makes a page reader wait for the posts of the conversation in flight: they hold this lock shared
+ * from before they pick an id until they commit (post_direct_message, same key), so a reader that
+ * takes it exclusive before its snapshot sees all of them, and a later post takes an id above
+ * everything that reader saw. Cursors then neither skip nor repeat a message.
+ */
+export async function lockConversationForRead(tx: Queryable, conversationId: string): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('direct_messages:' || $1, 0))`, [conversationId]);
+}
+
+/**
+ * A message the platform writes itself (a call's), inside the caller's transaction: numbered under
+ * the same lock rule as post_direct_message (the conversation's lock held shared from before the
+ * id is picked until commit; each statement sees what committed before it), so paging stays gap-free.
+ */
 export async function insertMessage(tx: Queryable, message: NewMessage): Promise<StoredMessage> {
+  await tx.query(`SELECT pg_advisory_xact_lock_shared(hashtextextended('direct_messages:' || $1, 0))`, [message.conversationId]);
   const row = await one<MessageRow>(
     tx,
     `WITH m AS (
-       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type, call_id, call_duration_seconds)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING *)
+       INSERT INTO direct_messages (id, conversation_id, sender_id, content, attachments, reply_to_id, type, created_at, call_id, call_duration_seconds)
+       VALUES (next_message_id((SELECT d.id FROM direct_messages d WHERE d.conversation_id = $2 ORDER BY d.id DESC LIMIT 1), $1),
+               $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *)
      SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
     [
       message.id,
@@ -83,6 +155,7 @@ export async function insertMessage(tx: Queryable, message: NewMessage): Promise
       message.attachments,
       message.replyToId,
       message.type,
+      message.createdAt,
       message.call?.id ?? null,
       message.call?.durationSeconds ?? null,
     ],
@@ -99,10 +172,6 @@ export async function messagesByIds(db: Queryable, ids: string[]): Promise<Store
   if (ids.length === 0) return [];
   const rows = await many<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = ANY($1::uuid[])`, [ids]);
   return rows.map(toMessage);
-}
-
-export async function isMessageOf(db: Queryable, messageId: string, conversationId: string): Promise<boolean> {
-  return Boolean(await maybeOne(db, 'SELECT 1 FROM direct_messages WHERE id = $1 AND conversation_id = $2', [messageId, conversationId]));
 }
 
 /** A page of the conversation as `viewerId` sees it (without messages of people they blocked), newest first. */

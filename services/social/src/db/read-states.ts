@@ -33,11 +33,12 @@ const CHANNEL_SELECT = `
   WHERE rs.user_id = $1 AND rs.kind = 'channel'`;
 
 const CONVERSATION_SELECT = `
-  SELECT p.conversation_id AS id, 'conversation' AS kind, rs.last_read_message_id, c.last_message_id,
+  SELECT p.conversation_id AS id, 'conversation' AS kind, rs.last_read_message_id,
+    (SELECT d.id FROM direct_messages d WHERE d.conversation_id = p.conversation_id ORDER BY d.id DESC LIMIT 1) AS last_message_id,
     (SELECT count(*) FROM direct_messages d WHERE d.conversation_id = p.conversation_id AND d.sender_id <> p.user_id
        AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}')
        AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = d.sender_id)) AS mention_count
-  FROM conversation_participants p JOIN conversations c ON c.id = p.conversation_id
+  FROM conversation_participants p
   LEFT JOIN read_states rs ON rs.user_id = p.user_id AND rs.target_id = p.conversation_id
   WHERE p.user_id = $1`;
 

@@ -50,7 +50,7 @@ export async function participantAccess(
   return access;
 }
 
-const BLOCKED_MESSAGE = 'You cannot message this user: one of you has blocked the other';
+export const BLOCKED_MESSAGE = 'You cannot message this user: one of you has blocked the other';
 
 /** The one writing rule: two people who blocked one another cannot write to each other. */
 export function assertMayWrite(access: ConversationAccess): void {

@@ -1,21 +1,36 @@
 import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
-import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
-import { assertHasBody, nextMessageId, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
-import { type ConversationAccess, markActivity } from '../db/conversations.ts';
+import {
+  type Bus,
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  markEventsWritten,
+  notFound,
+  outboxRow,
+  type Pool,
+  type Queryable,
+  type RequestContext,
+  withTx,
+} from '@chat/kit';
+import { assertHasBody, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
+import { v7 as uuidv7 } from 'uuid';
+import type { ConversationAccess } from '../db/conversations.ts';
 import {
   deleteMessageRow,
   insertMessage,
-  isMessageOf,
   type LockedMessage,
+  lockConversationForRead,
   lockMessage,
   messageById,
   type NewMessage,
+  type PostOutcome,
   pageOfMessages,
+  postMessageRow,
   type StoredMessage,
   updateMessageContent,
 } from '../db/messages.ts';
 import { dmReactions } from '../db/reactions.ts';
-import { assertMayWrite, participantAccess } from './conversations.ts';
+import { assertMayWrite, BLOCKED_MESSAGE, participantAccess } from './conversations.ts';
 
 /** Direct messages: sending, paging, editing, deleting, reacting. */
 
@@ -26,45 +41,94 @@ export function withDmReactions(db: Queryable, messages: StoredMessage[], viewer
   return withReactions(db, dmReactions, messages, viewerId);
 }
 
+/**
+ * One statement (post_direct_message) decides who may write and writes the message with its event;
+ * the service keeps no transaction of its own around it.
+ */
 export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDirectMessageBody): Promise<DirectMessage> {
-  // Before the transaction: no row lock is held while the media service answers.
+  // Before the statement: no connection is held while the media service answers.
   const attachments = await resolveAttachments(deps.bus, ctx, body.attachments);
   assertHasBody(body.content, attachments);
-  const message = await withTx(deps.pool, async (tx) => {
-    const access = await participantAccess(tx, ctx, body.conversationId, { lock: true });
-    assertMayWrite(access);
-    if (body.replyToId && !(await isMessageOf(tx, body.replyToId, access.id))) {
-      throw badRequest('body.replyToId: no such message in this conversation');
-    }
-    const replyToId = body.replyToId ?? null;
-    const written = { senderId: ctx.userId, content: body.content, attachments, replyToId, type: writtenMessageType(replyToId) };
-    return writeMessage(tx, ctx.requestId, access, written, body.nonce);
-  });
-  return { ...message, reactions: {} };
+  const replyToId = body.replyToId ?? null;
+  const row: NewMessage = {
+    id: uuidv7(),
+    conversationId: body.conversationId,
+    senderId: ctx.userId,
+    content: body.content,
+    attachments,
+    replyToId,
+    type: writtenMessageType(replyToId),
+    createdAt: new Date().toISOString(),
+  };
+  const draft: StoredMessage = {
+    id: row.id,
+    conversationId: row.conversationId,
+    senderId: row.senderId,
+    content: row.content,
+    attachments,
+    replyToId,
+    editedAt: null,
+    createdAt: row.createdAt,
+    // Filled in by the statement, from the users read-model and the conversation.
+    senderName: UNKNOWN_SENDER,
+    senderAvatar: null,
+    senderBadges: [],
+    type: row.type,
+    embeds: [],
+    call: null,
+  };
+  const event = outboxRow(
+    SOCIAL_SUBJECTS.dmCreated,
+    { message: withNonce(draft, body.nonce), participantIds: [ctx.userId] },
+    ctx.requestId,
+  );
+  const outcome = await postMessageRow(deps.pool, row, event);
+  if (outcome.outcome !== 'posted') throw refusal(outcome.outcome);
+  markEventsWritten(deps.pool);
+  const { sender } = outcome;
+  const stored = {
+    ...draft,
+    id: outcome.id,
+    senderName: sender.name ?? UNKNOWN_SENDER,
+    senderAvatar: sender.avatar,
+    senderBadges: sender.badges ?? [],
+  };
+  return { ...withNonce(stored, body.nonce), reactions: {} };
 }
 
+function refusal(outcome: Exclude<PostOutcome['outcome'], 'posted'>): Error {
+  if (outcome === 'not_found') return notFound('Conversation');
+  if (outcome === 'blocked') return forbidden(BLOCKED_MESSAGE);
+  return badRequest('body.replyToId: no such message in this conversation');
+}
+
+// As toMessage in db/messages.ts: a sender whose auth event has not reached us yet.
+const UNKNOWN_SENDER = 'Unknown user';
+
 /**
- * The one path that adds a message to a conversation, people's and the platform's own (calls):
- * numbered after the latest under the conversation's row lock (`access` was read with it), made the
- * latest, and published as `social.dm.created` (DM_MESSAGE_CREATE) to `access.audienceIds`.
+ * A message the platform adds to a conversation itself (a call's), inside the caller's transaction,
+ * published as `social.dm.created` (DM_MESSAGE_CREATE) to `access.audienceIds`. People's messages
+ * take the one-statement path of sendMessage.
  */
 export async function writeMessage(
   tx: Queryable,
   requestId: string | undefined,
-  access: Pick<ConversationAccess, 'id' | 'lastMessageId' | 'audienceIds'>,
-  message: Omit<NewMessage, 'id' | 'conversationId'>,
-  nonce?: string,
+  access: Pick<ConversationAccess, 'id' | 'audienceIds'>,
+  message: Omit<NewMessage, 'id' | 'conversationId' | 'createdAt'>,
 ): Promise<StoredMessage> {
-  const inserted = await insertMessage(tx, { ...message, id: nextMessageId(access.lastMessageId), conversationId: access.id });
-  const stored = withNonce(inserted, nonce);
-  await markActivity(tx, access.id, stored.id, stored.createdAt);
+  const stored = await insertMessage(tx, { ...message, id: uuidv7(), conversationId: access.id, createdAt: new Date().toISOString() });
   await enqueueEvent(tx, SOCIAL_SUBJECTS.dmCreated, { message: stored, participantIds: access.audienceIds }, requestId);
   return stored;
 }
 
+/** A page, newest first. The read lock makes it wait for posts in flight, so its cursors never skip one. */
 export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
   const access = await participantAccess(deps.pool, ctx, conversationId);
-  return withDmReactions(deps.pool, await pageOfMessages(deps.pool, access.id, ctx.userId, page), ctx.userId);
+  const messages = await withTx(deps.pool, async (tx) => {
+    await lockConversationForRead(tx, access.id);
+    return pageOfMessages(tx, access.id, ctx.userId, page);
+  });
+  return withDmReactions(deps.pool, messages, ctx.userId);
 }
 
 /**
