@@ -1,4 +1,5 @@
 export * from './auth-stand-in.ts';
+export * from './authorization-matrix.ts';
 export * from './backing.ts';
 export * from './build.ts';
 export * from './database.ts';
