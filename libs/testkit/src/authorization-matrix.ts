@@ -44,7 +44,7 @@ export type MatrixCall<Actor extends string> = (
 ) => Promise<MatrixAnswer>;
 
 /** The row's title in a test list: its route, and what it shows. */
-export const rowTitle = (row: MatrixRow<string>): string => (row.name ? `${row.route} (${row.name})` : row.route);
+export const rowTitle = <Actor extends string>(row: MatrixRow<Actor>): string => (row.name ? `${row.route} (${row.name})` : row.route);
 
 /** The path of a route template with its parameters filled in (each one encoded) and the query. */
 export function pathOf(template: string, request: MatrixRequest): string {

@@ -6,6 +6,7 @@ export * from './database.ts';
 export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
 export * from './minio.ts';
+export * from './nats-cluster.ts';
 export * from './platform.ts';
 export * from './poll.ts';
 export * from './runtime.ts';
