@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL, Redis, NATS with JetStream and MinIO answer on this machine: starts any
 # that is installed but stopped, builds MinIO from its Go module the first time, and creates one
-# database per service. Idempotent: run it as often as you like.
+# database per service. Idempotent: run it as often as you like. `backing.sh nats-server` only
+# prints the path of the nats-server v2.15 that the fault suite's JetStream cluster runs (building it
+# from its Go module the first time), and starts nothing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${PLATFORM_DATA_DIR:-$ROOT/.data}
