@@ -60,7 +60,8 @@ const AUTH: Row[] = [
   {
     route: 'PATCH /v1/users/@me',
     name: 'only ever the caller',
-    request: () => ({ body: { bio: 'set by the matrix' } }),
+    request: (actor) => ({ body: { bio: `set by ${actor}` } }),
+    state: () => readAsOwner('/v1/users/@me'),
     expect: ALL_OK(200),
   },
   {

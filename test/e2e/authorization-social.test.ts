@@ -295,8 +295,13 @@ const KEYS_AND_GAMES: Row[] = [
   },
   {
     route: 'GET /v1/keys/users/:userId',
-    name: "the owner's bundle: friends and co-participants only",
-    request: () => ({ params: { userId: as('owner').id } }),
+    name: "the owner's bundle: friends and co-participants only; a refusal claims no one-time key",
+    request: async () => {
+      const body = { keys: oneTimeKeys(Math.floor(Math.random() * 1e6)) };
+      expect((await api('POST', '/v1/keys/devices/phone/one-time-keys', { user: as('owner'), body, ip: randomIp() })).status).toBe(200);
+      return { params: { userId: as('owner').id } };
+    },
+    state: () => read(as('owner'), '/v1/keys/count'),
     expect: { owner: 200, member: 200, outsider: 404, blocked: 404, anonymous: 401 },
   },
   { route: 'GET /v1/games', request: () => ({ query: { q: 'minecraft' } }), expect: ALL_OK(200) },
