@@ -44,10 +44,10 @@ afterAll(async () => {
 });
 
 /** kill -9 of whichever node leads `stream` when the fault starts; the same node starts again at its end. */
-function killLeaderOf(stream: 'GUILDS' | 'SOCIAL'): Fault {
+function killLeaderOf(stream: 'GUILDS' | 'SOCIAL', time = ''): Fault {
   let victim = '';
   return {
-    name: `kill -9 the ${stream} leader`,
+    name: `kill -9 the ${stream} leader${time}`,
     async inject() {
       const name = `${run.namespace}_${stream}`;
       victim = await cluster.leaderOf(name);
@@ -69,7 +69,7 @@ describe('the platform when a node of its JetStream cluster dies', () => {
     for (const stream of ['GUILDS', 'SOCIAL']) {
       expect((await cluster.leaderOf(`${run.namespace}_${stream}`)).length, `${stream} has a leader`).toBeGreaterThan(0);
     }
-    const faults = [killLeaderOf('GUILDS'), killLeaderOf('SOCIAL'), killLeaderOf('GUILDS')];
+    const faults = [killLeaderOf('GUILDS'), killLeaderOf('SOCIAL'), killLeaderOf('GUILDS', ' again')];
     await exerciseFaults({ run, natsUrl: cluster.url, title: 'three-node JetStream cluster', clients: 8 }, faults);
   }, 600_000);
 });
