@@ -58,6 +58,7 @@ function killLeaderOf(stream: 'GUILDS' | 'SOCIAL', time = ''): Fault {
         timeoutMs: 15_000,
         what: `${stream} has a new leader`,
       });
+      process.stdout.write(`cluster fault: killed ${victim}, which led ${stream}; ${await cluster.leaderOf(name)} leads it now\n`);
     },
     heal: () => cluster.start(victim),
     lastsMs: 4_000,
