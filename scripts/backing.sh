@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL, Redis, NATS with JetStream and MinIO answer on this machine: starts any
 # that is installed but stopped, builds MinIO from its Go module the first time, and creates one
-# database per service. Idempotent: run it as often as you like.
+# database per service. Idempotent: run it as often as you like. `backing.sh nats-server` only
+# prints the path of the nats-server v2.15 that the fault suite's JetStream cluster runs (building it
+# from its Go module the first time), and starts nothing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${PLATFORM_DATA_DIR:-$ROOT/.data}
@@ -57,6 +59,20 @@ minio_binary() {
   echo "$gobin/minio"
 }
 
+# The fault suite's three-node JetStream cluster needs a recent nats-server (the distribution's
+# may be years older): built from its Go module into GOBIN, beside MinIO, on first use only.
+NATS_SERVER_VERSION=v2.15.2
+nats_server_binary() {
+  local gobin
+  gobin="$(go env GOBIN 2>/dev/null)"; [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null)/bin"
+  if ! "$gobin/nats-server" --version 2>/dev/null | grep -q "$NATS_SERVER_VERSION"; then
+    command -v go >/dev/null || { echo "backing: nats-server $NATS_SERVER_VERSION needs Go to build" >&2; return 1; }
+    say "building nats-server $NATS_SERVER_VERSION from its Go module (first use only, a minute or two)" >&2
+    go install "github.com/nats-io/nats-server/v2@$NATS_SERVER_VERSION" >&2
+  fi
+  echo "$gobin/nats-server"
+}
+
 ensure_minio() {
   port_open "$MINIO_PORT" && return 0
   local bin; bin=$(minio_binary)
@@ -78,6 +94,9 @@ ensure_databases() {
     fi
   done
 }
+
+# `backing.sh nats-server`: only the nats-server of the cluster fault (built when missing); its path.
+if [ "${1:-}" = nats-server ]; then nats_server_binary; exit; fi
 
 ensure_postgres
 ensure_redis

@@ -44,6 +44,7 @@ export const REQUEST_ID_HEADER = 'x-request-id';
 const STATUS_HEADER = 'x-status';
 
 export interface BusOptions {
+  /** One server's URL, or every server of a cluster, comma-separated. */
   url: string;
   namespace: string;
   name: string;
@@ -85,7 +86,8 @@ export function openBus(options: BusOptions): Bus {
     for (let attempt = 0; !closed; attempt++) {
       try {
         const conn = await connect({
-          servers: options.url,
+          // A comma-separated list (every server of a cluster): the client fails over between them.
+          servers: options.url.split(',').map((url) => url.trim()),
           name: options.name,
           maxReconnectAttempts: -1,
           reconnectTimeWait: 500,

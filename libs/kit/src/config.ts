@@ -50,6 +50,7 @@ export const baseConfig = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   HOST: z.string().default('127.0.0.1'),
+  /** One NATS server, or every server of a JetStream cluster comma-separated (the client fails over). */
   NATS_URL: z.string().default('nats://127.0.0.1:4222'),
   /** Prefix of every subject and stream name, so that several platforms can share one NATS (tests). */
   BUS_NAMESPACE: z

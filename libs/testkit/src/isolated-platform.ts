@@ -41,6 +41,8 @@ export async function startIsolatedPlatform(options: {
   extraEnv?: PlatformOptions['extraEnv'];
   /** Default: a directory of its own under the system's temporary directory. */
   logDir?: string;
+  /** Runs before any process starts, with the bus namespace (e.g. to declare streams as production does). */
+  prepareBus?: (namespace: string) => Promise<void>;
 }): Promise<IsolatedPlatform> {
   const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(options.backing.postgresUrl, `${options.label}_${s}`)));
   const dropAll = () => Promise.all(databases.map((d) => d.drop().catch(() => {})));
@@ -54,6 +56,7 @@ export async function startIsolatedPlatform(options: {
   const logDir = options.logDir ?? join(tmpdir(), `chat-${options.label}-${namespace}`);
   const databaseUrls = Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'];
   try {
+    await options.prepareBus?.(namespace);
     const platform = await startPlatform({
       backing: options.backing,
       ports,

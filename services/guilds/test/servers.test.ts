@@ -197,7 +197,7 @@ describe('POST /v1/servers/{id}/join', () => {
     expect(await count('SELECT member_count n FROM servers WHERE id = $1', [server.id])).toBe(2);
   });
 
-  it('answers 400 for a private server, one requiring approval (naming the join request), and a banned caller', async () => {
+  it('answers 404 for a private server (as for an unknown one), 400 for one requiring approval (naming the join request) and a banned caller', async () => {
     const owner = newId();
     const closed = await makeServer(owner);
     const approval = await makeServer(owner, { isPublic: true, requireApproval: true });
@@ -205,7 +205,8 @@ describe('POST /v1/servers/{id}/join', () => {
     const banned = await g.knownUser('banned');
     expect((await g.call(owner, 'PUT', `/v1/servers/${open.id}/bans/${banned}`, {})).status).toBe(200);
 
-    expect((await g.call(newId(), 'POST', `/v1/servers/${closed.id}/join`)).status).toBe(400);
+    const privateJoin = await g.call(newId(), 'POST', `/v1/servers/${closed.id}/join`);
+    expect(privateJoin).toMatchObject({ status: 404, body: { error: 'Server not found' } });
     const needsRequest = await g.call(newId(), 'POST', `/v1/servers/${approval.id}/join`);
     expect(needsRequest.status).toBe(400);
     expect(needsRequest.body.error).toMatch(/join request/);

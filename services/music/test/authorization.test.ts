@@ -1,3 +1,4 @@
+import { type MatrixCall, type MatrixRequest, type MatrixRow, rowTitle, runMatrixRow } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startMusicTest } from './harness.ts';
@@ -183,5 +184,85 @@ describe('who may control the music of a voice channel', () => {
     const res = await view(bystander, open.id);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ channelId: open.id, current: { url: 'https://example.com/a.mp3' } });
+  });
+});
+
+/**
+ * Every music route as a row: a fresh server per actor whose open voice channel already plays the
+ * owner's track (with one more queued), asked by the channel's owner, a member with
+ * MANAGE_CHANNELS, a listener in the channel, a member who is not in it, a non-member and a caller
+ * without a token. A refusal leaves the player as it was.
+ */
+describe('the music authorization matrix', () => {
+  const ACTORS = ['owner', 'manager', 'listener', 'bystander', 'outsider', 'anonymous'] as const;
+  type Actor = (typeof ACTORS)[number];
+  const users: Record<Exclude<Actor, 'anonymous'>, string> = { owner, manager, listener, bystander, outsider };
+  const TRACK = 'https://example.com/a.mp3';
+
+  /** A fresh server whose open channel plays a track of the owner's with another queued. */
+  async function playing(): Promise<
+    MatrixRequest & { params: { channelId: string; itemId: string }; body: { channelId: string; serverId: string } }
+  > {
+    const { open, target } = server();
+    t.guilds.setUser(open.id, outsider, { isMember: false, inChannel: false });
+    expect((await play(owner, target(open))).statusCode).toBe(200);
+    const queued = await t.app.inject({
+      method: 'POST',
+      url: '/v1/music/queue',
+      headers: await t.auth(owner),
+      payload: { ...target(open), url: 'https://example.com/b.mp3' },
+    });
+    expect(queued.statusCode, queued.body).toBe(201);
+    const itemId = queued.json().queue.at(-1).id;
+    return { params: { channelId: open.id, itemId }, body: target(open) };
+  }
+  const player = async (request: MatrixRequest) =>
+    (await t.runtime.pool.query('SELECT version FROM players WHERE channel_id = $1', [request.params!.channelId])).rows;
+  const control = (extra: Record<string, unknown>) => async () => {
+    const request = await playing();
+    return { ...request, body: { ...request.body, ...extra } };
+  };
+  const CONTROL = (status: number) => ({ owner: status, manager: status, listener: status, bystander: 403, outsider: 404, anonymous: 401 });
+
+  const ROWS: MatrixRow<Actor>[] = [
+    { route: 'POST /v1/music/play', request: control({ url: 'https://example.com/c.mp3' }), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/skip', request: control({ url: TRACK }), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/pause', request: control({}), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/resume', request: control({}), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/stop', request: control({}), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/volume', request: control({ volume: 10 }), state: player, expect: CONTROL(200) },
+    { route: 'POST /v1/music/queue', request: control({ url: 'https://example.com/d.mp3' }), state: player, expect: CONTROL(201) },
+    {
+      route: 'DELETE /v1/music/:channelId/queue/:itemId',
+      request: async () => ({ params: (await playing()).params }),
+      state: player,
+      expect: CONTROL(204),
+    },
+    {
+      route: 'PATCH /v1/music/:channelId',
+      request: async () => ({ params: (await playing()).params, body: { loop: 'queue' } }),
+      state: player,
+      expect: CONTROL(200),
+    },
+    {
+      route: 'GET /v1/music/:channelId',
+      name: 'any member reads',
+      request: async () => ({ params: (await playing()).params }),
+      expect: { owner: 200, manager: 200, listener: 200, bystander: 200, outsider: 404, anonymous: 401 },
+    },
+  ];
+
+  const call: MatrixCall<Actor> = async (actor, method, url, request) => {
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: actor === 'anonymous' ? {} : await t.auth(users[actor]),
+      ...(request.body === undefined ? {} : { payload: request.body as object }),
+    });
+    return { status: res.statusCode, body: res.body ? res.json() : undefined };
+  };
+
+  it.each(ROWS.map((row) => ({ ...row, title: rowTitle(row) })))('$title', async (row) => {
+    expect(await runMatrixRow(row, ACTORS, call)).toEqual({ statuses: row.expect, problems: [] });
   });
 });

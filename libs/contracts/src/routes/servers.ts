@@ -110,7 +110,11 @@ const servers = {
     params: ServerParams,
     status: 200,
     response: Server,
-    errors: { 404: 'Unknown server', 409: 'Already a member' },
+    errors: {
+      400: 'Banned, or the server requires approval (send a join request)',
+      404: 'Unknown server, or one that is not public (a non-member cannot tell which)',
+      409: 'Already a member',
+    },
   }),
   discoverServers: defineRoute({
     method: 'GET',

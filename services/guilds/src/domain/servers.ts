@@ -117,10 +117,12 @@ export function joinServer(d: Domain, ctx: Ctx, serverId: string): Promise<Serve
   return withTx(d.pool, async (tx) => {
     // The row lock makes a join and a concurrent ban of the same user take turns.
     const row = await lockServer(tx, serverId);
-    if (!row) throw notFound('Server');
-    if (await isMemberOf(tx, serverId, ctx.userId)) throw conflict('You are already a member of this server');
+    const member = row ? await isMemberOf(tx, serverId, ctx.userId) : false;
+    // A server that is not public is the same 404 as an unknown id to a non-member (as GET answers):
+    // "not public" would tell a stranger that it exists.
+    if (!row || (!row.is_public && !member)) throw notFound('Server');
+    if (member) throw conflict('You are already a member of this server');
     if (await isBanned(tx, serverId, ctx.userId)) throw badRequest('You are banned from this server');
-    if (!row.is_public) throw badRequest('This server is not public; you need an invite');
     if (row.require_approval) throw badRequest('This server requires approval; send a join request instead');
     await addMember(tx, ctx, serverId, ctx.userId);
     return toServer(row);
