@@ -4,13 +4,14 @@ import { gatewayRoutes } from './gateway.ts';
 import { mediaRoutes } from './media.ts';
 import { messagesRoutes } from './messages.ts';
 import { musicRoutes } from './music.ts';
+import { searchRoutes } from './search.ts';
 import { serversRoutes } from './servers.ts';
 import { socialRoutes } from './social.ts';
 import { voiceRoutes } from './voice.ts';
 
 export { HealthReport } from './gateway.ts';
 export { gamesRoutes, keysRoutes } from './social.ts';
-export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, serversRoutes, socialRoutes, voiceRoutes };
+export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, searchRoutes, serversRoutes, socialRoutes, voiceRoutes };
 
 /** Every HTTP operation of the platform. */
 export const ALL_ROUTES: RouteContract[] = [
@@ -22,6 +23,7 @@ export const ALL_ROUTES: RouteContract[] = [
   socialRoutes,
   mediaRoutes,
   musicRoutes,
+  searchRoutes,
 ].flatMap((area) => Object.values(area as Record<string, RouteContract>));
 
 /**

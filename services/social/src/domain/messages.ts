@@ -1,6 +1,13 @@
-import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
+import {
+  type DirectMessageRecord as DirectMessage,
+  type DirectMessageSearchResult,
+  type MessageSearchQuery,
+  type SendDirectMessageBody,
+  SOCIAL_SUBJECTS,
+} from '@chat/contracts';
 import { type Bus, badRequest, enqueueEvent, forbidden, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
 import { assertHasBody, nextMessageId, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
+import { conversationIdsOf } from '../db/audience.ts';
 import { markActivity } from '../db/conversations.ts';
 import {
   deleteMessageRow,
@@ -11,6 +18,7 @@ import {
   messageById,
   pageOfMessages,
   type StoredMessage,
+  searchMessages,
   updateMessageContent,
 } from '../db/messages.ts';
 import { dmReactions } from '../db/reactions.ts';
@@ -56,6 +64,13 @@ export async function sendMessage(deps: Deps, ctx: RequestContext, body: SendDir
 export async function listMessages(deps: Deps, ctx: RequestContext, conversationId: string, page: Page): Promise<DirectMessage[]> {
   const access = await participantAccess(deps.pool, ctx, conversationId);
   return withDmReactions(deps.pool, await pageOfMessages(deps.pool, access.id, ctx.userId, page), ctx.userId);
+}
+
+/** Search of the caller's own conversations: only those they take part in now are read. */
+export async function searchDirectMessages(deps: Deps, ctx: RequestContext, query: MessageSearchQuery): Promise<DirectMessageSearchResult> {
+  const conversationIds = await conversationIdsOf(deps.pool, ctx.userId);
+  const found = await searchMessages(deps.pool, conversationIds, ctx.userId, { text: query.q, page: query });
+  return { total: found.total, messages: await withDmReactions(deps.pool, found.messages, ctx.userId) };
 }
 
 /**
