@@ -27,30 +27,38 @@ const TSQUERY = `websearch_to_tsquery('simple', message_search_text($2))`;
 const SEARCHABLE = `querytree(${TSQUERY}) NOT IN ('', 'T')`;
 
 /**
- * A page of the messages of `scopeIds` that match the text, newest first, and how many match in
- * all. The scope and the filter are inside the statement that counts and pages, so a page is
+ * The statement that counts the hits and picks a page of their ids (exported so that the bench can
+ * EXPLAIN exactly what the services run). The scope and the filter are inside it, so a page is
  * never short because of hits the caller may not read, and `total` never counts them. The hits are
  * materialised from the GIN index first: otherwise the planner may walk the id index backwards
  * testing each message, which reads the whole history for a rare word.
  */
-export async function searchMessages<Row extends Record<string, unknown>, Message>(
-  db: Queryable,
-  source: MessageSource<Row, Message>,
+export function searchStatement(
+  source: Pick<MessageSource<Record<string, unknown>, unknown>, 'table' | 'scope'>,
   request: SearchRequest,
-): Promise<SearchResult<Message>> {
+): { sql: string; params: unknown[] } {
   const { page, filter } = request;
   // `after` alone takes the hits right after it (as message paging does); else the newest below `before`.
   const order = page.after && !page.before ? 'ASC' : 'DESC';
-  const found = await one<{ searchable: boolean; total: number; ids: string[] }>(
-    db,
-    `WITH hits AS MATERIALIZED (
+  return {
+    sql: `WITH hits AS MATERIALIZED (
        SELECT m.id FROM ${source.table} m
        WHERE ${SEARCHABLE} AND ${source.scope} = ANY($1::uuid[]) AND m.search @@ ${TSQUERY}${filter ? ` AND ${filter.where}` : ''}),
      page AS (
        SELECT id FROM hits WHERE ($3::uuid IS NULL OR id < $3) AND ($4::uuid IS NULL OR id > $4) ORDER BY id ${order} LIMIT $5)
      SELECT ${SEARCHABLE} AS searchable, (SELECT count(*) FROM hits)::int AS total, ARRAY(SELECT id FROM page ORDER BY id DESC) AS ids`,
-    [request.scopeIds, request.text, page.before ?? null, page.after ?? null, page.limit, ...(filter?.params ?? [])],
-  );
+    params: [request.scopeIds, request.text, page.before ?? null, page.after ?? null, page.limit, ...(filter?.params ?? [])],
+  };
+}
+
+/** A page of the messages of `scopeIds` that match the text, newest first, and how many match in all. */
+export async function searchMessages<Row extends Record<string, unknown>, Message>(
+  db: Queryable,
+  source: MessageSource<Row, Message>,
+  request: SearchRequest,
+): Promise<SearchResult<Message>> {
+  const statement = searchStatement(source, request);
+  const found = await one<{ searchable: boolean; total: number; ids: string[] }>(db, statement.sql, statement.params);
   if (!found.searchable) throw badRequest('query.q: name at least one word to find (punctuation or excluded words alone find nothing)');
   const rows = found.ids.length ? await many<Row>(db, `${source.select} WHERE m.id = ANY($1::uuid[]) ORDER BY m.id DESC`, [found.ids]) : [];
   return { total: found.total, messages: rows.map((row) => source.toMessage(row)) };

@@ -33,7 +33,7 @@ const post = async (userId: string, channelId: string, body: string | Record<str
   return res.body;
 };
 const search = (userId: string | null, query: Record<string, string | number>, serverId = server.id): Promise<Found> => {
-  const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+  const qs = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
   return g.call(userId, 'GET', `/v1/servers/${serverId}/messages/search?${qs}`);
 };
 const ids = (found: Found) => found.body.messages.map((m) => m.id);

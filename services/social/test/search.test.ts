@@ -27,7 +27,7 @@ async function send(user: User, conversationId: string, content: string): Promis
 }
 
 const search = (user: User, query: Record<string, string | number>): Promise<Found> =>
-  h.call(user, 'GET', `/v1/dm/search?${new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]))}`);
+  h.call(user, 'GET', `/v1/dm/search?${new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]))}`);
 const ids = (found: Found) => found.body.messages.map((m) => m.id);
 
 describe('direct message search', () => {
