@@ -62,7 +62,7 @@ const report: BenchReport = {
   references: [],
   notRun: [],
 };
-const ctx = createContext(platform.urls, nextClientIp);
+const ctx = createContext(platform.urls, platform.databases, nextClientIp);
 
 try {
   for (const scenario of scenarios) {
