@@ -143,7 +143,7 @@ export async function seedSearchCorpus(
       `INSERT INTO messages (id, channel_id, server_id, author_id, content, mentions, created_at)
        SELECT (substr(t.hex, 1, 8) || '-' || substr(t.hex, 9, 4) || '-7' || substr(r.hex, 1, 3) || '-8' || substr(r.hex, 4, 3) || '-'
                 || lpad(to_hex(g), 12, '0'))::uuid,
-              ($5::uuid[])[1 + g % cardinality($5::uuid[])], $1, ($6::uuid[])[1 + (g * 7919) % cardinality($6::uuid[])],
+              ($5::uuid[])[1 + g % cardinality($5::uuid[])], $1, ($6::uuid[])[1 + (g::bigint * 7919) % cardinality($6::uuid[])],
               c.content, '{"users": [], "roles": [], "everyone": false}', t.at
        FROM generate_series(1, $2::int) g
        CROSS JOIN LATERAL (SELECT now() - interval '365 days' + (g * interval '365 days') / $2 AS at) ts
