@@ -84,6 +84,7 @@ const ROWS: Row[] = [
   { name: 'GET invites', method: 'GET', path: () => `${S()}/invites`, expect: [200, 200, 403, 403, 404, 404] },
   { name: 'GET join requests', method: 'GET', path: () => `${S()}/join-requests`, expect: [200, 200, 403, 403, 404, 404] },
   { name: 'POST join request', method: 'POST', path: () => `${S()}/join-requests`, expect: [409, 409, 409, 409, 404, 404] },
+  { name: 'search messages', method: 'GET', path: () => `${S()}/messages/search?q=hello`, expect: [200, 200, 200, 200, 404, 404] },
 ];
 
 async function victim(kind: Row['victim']): Promise<string> {
@@ -122,7 +123,7 @@ describe('a public server’s non-member', () => {
     const open = (await g.call(owner, 'POST', '/v1/servers', { name: 'Open', isPublic: true })).body;
     const stranger = newId();
     expect((await g.call(stranger, 'GET', `/v1/servers/${open.id}`)).status).toBe(200);
-    for (const path of ['channels', 'members', 'roles', 'categories', 'members/@me/permissions']) {
+    for (const path of ['channels', 'members', 'roles', 'categories', 'members/@me/permissions', 'messages/search?q=hello']) {
       expect((await g.call(stranger, 'GET', `/v1/servers/${open.id}/${path}`)).status, path).toBe(403);
     }
     const channel = (await g.call(owner, 'GET', `/v1/servers/${open.id}/channels`)).body[0];
