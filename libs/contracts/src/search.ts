@@ -18,6 +18,8 @@ export const MAX_SEARCH_TEXT_LENGTH = 200;
 const SearchText = z
   .string({ error: (issue) => (issue.input === undefined ? 'required: the text to search for' : 'must be one text') })
   .max(MAX_SEARCH_TEXT_LENGTH, { error: `at most ${MAX_SEARCH_TEXT_LENGTH} characters` })
+  // PostgreSQL text cannot hold NUL: refused here, or the database would answer an error.
+  .refine((text) => !text.includes('\u0000'), { error: 'must not contain NUL characters' })
   .trim()
   .min(1, { error: 'must not be empty' });
 

@@ -229,6 +229,7 @@ describe('bad input', () => {
     ['over 200 characters', { q: 'a'.repeat(201) }],
     ['only punctuation', { q: '!!! ... ?' }],
     ['only excluded words', { q: '-spam -eggs' }],
+    ['a NUL character', { q: 'a\u0000b' }],
   ])('answers 400 naming q when q is %s', async (_, query) => {
     const res = await search(alice, query);
     expect(res.status).toBe(400);
