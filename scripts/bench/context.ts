@@ -3,7 +3,11 @@ import type { ServiceProcess } from '@chat/testkit';
 import type { BenchContext, BenchUser } from './scenario.ts';
 
 /** The setup client of the scenarios: JSON calls through the gateway, each from the next client IP. */
-export function createContext(urls: Record<ServiceProcess, string>, nextClientIp: () => string): BenchContext {
+export function createContext(
+  urls: Record<ServiceProcess, string>,
+  databases: BenchContext['databases'],
+  nextClientIp: () => string,
+): BenchContext {
   const api: BenchContext['api'] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { 'x-forwarded-for': nextClientIp() };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
@@ -26,7 +30,7 @@ export function createContext(urls: Record<ServiceProcess, string>, nextClientIp
     return { id: res.body.user.id, username, password, token: res.body.token };
   };
 
-  return { urls, api, registerUser };
+  return { urls, databases, api, registerUser };
 }
 
 function parseJson(text: string): unknown {

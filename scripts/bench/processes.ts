@@ -14,6 +14,8 @@ export interface BenchPlatform {
   logDir: string;
   /** Where the platform's backing parts are (references measure against the same ones). */
   backing: Backing;
+  /** Each service's database: a scenario may seed a large corpus straight into it (search). */
+  databases: Record<Exclude<ServiceProcess, 'gateway'>, string>;
   /** The gateway's process id: the socket bench reads its memory and CPU time. */
   gatewayPid: number;
 }
@@ -69,7 +71,13 @@ export async function startBenchPlatform(settings: {
       ),
     });
     return {
-      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
+      value: {
+        urls: run.platform.urls,
+        logDir: run.logDir,
+        backing: resolved.backing,
+        databases: run.databases,
+        gatewayPid: run.platform.pid('gateway') as number,
+      },
       stop: async () => {
         await run.stop();
         await cleanUp();

@@ -76,8 +76,8 @@ const report: BenchReport = {
   references: [],
   notRun: [],
 };
-const ctx = createContext(platform.urls, nextClientIp);
-const tracedCtx = traced && createContext(traced.platform.urls, nextClientIp);
+const ctx = createContext(platform.urls, platform.databases, nextClientIp);
+const tracedCtx = traced && createContext(traced.platform.urls, traced.platform.databases, nextClientIp);
 
 try {
   for (const scenario of scenarios) {

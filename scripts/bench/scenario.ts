@@ -65,6 +65,8 @@ export interface ApiAnswer {
 /** What a scenario's setup gets: the platform's URLs and a client for preparing data. */
 export interface BenchContext {
   urls: Record<ServiceProcess, string>;
+  /** Each service's database URL, for a setup that seeds more than an API could in reasonable time. */
+  databases: Record<Exclude<ServiceProcess, 'gateway'>, string>;
   /** A JSON call (to the gateway unless `base` says otherwise), from a client IP of its own. */
   api(method: BenchRequest['method'], path: string, options?: { token?: string; body?: unknown; base?: string }): Promise<ApiAnswer>;
   /** Registers a fresh user through the gateway (email verification is off on the bench platform). */

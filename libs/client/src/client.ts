@@ -5,6 +5,7 @@ import {
   messagesRoutes,
   musicRoutes,
   type RouteContract,
+  searchRoutes,
   serversRoutes,
   socialRoutes,
   voiceRoutes,
@@ -23,6 +24,7 @@ const AREAS = {
   social: socialRoutes,
   media: mediaRoutes,
   music: musicRoutes,
+  search: searchRoutes,
 };
 type Areas = typeof AREAS;
 

@@ -18,6 +18,7 @@ export * from './records.ts';
 export * from './route.ts';
 export * from './routes/index.ts';
 export * from './rpc.ts';
+export * from './search.ts';
 export * from './social.ts';
 export * from './templates.ts';
 export * from './voice.ts';

@@ -1,6 +1,6 @@
 /**
  * What a message is, for channel messages (guilds) and direct messages (social) alike: ids, cursor
- * paging, content and attachment rules, reactions per viewer and the users read-model behind
+ * paging and search, content and attachment rules, reactions per viewer and the users read-model behind
  * author fields. Each service keeps its own tables and decides who may read and write.
  */
 export * from './attachments.ts';
@@ -9,4 +9,5 @@ export * from './embeds.ts';
 export * from './ids.ts';
 export * from './paging.ts';
 export * from './reactions.ts';
+export * from './search.ts';
 export * from './users.ts';

@@ -2,11 +2,12 @@ import { many, type Queryable } from '@chat/kit';
 
 /**
  * Where one kind of message is read from. `select` is `SELECT <columns> FROM <table> m [JOIN ...]`
- * with the message table aliased `m`; `scope` is the column that holds the channel or
- * conversation (`m.channel_id`). Both are constants of the service, never input.
+ * with the message table aliased `m`; `table` is that table alone; `scope` is the column that
+ * holds the channel or conversation (`m.channel_id`). All are constants of the service, never input.
  */
 export interface MessageSource<Row extends Record<string, unknown>, Message> {
   select: string;
+  table: string;
   scope: string;
   toMessage(row: Row): Message;
 }

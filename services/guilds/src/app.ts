@@ -8,6 +8,7 @@ import { channelRoutes } from './routes/channels.ts';
 import { inviteRoutes, joinRequestRoutes } from './routes/invites.ts';
 import { banRoutes, memberRoutes, roleRoutes } from './routes/members.ts';
 import { messageRoutes, webhookRoutes } from './routes/messages.ts';
+import { searchRoutes } from './routes/search.ts';
 import { serverRoutes } from './routes/servers.ts';
 import { voiceRoutes } from './routes/voice.ts';
 
@@ -24,6 +25,7 @@ const ROUTE_MODULES: ((app: FastifyInstance, d: Domain) => void)[] = [
   messageRoutes,
   webhookRoutes,
   voiceRoutes,
+  searchRoutes,
 ];
 
 /** The guilds service's HTTP app; tests build it and call inject() without a port. */

@@ -5,13 +5,25 @@ import { mediaRoutes } from './media.ts';
 import { messagesRoutes } from './messages.ts';
 import { musicRoutes } from './music.ts';
 import { readStatesRoutes } from './read-states.ts';
+import { searchRoutes } from './search.ts';
 import { serversRoutes } from './servers.ts';
 import { socialRoutes } from './social.ts';
 import { voiceRoutes } from './voice.ts';
 
 export { HealthReport } from './gateway.ts';
 export { gamesRoutes, keysRoutes } from './social.ts';
-export { authRoutes, gatewayRoutes, mediaRoutes, messagesRoutes, musicRoutes, readStatesRoutes, serversRoutes, socialRoutes, voiceRoutes };
+export {
+  authRoutes,
+  gatewayRoutes,
+  mediaRoutes,
+  messagesRoutes,
+  musicRoutes,
+  readStatesRoutes,
+  searchRoutes,
+  serversRoutes,
+  socialRoutes,
+  voiceRoutes,
+};
 
 /** Every HTTP operation of the platform. */
 export const ALL_ROUTES: RouteContract[] = [
@@ -24,6 +36,7 @@ export const ALL_ROUTES: RouteContract[] = [
   readStatesRoutes,
   mediaRoutes,
   musicRoutes,
+  searchRoutes,
 ].flatMap((area) => Object.values(area as Record<string, RouteContract>));
 
 /**

@@ -1,6 +1,14 @@
-import type { ChannelMessage, LinkPreview, MessageMentions, MessageType } from '@chat/contracts';
+import type { ChannelMessage, LinkPreview, MessageHas, MessageMentions, MessageType } from '@chat/contracts';
 import { exec, many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
-import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
+import {
+  type MessageSource,
+  type Page,
+  pageOfMessages as pageOf,
+  type SearchRequest,
+  type SearchResult,
+  type StoredFile,
+  searchMessages as searchIn,
+} from '@chat/messaging';
 
 /** Channel messages, with the author's name and avatar from the users read-model (one join, no calls). */
 
@@ -56,6 +64,7 @@ function toMessage(r: MessageRow): StoredMessage {
 }
 
 const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  table: 'messages',
   select: `SELECT ${COLUMNS} ${FROM}`,
   scope: 'm.channel_id',
   toMessage,
@@ -162,6 +171,27 @@ export async function findMessage(
 /** A page of a channel, newest first: before/after a cursor, around a message (it included), or the newest. */
 export function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
   return pageOf(db, CHANNEL_MESSAGES, channelId, page);
+}
+
+/** What a message has (Discord's `has:`), as a condition on `m`; a link as media's linksIn finds one. */
+const HAS: Record<MessageHas, string> = {
+  attachment: `m.attachments <> '{}'::jsonb`,
+  link: `m.content ~* 'https?://[^\\s<>]'`,
+};
+
+export type ChannelSearch = Pick<SearchRequest, 'text' | 'page'> & { authorId?: string | undefined; has?: MessageHas | undefined };
+
+/** The messages of these channels (those the caller may read) that match, newest first, and how many match in all. */
+export function searchMessages(db: Queryable, channelIds: string[], search: ChannelSearch): Promise<SearchResult<StoredMessage>> {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  if (search.authorId) {
+    params.push(search.authorId);
+    conditions.push(`m.author_id = $${5 + params.length}`);
+  }
+  if (search.has) conditions.push(HAS[search.has]);
+  const filter = conditions.length ? { where: conditions.join(' AND '), params } : undefined;
+  return searchIn(db, CHANNEL_MESSAGES, { scopeIds: channelIds, text: search.text, page: search.page, ...(filter && { filter }) });
 }
 
 export async function updateContent(tx: Queryable, id: string, content: string, mentions: MessageMentions): Promise<StoredMessage> {

@@ -1,6 +1,14 @@
 import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageCall, MessageType } from '@chat/contracts';
 import { many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
-import { type MessageSource, type Page, pageOfMessages as pageOf, type StoredFile } from '@chat/messaging';
+import {
+  type MessageSource,
+  type Page,
+  pageOfMessages as pageOf,
+  type SearchRequest,
+  type SearchResult,
+  type StoredFile,
+  searchMessages as searchIn,
+} from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Direct messages, with their sender's name, avatar and badges from the users read-model. */
@@ -51,6 +59,7 @@ function toMessage(row: MessageRow): StoredMessage {
 }
 
 const DIRECT_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
+  table: 'direct_messages',
   select: `SELECT ${MESSAGE_COLUMNS} FROM direct_messages m LEFT JOIN users u ON u.id = m.sender_id`,
   scope: 'm.conversation_id',
   toMessage,
@@ -177,6 +186,20 @@ export async function messagesByIds(db: Queryable, ids: string[]): Promise<Store
 /** A page of the conversation as `viewerId` sees it (without messages of people they blocked), newest first. */
 export function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
   return pageOf(db, DIRECT_MESSAGES, conversationId, page, { where: NOT_FROM_BLOCKED('m', '$4'), params: [viewerId] });
+}
+
+/** The messages of these conversations that match, as `viewerId` sees them (as in paging: none from people they blocked). */
+export function searchMessages(
+  db: Queryable,
+  conversationIds: string[],
+  viewerId: string,
+  search: Pick<SearchRequest, 'text' | 'page'>,
+): Promise<SearchResult<StoredMessage>> {
+  return searchIn(db, DIRECT_MESSAGES, {
+    scopeIds: conversationIds,
+    ...search,
+    filter: { where: NOT_FROM_BLOCKED('m', '$6'), params: [viewerId] },
+  });
 }
 
 export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {

@@ -1,4 +1,10 @@
-import { type DirectMessageRecord as DirectMessage, type SendDirectMessageBody, SOCIAL_SUBJECTS } from '@chat/contracts';
+import {
+  type DirectMessageRecord as DirectMessage,
+  type DirectMessageSearchResult,
+  type MessageSearchQuery,
+  type SendDirectMessageBody,
+  SOCIAL_SUBJECTS,
+} from '@chat/contracts';
 import {
   type Bus,
   badRequest,
@@ -14,6 +20,7 @@ import {
 } from '@chat/kit';
 import { assertHasBody, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
+import { conversationIdsOf } from '../db/audience.ts';
 import type { ConversationAccess } from '../db/conversations.ts';
 import {
   deleteMessageRow,
@@ -27,6 +34,7 @@ import {
   pageOfMessages,
   postMessageRow,
   type StoredMessage,
+  searchMessages,
   updateMessageContent,
 } from '../db/messages.ts';
 import { dmReactions } from '../db/reactions.ts';
@@ -129,6 +137,13 @@ export async function listMessages(deps: Deps, ctx: RequestContext, conversation
     return pageOfMessages(tx, access.id, ctx.userId, page);
   });
   return withDmReactions(deps.pool, messages, ctx.userId);
+}
+
+/** Search of the caller's own conversations: only those they take part in now are read. */
+export async function searchDirectMessages(deps: Deps, ctx: RequestContext, query: MessageSearchQuery): Promise<DirectMessageSearchResult> {
+  const conversationIds = await conversationIdsOf(deps.pool, ctx.userId);
+  const found = await searchMessages(deps.pool, conversationIds, ctx.userId, { text: query.q, page: query });
+  return { total: found.total, messages: await withDmReactions(deps.pool, found.messages, ctx.userId) };
 }
 
 /**

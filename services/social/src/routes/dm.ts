@@ -1,9 +1,9 @@
-import { socialRoutes as r } from '@chat/contracts';
+import { socialRoutes as r, searchRoutes } from '@chat/contracts';
 import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
 import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
-import { deleteMessage, editMessage, listMessages, react, sendMessage } from '../domain/messages.ts';
+import { deleteMessage, editMessage, listMessages, react, searchDirectMessages, sendMessage } from '../domain/messages.ts';
 import { startTyping } from '../domain/typing.ts';
 
 /** Answers of 204 routes carry no body. */
@@ -28,5 +28,6 @@ export function dmRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.deleteMessage, (req) => noContent(deleteMessage(deps, contextOf(req), req.params.id)));
   route(app, r.addReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, true)));
   route(app, r.removeReaction, (req) => noContent(react(deps, contextOf(req), req.params.id, req.params.emoji, false)));
+  route(app, searchRoutes.searchDirectMessages, (req) => searchDirectMessages(deps, contextOf(req), req.query));
   route(app, r.conversationTyping, (req) => noContent(startTyping(deps, contextOf(req), req.params.id)));
 }
