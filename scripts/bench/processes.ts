@@ -15,6 +15,8 @@ export interface BenchPlatform {
   backing: Backing;
   /** The gateway's process id: the socket bench reads its memory and CPU time. */
   gatewayPid: number;
+  /** Every process's id: the CPU probe (cpu.ts) reads each one's CPU time. */
+  pids: Record<ServiceProcess, number>;
 }
 
 /**
@@ -48,7 +50,16 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
       },
     });
     return {
-      value: { urls: run.platform.urls, logDir: run.logDir, backing: resolved.backing, gatewayPid: run.platform.pid('gateway') as number },
+      value: {
+        urls: run.platform.urls,
+        logDir: run.logDir,
+        backing: resolved.backing,
+        gatewayPid: run.platform.pid('gateway') as number,
+        pids: Object.fromEntries(Object.keys(run.platform.urls).map((name) => [name, run.platform.pid(name as ServiceProcess)])) as Record<
+          ServiceProcess,
+          number
+        >,
+      },
       stop: async () => {
         await run.stop();
         await cleanUp();
