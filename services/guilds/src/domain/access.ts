@@ -6,6 +6,7 @@ import { findChannel, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
+import type { ChannelLists } from './channel-list.ts';
 import {
   type ApplicableOverrides,
   channelPermissions,
@@ -35,6 +36,8 @@ export interface ServerAccess {
   permissions: bigint;
   /** The voice channel the member is connected to in this server, if any. */
   voiceChannelId: string | null;
+  /** The version of the server's channel list, read in the same statement (domain/channel-list.ts). */
+  channelListVersion: number;
 }
 
 export interface ChannelAccess extends ServerAccess {
@@ -63,6 +66,7 @@ function toAccess(row: MembershipRow, userId: string): ServerAccess {
     rank: { isOwner, highest: row.highest_position },
     permissions,
     voiceChannelId: isMember ? row.voice_channel_id : null,
+    channelListVersion: row.channel_list_version,
   };
 }
 
@@ -156,8 +160,19 @@ export async function channelAccess(db: Queryable, channelId: string, userId: st
   return access;
 }
 
-/** The server's channels this member may view, each with the member's mask in it. */
-export async function visibleChannels(db: Queryable, access: ServerAccess): Promise<{ channel: Channel; permissions: bigint }[]> {
+/**
+ * The server's channels this member may view, each with the member's mask in it: from the kept
+ * channel list when one is given (reads), else from the rows.
+ */
+export async function visibleChannels(
+  db: Queryable,
+  access: ServerAccess,
+  lists?: ChannelLists,
+): Promise<{ channel: Channel; permissions: bigint }[]> {
+  if (lists) {
+    const list = await lists.of(db, access.server.id, access.channelListVersion);
+    return viewable(access, list.channels, list.overridesOf);
+  }
   const channels = await listChannels(db, access.server.id);
   const overrides = await overridesConcerning(
     db,
@@ -165,14 +180,15 @@ export async function visibleChannels(db: Queryable, access: ServerAccess): Prom
     [access.server.id, ...access.roleIds],
     access.userId,
   );
+  return viewable(access, channels, (channelId) => overrides.filter((o) => o.channelId === channelId));
+}
+
+function viewable(
+  access: ServerAccess,
+  channels: Channel[],
+  overridesOf: (channelId: string) => readonly PermissionOverride[],
+): { channel: Channel; permissions: bigint }[] {
   return channels
-    .map((channel) => ({
-      channel,
-      permissions: maskIn(
-        access,
-        channel,
-        overrides.filter((o) => o.channelId === channel.id),
-      ),
-    }))
+    .map((channel) => ({ channel, permissions: maskIn(access, channel, overridesOf(channel.id)) }))
     .filter((c) => has(c.permissions, Permission.VIEW_CHANNEL));
 }

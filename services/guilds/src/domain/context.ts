@@ -1,6 +1,7 @@
 import type { GUILDS_EVENTS } from '@chat/contracts';
 import { type Bus, enqueueEvent, type IssueMediaGrant, type Pool, type Queryable, type RequestContext } from '@chat/kit';
 import type { z } from 'zod';
+import type { ChannelLists } from './channel-list.ts';
 
 /** What domain functions receive: the pool, and who asks under which request id. */
 export interface Domain {
@@ -11,6 +12,8 @@ export interface Domain {
   voiceStateTtlSeconds?: number;
   /** Signs media (LiveKit) grants for voice rooms; only voice joins and grants need it. */
   issueMediaGrant?: IssueMediaGrant;
+  /** Each server's channel list kept between reads (reads only; without it, reads load the rows). */
+  channelLists?: ChannelLists;
 }
 
 export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;
