@@ -109,3 +109,53 @@ describe('the kept channel list', () => {
     expect((await g.call(member, 'GET', `/v1/servers/${newId()}/channels`)).status).toBe(404);
   });
 });
+
+describe('reads of one channel from the kept list', () => {
+  const page = (call: typeof g.call, channelId: string) => call(member, 'GET', `/v1/channels/${channelId}/messages?limit=50`);
+
+  it('refuses the history at once on every replica once an override denies READ_MESSAGE_HISTORY, and allows it again once it is gone', async () => {
+    const channelId = await newChannel('history');
+    expect((await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'kept' })).status).toBe(201);
+    for (const call of [g.call, other.call]) expect((await page(call, channelId)).body).toHaveLength(1);
+    const denied = await g.call(owner, 'PUT', `/v1/channels/${channelId}/permissions`, {
+      userId: member,
+      allowBits: 0,
+      denyBits: toMask(Permission.READ_MESSAGE_HISTORY),
+    });
+    expect(denied.status).toBe(200);
+    for (const call of [g.call, other.call]) {
+      const refused = await page(call, channelId);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toEqual({ error: 'Missing permission READ_MESSAGE_HISTORY' });
+    }
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}/permissions/${denied.body.id}`)).status).toBe(204);
+    expect((await page(other.call, channelId)).status).toBe(200);
+  });
+
+  it('answers 404 at once for a channel deleted since a replica kept its list', async () => {
+    const channelId = await newChannel('doomed');
+    for (const call of [g.call, other.call]) expect((await page(call, channelId)).status).toBe(200);
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}`)).status).toBe(204);
+    const gone = await page(other.call, channelId);
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ error: 'Channel not found' });
+    expect((await other.call(member, 'GET', `/v1/channels/${channelId}`)).status).toBe(404);
+  });
+
+  it('shows a channel as it is now, renamed on another replica', async () => {
+    const channelId = await newChannel('one-name');
+    expect((await other.call(member, 'GET', `/v1/channels/${channelId}`)).body.name).toBe('one-name');
+    expect((await g.call(owner, 'PATCH', `/v1/channels/${channelId}`, { name: 'another-name' })).status).toBe(200);
+    const read = await other.call(member, 'GET', `/v1/channels/${channelId}`);
+    expect(read.status).toBe(200);
+    expect(read.body.name).toBe('another-name');
+  });
+
+  it('answers 404 for a channel id no server has, and for a member of another server', async () => {
+    expect((await page(other.call, newId())).status).toBe(404);
+    const channelId = await newChannel('members-only');
+    await page(other.call, channelId);
+    const stranger = await other.call(newId(), 'GET', `/v1/channels/${channelId}/messages`);
+    expect(stranger.status).toBe(404);
+  });
+});

@@ -137,14 +137,18 @@ function maskIn(access: ServerAccess, channel: Channel, overrides: readonly Perm
 
 /**
  * The access of a user to a channel, or undefined for an unknown channel. Never throws on
- * visibility. A trace, when given, receives the explanation of the mask.
+ * visibility. A trace, when given, receives the explanation of the mask. With the kept channel
+ * lists (reads only), the channel and its overrides come from its server's list at the version the
+ * membership query reads: one round trip once the channel's server is known.
  */
 export async function loadChannelAccess(
   db: Queryable,
   channelId: string,
   userId: string,
   trace?: PermissionTrace,
+  lists?: ChannelLists,
 ): Promise<ChannelAccess | undefined> {
+  if (lists) return loadKeptChannelAccess(db, lists, channelId, userId, trace);
   const channel = await findChannel(db, channelId);
   if (!channel) return undefined;
   const access = await loadServerAccess(db, channel.serverId, userId);
@@ -153,9 +157,33 @@ export async function loadChannelAccess(
   return { ...access, channel, channelPermissions: maskIn(access, channel, overrides, trace) };
 }
 
+async function loadKeptChannelAccess(
+  db: Queryable,
+  lists: ChannelLists,
+  channelId: string,
+  userId: string,
+  trace?: PermissionTrace,
+): Promise<ChannelAccess | undefined> {
+  const serverId = lists.serverOf(channelId) ?? (await findChannel(db, channelId))?.serverId;
+  if (!serverId) return undefined;
+  const access = await loadServerAccess(db, serverId, userId);
+  if (!access) return undefined;
+  const list = await lists.of(db, serverId, access.channelListVersion);
+  // Gone at this version (deleted since): unknown, as without the list.
+  const channel = list.channel(channelId);
+  if (!channel) return undefined;
+  return { ...access, channel, channelPermissions: maskIn(access, channel, list.overridesOf(channelId), trace) };
+}
+
 /** Access to a channel the user may view (VIEW_CHANNEL there); otherwise 404, as if it did not exist. */
-export async function channelAccess(db: Queryable, channelId: string, userId: string, trace?: PermissionTrace): Promise<ChannelAccess> {
-  const access = await loadChannelAccess(db, channelId, userId, trace);
+export async function channelAccess(
+  db: Queryable,
+  channelId: string,
+  userId: string,
+  trace?: PermissionTrace,
+  lists?: ChannelLists,
+): Promise<ChannelAccess> {
+  const access = await loadChannelAccess(db, channelId, userId, trace, lists);
   if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
   return access;
 }

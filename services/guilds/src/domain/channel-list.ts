@@ -7,6 +7,8 @@ import { overridesOfServer } from '../db/overrides.ts';
 export interface ChannelList {
   version: number;
   channels: Channel[];
+  /** One of the channels, by id; undefined when the server has no such channel at this version. */
+  channel(channelId: string): Channel | undefined;
   overridesOf(channelId: string): readonly PermissionOverride[];
 }
 
@@ -22,8 +24,15 @@ export interface ChannelList {
  */
 export class ChannelLists {
   private readonly lists = new Map<string, ChannelList>();
+  // A channel never moves to another server: once seen, its server is known for good.
+  private readonly servers = new Map<string, string>();
 
   constructor(private readonly capacity = 10_000) {}
+
+  /** The server of a channel this process has seen in a list (a channel deleted since included). */
+  serverOf(channelId: string): string | undefined {
+    return this.servers.get(channelId);
+  }
 
   /** The list of the server at `version` (read by the caller's membership query): kept, or loaded. */
   async of(db: Queryable, serverId: string, version: number): Promise<ChannelList> {
@@ -39,6 +48,10 @@ export class ChannelLists {
     this.lists.delete(serverId);
     if (this.lists.size >= this.capacity) this.lists.delete(this.lists.keys().next().value as string);
     this.lists.set(serverId, list);
+    for (const channel of list.channels) {
+      if (this.servers.size >= this.capacity * 10) this.servers.delete(this.servers.keys().next().value as string);
+      this.servers.set(channel.id, serverId);
+    }
   }
 }
 
@@ -47,5 +60,6 @@ export async function loadChannelList(db: Queryable, serverId: string, version: 
   const [channels, overrides] = await Promise.all([listChannels(db, serverId), overridesOfServer(db, serverId)]);
   const byChannel = new Map<string, PermissionOverride[]>();
   for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
-  return { version, channels, overridesOf: (channelId) => byChannel.get(channelId) ?? [] };
+  const byId = new Map(channels.map((c) => [c.id, c]));
+  return { version, channels, channel: (channelId) => byId.get(channelId), overridesOf: (channelId) => byChannel.get(channelId) ?? [] };
 }

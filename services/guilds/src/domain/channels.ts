@@ -56,7 +56,7 @@ export async function listVisibleChannels(d: Domain, ctx: Ctx, serverId: string)
 }
 
 export async function getChannel(d: Domain, ctx: Ctx, channelId: string): Promise<Channel> {
-  return (await channelAccess(d.pool, channelId, ctx.userId)).channel;
+  return (await channelAccess(d.pool, channelId, ctx.userId, undefined, d.channelLists)).channel;
 }
 
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {
