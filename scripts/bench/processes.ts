@@ -17,6 +17,8 @@ export interface BenchPlatform {
   gatewayPid: number;
   /** Every process's id: the CPU probe (cpu.ts) reads each one's CPU time. */
   pids: Record<ServiceProcess, number>;
+  /** The services' database URLs: the CPU probe finds their PostgreSQL backends by database name. */
+  databases: Record<string, string>;
 }
 
 /**
@@ -55,6 +57,7 @@ export async function startBenchPlatform(settings: { nodeEnv: string; logLevel: 
         logDir: run.logDir,
         backing: resolved.backing,
         gatewayPid: run.platform.pid('gateway') as number,
+        databases: run.databases,
         pids: Object.fromEntries(Object.keys(run.platform.urls).map((name) => [name, run.platform.pid(name as ServiceProcess)])) as Record<
           ServiceProcess,
           number
