@@ -144,25 +144,31 @@ type ViewRow = {
   created_at: string;
 };
 
-/** One page of the caller's conversations by id, or the one `onlyId`. */
-export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
+/**
+ * The statement of one page of the caller's conversations ($1), or of the one `onlyId`. Each
+ * participant's user is looked up by its key (LIMIT 1 keeps the planner from joining the whole
+ * users table: without statistics it hashed every user once per conversation).
+ */
+export function conversationsQuery(userId: string, which: { onlyId: string } | KeyPage) {
   const onlyId = 'onlyId' in which ? which.onlyId : null;
   const k = keysetPage('c.id', 'onlyId' in which ? { limit: 1 } : which, 3);
-  const rows = k.finish(
-    await many<ViewRow>(
-      db,
-      `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
+  const text = `SELECT c.id, c.is_group, c.owner_id, c.last_activity_at, c.created_at,
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
-        FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id
+        FROM conversation_participants p
+        LEFT JOIN LATERAL (SELECT username, display_name, avatar_url FROM users WHERE id = p.user_id LIMIT 1) u ON true
         WHERE p.conversation_id = c.id) AS participants,
        (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
-     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`,
-      [userId, onlyId, ...k.params],
-    ),
-  );
+     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`;
+  return { text, params: [userId, onlyId, ...k.params], finish: k.finish };
+}
+
+/** One page of the caller's conversations by id, or the one `onlyId`. */
+export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
+  const query = conversationsQuery(userId, which);
+  const rows = query.finish(await many<ViewRow>(db, query.text, query.params));
   return rows.map((row) => ({
     id: row.id,
     type: row.is_group ? 'group' : 'direct',
