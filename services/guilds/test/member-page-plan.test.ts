@@ -14,7 +14,7 @@ type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Actual Loops':
 const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 
 describe('a page of members', () => {
-  it('probes the activities of the page only, and answers the page in user id order', async () => {
+  it('probes the activities and users of the page only (never a scan of every user), and answers the page in user id order', async () => {
     const owner = newId();
     const server = (await g.call(owner, 'POST', '/v1/servers', { name: 'Crowd of 1,000', isPublic: true })).body;
     await g.db.query('INSERT INTO members (server_id, user_id) SELECT $1, gen_random_uuid() FROM generate_series(2, 1000)', [server.id]);
@@ -29,6 +29,8 @@ describe('a page of members', () => {
     const activities = plan.filter((n) => n['Relation Name'] === 'activities');
     expect(activities.length).toBeGreaterThan(0);
     for (const scan of activities) expect(scan['Actual Loops'] * Math.max(1, scan['Actual Rows'])).toBeLessThanOrEqual(100);
+    const users = plan.filter((n) => n['Relation Name'] === 'users');
+    expect(users.map((n) => n['Node Type'])).not.toContain('Seq Scan');
 
     const page = await g.call(owner, 'GET', `/v1/servers/${server.id}/members?limit=100`);
     expect(page.status).toBe(200);

@@ -37,13 +37,19 @@ const toMember = (r: MemberRow): Member => ({
         },
 });
 
-/** Members of `source` (a table or a subquery of members, aliased m) with their roles, user and activity. */
+/**
+ * Members of `source` (a table or a subquery of members, aliased m) with their roles, user and
+ * activity. The user is looked up by its key (LIMIT 1 keeps the planner from joining the whole
+ * users table, which it hashes when it has no statistics yet).
+ */
 const selectMembersOf = (source: string) => `SELECT m.server_id, m.user_id, m.nickname, m.joined_at,
     COALESCE((SELECT array_agg(mr.role_id::text ORDER BY mr.role_id) FROM member_roles mr
               WHERE mr.server_id = m.server_id AND mr.user_id = m.user_id), '{}') AS role_ids,
     u.username, u.display_name, u.avatar_url, u.badges,
     a.game_id AS activity_game_id, a.name AS activity_name, a.started_at AS activity_started_at
-  FROM ${source} m LEFT JOIN users u ON u.id = m.user_id LEFT JOIN activities a ON a.user_id = m.user_id`;
+  FROM ${source} m
+  LEFT JOIN LATERAL (SELECT username, display_name, avatar_url, badges FROM users WHERE id = m.user_id LIMIT 1) u ON true
+  LEFT JOIN activities a ON a.user_id = m.user_id`;
 
 const SELECT_MEMBER = selectMembersOf('members');
 
