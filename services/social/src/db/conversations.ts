@@ -1,7 +1,7 @@
 import type { UserSummary } from '@chat/contracts';
 import { type KeyPage, keysetPage, many, maybeOne, type Queryable } from '@chat/kit';
 import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
-import { toUserSummary } from './users.ts';
+import { joinUserByKey, toUserSummary } from './users.ts';
 
 /** Conversations and their participants. */
 
@@ -145,9 +145,9 @@ type ViewRow = {
 };
 
 /**
- * The statement of one page of the caller's conversations ($1), or of the one `onlyId`. Each
- * participant's user is looked up by its key (LIMIT 1 keeps the planner from joining the whole
- * users table: without statistics it hashed every user once per conversation).
+ * The statement of one page of the caller's conversations ($1), or of the one `onlyId`; each
+ * participant's user is looked up by its key (without, a plan hashed every user once per
+ * conversation listed).
  */
 export function conversationsQuery(userId: string, which: { onlyId: string } | KeyPage) {
   const onlyId = 'onlyId' in which ? which.onlyId : null;
@@ -156,7 +156,7 @@ export function conversationsQuery(userId: string, which: { onlyId: string } | K
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
         FROM conversation_participants p
-        LEFT JOIN LATERAL (SELECT username, display_name, avatar_url FROM users WHERE id = p.user_id LIMIT 1) u ON true
+        ${joinUserByKey('p.user_id')}
         WHERE p.conversation_id = c.id) AS participants,
        (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
