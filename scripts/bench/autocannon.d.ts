@@ -14,6 +14,8 @@ declare module 'autocannon' {
     connections?: number;
     /** Seconds. */
     duration?: number;
+    /** Stop after this many requests instead of after `duration`. */
+    amount?: number;
     pipelining?: number;
     /** Seconds before an unanswered request counts as a timeout. */
     timeout?: number;

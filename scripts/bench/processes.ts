@@ -14,10 +14,12 @@ export interface BenchPlatform {
   logDir: string;
   /** Where the platform's backing parts are (references measure against the same ones). */
   backing: Backing;
-  /** Each service's database: a scenario may seed a large corpus straight into it (search). */
+  /** Each service's database: a scenario may seed a large corpus straight into it (search); the CPU probe finds their PostgreSQL backends by name. */
   databases: Record<Exclude<ServiceProcess, 'gateway'>, string>;
   /** The gateway's process id: the socket bench reads its memory and CPU time. */
   gatewayPid: number;
+  /** Every process's id: the CPU probe (cpu.ts) reads each one's CPU time. */
+  pids: Record<ServiceProcess, number>;
 }
 
 /**
@@ -75,8 +77,12 @@ export async function startBenchPlatform(settings: {
         urls: run.platform.urls,
         logDir: run.logDir,
         backing: resolved.backing,
-        databases: run.databases,
         gatewayPid: run.platform.pid('gateway') as number,
+        databases: run.databases,
+        pids: Object.fromEntries(Object.keys(run.platform.urls).map((name) => [name, run.platform.pid(name as ServiceProcess)])) as Record<
+          ServiceProcess,
+          number
+        >,
       },
       stop: async () => {
         await run.stop();

@@ -5,13 +5,16 @@ import { type Backing, createTestDatabase, removeBucket } from '@chat/testkit';
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
 import { Client } from 'minio';
 import { perSecond } from './rates.ts';
+import type { BenchContext, ScenarioLoad } from './scenario.ts';
 
 /**
  * The building block a scenario is made of, measured alone in the same run: what the platform's
  * figure is compared with besides its own service (a write with a raw INSERT, a login with the
  * password hash it verifies, an upload with a raw put into MinIO).
  */
-export interface Reference {
+export type Reference = OperationReference | HttpReference;
+
+interface ReferenceInfo {
   /** Unique; scenarios naming the same reference at the same concurrency share one measurement. */
   name: string;
   summary: string;
@@ -19,8 +22,22 @@ export interface Reference {
   unit: string;
   /** The payload of one operation, when it moves a file: the table then shows MiB/s too. */
   bytesPerOperation?: number;
+}
+
+/** A building block measured in the bench process: `prepare` returns the operation, closed-loop callers repeat it. */
+export interface OperationReference extends ReferenceInfo {
   /** Prepares what the operation needs (a database, a hash, a bucket) on the run's backing parts; `cleanUp` removes it. */
   prepare(backing: Backing): Promise<{ operation: () => Promise<unknown>; cleanUp(): Promise<void> }>;
+}
+
+/**
+ * A building block that is itself an HTTP request through the platform (the edge around the
+ * cheapest real query): sent by autocannon as the scenarios' requests are, so the ratio compares
+ * loads generated the same way.
+ */
+export interface HttpReference extends ReferenceInfo {
+  /** Prepares the data through the platform, as a scenario's setup does. */
+  load(ctx: BenchContext): Promise<ScenarioLoad>;
 }
 
 export interface ReferenceFigures {
@@ -30,7 +47,7 @@ export interface ReferenceFigures {
   operations: number;
 }
 
-export function defineReference(reference: Reference): Reference {
+export function defineReference<R extends Reference>(reference: R): R {
   return reference;
 }
 
@@ -110,3 +127,21 @@ export function minioPut(bytes: number) {
     },
   });
 }
+
+/**
+ * The edge's building block: gateway hop + token check + rate check + one primary-key SELECT.
+ * `GET /v1/users/@me` is exactly that: the gateway classifies the route, runs its one Redis script
+ * (window and session denylist), checks the token (claims cached until exp) and proxies to auth,
+ * whose route checks the token again (cached), reads the user by primary key and answers it
+ * through its contract. Every read scenario names it, so its "x ref" is how close the read gets to
+ * the cheapest authenticated request the platform serves.
+ */
+export const edgePkSelect = defineReference({
+  name: 'edge + PK SELECT',
+  summary: 'GET /v1/users/@me through the gateway: hop, token check, rate check, one primary-key SELECT in auth',
+  unit: 'requests',
+  async load(ctx) {
+    const user = await ctx.registerUser('ref');
+    return { requests: [{ method: 'GET', path: '/v1/users/@me', headers: { authorization: `Bearer ${user.token}` } }] };
+  },
+});

@@ -6,7 +6,7 @@ import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
 import { type Figures, type LoadSettings, measure } from './load.ts';
 import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
-import { closedLoop, type Reference } from './references.ts';
+import { closedLoop, type HttpReference, type OperationReference, type Reference, type ReferenceFigures } from './references.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
 import {
   type BenchReport,
@@ -164,18 +164,30 @@ async function measureReference(reference: Reference, connections: number): Prom
   const known = report.references.find((r) => r.name === reference.name && r.connections === connections);
   if (known) return known;
   progress(`reference: ${reference.name}, ${connections} callers`);
+  const figures = 'load' in reference ? await measureHttpReference(reference, connections) : await measureOperation(reference, connections);
+  const { name, summary, unit, bytesPerOperation } = reference;
+  const measured: MeasuredReference = { name, summary, unit, bytesPerOperation, connections, figures };
+  report.references.push(measured);
+  return measured;
+}
+
+async function measureOperation(reference: OperationReference, connections: number): Promise<ReferenceFigures> {
   const { operation, cleanUp } = await reference.prepare(platform.backing);
   try {
     await settleDisk();
     if (settings.BENCH_WARMUP > 0) await closedLoop(connections, settings.BENCH_WARMUP, operation);
-    const figures = await closedLoop(connections, settings.BENCH_DURATION, operation);
-    const { name, summary, unit, bytesPerOperation } = reference;
-    const measured: MeasuredReference = { name, summary, unit, bytesPerOperation, connections, figures };
-    report.references.push(measured);
-    return measured;
+    return await closedLoop(connections, settings.BENCH_DURATION, operation);
   } finally {
     await cleanUp();
   }
+}
+
+/** An HTTP building block through the gateway, loaded by autocannon like the scenarios' rows. */
+async function measureHttpReference(reference: HttpReference, connections: number): Promise<ReferenceFigures> {
+  await settleDisk();
+  const figures = await measure(platform.urls.gateway, await reference.load(ctx), loadSettings(connections));
+  if (figures.unexpected + figures.errors > 0) progress(`reference ${reference.name} had wrong answers or errors: not comparable`);
+  return { perSecond: figures.requestsPerSecond, p50: figures.p50, p99: figures.p99, operations: figures.requests };
 }
 
 async function measureRow(

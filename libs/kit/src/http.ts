@@ -100,14 +100,17 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   app.decorate('contracts', [] as RouteContract[]);
   app.decorate('registeredRoutes', [] as RegisteredRoute[]);
   app.decorateRequest('user', undefined as unknown as Identity);
-  app.addHook('onRequest', async (req, reply) => {
+  // The hooks every request runs are callback hooks: an async one costs each request a promise.
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    done();
   });
   if (tracingEnabled()) traceRequests(app);
   // By route pattern, never by path: ids in paths would make a series per id.
-  app.addHook('onResponse', async (req, reply) => {
+  app.addHook('onResponse', (req, reply, done) => {
     const route = metricsRoutes.get(req) ?? req.routeOptions.url ?? 'unmatched';
     httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    done();
   });
   // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
   // (the gateway keeps them 60 s) would hold close() open past the grace period.
@@ -117,8 +120,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     closing = true;
     unused.destroy();
   });
-  app.addHook('onSend', async (_req, reply) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) {

@@ -106,6 +106,17 @@ describe('createTokenVerifier', () => {
     expect(keyLookups).toBe(2);
   });
 
+  it('knows the session of a token it verified, without decoding it, and nothing of a token it did not verify', async () => {
+    const verifier = verifierOf();
+    const token = await issuer.sign('user-10', { sessionId: 'session-10' });
+    expect(verifier.sessionOf?.(token)).toBeUndefined();
+    await verifier.verify(token);
+    expect(verifier.sessionOf?.(token)).toBe('session-10');
+    const forged = `${token.slice(0, token.lastIndexOf('.'))}.AAAA`;
+    await expect(verifier.verify(forged)).rejects.toThrow();
+    expect(verifier.sessionOf?.(forged)).toBeUndefined();
+  });
+
   it('does not cache a rejected token', async () => {
     let keyLookups = 0;
     const stranger = await createTestIssuer();

@@ -1,4 +1,4 @@
-import { argon2Verify } from '../references.ts';
+import { argon2Verify, edgePkSelect } from '../references.ts';
 import { defineScenario } from '../scenario.ts';
 
 /** The whole edge on an authenticated read: token check (cached), one Redis script, the proxy hop. */
@@ -6,6 +6,7 @@ export const usersMe = defineScenario({
   name: 'users.me',
   summary: 'GET /v1/users/@me with a bearer token, through the gateway and straight to auth',
   direct: 'auth',
+  reference: edgePkSelect,
   setup: async (ctx) => {
     const user = await ctx.registerUser('me');
     return { requests: [{ method: 'GET', path: '/v1/users/@me', headers: { authorization: `Bearer ${user.token}` } }] };

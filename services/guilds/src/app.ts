@@ -1,6 +1,7 @@
 import { createHttpApp, mediaGrantIssuer, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GuildsDeps } from './deps.ts';
+import { ChannelLists } from './domain/channel-list.ts';
 import type { Domain } from './domain/context.ts';
 import { AccessSnapshots } from './domain/post-access.ts';
 import { categoryRoutes } from './routes/categories.ts';
@@ -42,6 +43,7 @@ export async function buildApp(deps: GuildsDeps): Promise<FastifyInstance> {
     voiceStateTtlSeconds: deps.config.VOICE_STATE_TTL_SECONDS,
     issueMediaGrant: mediaGrantIssuer(deps.config),
     accessSnapshots: new AccessSnapshots(),
+    channelLists: new ChannelLists(),
   };
   for (const register of ROUTE_MODULES) register(app, domain);
   return app;

@@ -28,13 +28,33 @@ export async function startGuilds() {
   const auth = await startAuthLookupStandIn(runtime);
   const tokenCache = new Map<string, string>();
 
-  async function call(userId: string | null, method: string, url: string, payload?: unknown, extraHeaders: Record<string, string> = {}) {
+  const call = callerOf(app);
+
+  /** A second guilds process on the same database (another replica): what it keeps in memory is its own. */
+  async function replica() {
+    const other = await buildApp({ ...runtime, config, tokens });
+    return { call: callerOf(other), close: () => other.close() };
+  }
+
+  function callerOf(target: typeof app) {
+    return (userId: string | null, method: string, url: string, payload?: unknown, extraHeaders: Record<string, string> = {}) =>
+      callAs(target, userId, method, url, payload, extraHeaders);
+  }
+
+  async function callAs(
+    target: typeof app,
+    userId: string | null,
+    method: string,
+    url: string,
+    payload?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ) {
     const headers: Record<string, string> = { ...extraHeaders };
     if (userId) {
       if (!tokenCache.has(userId)) tokenCache.set(userId, await issuer.sign(userId));
       headers.authorization = `Bearer ${tokenCache.get(userId)}`;
     }
-    const res = await app.inject({
+    const res = await target.inject({
       method: method as 'GET',
       url,
       headers,
@@ -79,7 +99,7 @@ export async function startGuilds() {
     await auth.close();
   }
 
-  return { runtime, app, call, publishUser, knownUser, outbox, pauseConsumers, auth, close, db: runtime.pool };
+  return { runtime, app, call, replica, publishUser, knownUser, outbox, pauseConsumers, auth, close, db: runtime.pool };
 }
 
 export type Guilds = Awaited<ReturnType<typeof startGuilds>>;

@@ -26,10 +26,20 @@ redis.call('EXPIRE', skey, 2592000)
 return {seen, custom}
 `;
 
+/** The status last shown of each user (ARGV[2..]), nil when never shown: one command for a whole list. */
+const SEEN = `
+local out = {}
+for i = 2, #ARGV do out[i - 1] = redis.call('HGET', ARGV[1] .. 'ps:' .. ARGV[i], 'seen') or false end
+return out
+`;
+
 /** The sweep's index outlives every replica's heartbeats by far; gone only when no replica runs for a day. */
 const EXPIRY_INDEX_TTL_S = 86_400;
 
-type PresenceRedis = Redis & { presenceRecompute(prefix: string, userId: string, now: number): Promise<[SeenStatus, string] | null> };
+type PresenceRedis = Redis & {
+  presenceRecompute(prefix: string, userId: string, now: number): Promise<[SeenStatus, string] | null>;
+  presenceSeen(prefix: string, ...userIds: string[]): Promise<(SeenStatus | null)[]>;
+};
 
 export interface PresenceOptions {
   redis: Redis;
@@ -44,6 +54,7 @@ export interface PresenceOptions {
 export function createPresence(options: PresenceOptions) {
   const redis = options.redis as PresenceRedis;
   redis.defineCommand('presenceRecompute', { numberOfKeys: 0, lua: RECOMPUTE });
+  redis.defineCommand('presenceSeen', { numberOfKeys: 0, lua: SEEN });
   const { prefix } = options;
   const now = options.now ?? Date.now;
 
@@ -81,11 +92,15 @@ export function createPresence(options: PresenceOptions) {
       await redis.hset(`${prefix}ps:${userId}`, 'chosen', status, 'custom', customStatus);
       if (announce) await recompute(userId);
     },
-    /** What others see of each user now (the status last shown; offline when never connected). */
+    /**
+     * What others see of each user now (the status last shown; offline when never connected). One
+     * script for the whole list: social asks it for every friend list it answers, and a command per
+     * user cost the gateway as much as proxying the request.
+     */
     async seen(userIds: string[]): Promise<Record<string, SeenStatus>> {
       if (userIds.length === 0) return {};
-      const shown = await redis.pipeline(userIds.map((id) => ['hget', `${prefix}ps:${id}`, 'seen'])).exec();
-      return Object.fromEntries(userIds.map((id, i) => [id, ((shown?.[i]?.[1] as SeenStatus | null) ?? 'offline') as SeenStatus]));
+      const shown = await redis.presenceSeen(prefix, ...userIds);
+      return Object.fromEntries(userIds.map((id, i) => [id, shown[i] ?? 'offline']));
     },
     /** Users whose sessions all aged out (their replica died): recomputed, so they show offline. */
     async sweep(): Promise<void> {

@@ -67,7 +67,8 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
       tier: route.tier,
       subject: route.webhookId ?? client,
       client: route.webhookId ? client : undefined,
-      sessionId: token ? unverifiedSessionId(token) : undefined,
+      // A client reuses its token: the session of one verified before needs no decoding.
+      sessionId: token ? (deps.tokens.sessionOf?.(token) ?? unverifiedSessionId(token)) : undefined,
     });
     setRateHeaders(reply, verdict);
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');

@@ -12,6 +12,8 @@ export type MembershipRow = ServerRow & {
   highest_position: number;
   /** The channel of the user's live voice state in this server, if any. */
   voice_channel_id: string | null;
+  /** The version of the server's channel list (migrations/0212_channel_list_versions.sql), in this same snapshot. */
+  channel_list_version: number;
 };
 
 export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
@@ -20,7 +22,8 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
     `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
        COALESCE(r.role_ids, '{}') AS role_ids, COALESCE(r.role_permissions, '{}') AS role_permissions,
        COALESCE(r.highest_position, 0) AS highest_position,
-       (SELECT v.channel_id FROM voice_states v WHERE v.user_id = $2 AND v.server_id = s.id AND v.expires_at > now()) AS voice_channel_id
+       (SELECT v.channel_id FROM voice_states v WHERE v.user_id = $2 AND v.server_id = s.id AND v.expires_at > now()) AS voice_channel_id,
+       COALESCE((SELECT cv.version FROM channel_list_versions cv WHERE cv.server_id = s.id), 0) AS channel_list_version
      FROM servers s
      JOIN roles e ON e.id = s.id
      LEFT JOIN members m ON m.server_id = s.id AND m.user_id = $2

@@ -45,6 +45,16 @@ export async function overridesConcerning(
   return rows.map(toOverride);
 }
 
+/** Every override of every channel of the server: what the server's channel list keeps (domain/channel-list.ts). */
+export async function overridesOfServer(db: Queryable, serverId: string): Promise<PermissionOverride[]> {
+  const rows = await many<OverrideRow>(
+    db,
+    `SELECT ${COLUMNS} FROM channel_overrides WHERE channel_id IN (SELECT id FROM channels WHERE server_id = $1)`,
+    [serverId],
+  );
+  return rows.map(toOverride);
+}
+
 export async function findOverride(
   db: Queryable,
   channelId: string,

@@ -6,6 +6,7 @@ import { findChannel, findChannels, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
+import type { ChannelLists } from './channel-list.ts';
 import {
   type ApplicableOverrides,
   channelPermissions,
@@ -35,6 +36,8 @@ export interface ServerAccess {
   permissions: bigint;
   /** The voice channel the member is connected to in this server, if any. */
   voiceChannelId: string | null;
+  /** The version of the server's channel list, read in the same statement (domain/channel-list.ts). */
+  channelListVersion: number;
 }
 
 export interface ChannelAccess extends ServerAccess {
@@ -63,6 +66,7 @@ function toAccess(row: MembershipRow, userId: string): ServerAccess {
     rank: { isOwner, highest: row.highest_position },
     permissions,
     voiceChannelId: isMember ? row.voice_channel_id : null,
+    channelListVersion: row.channel_list_version,
   };
 }
 
@@ -133,14 +137,18 @@ function maskIn(access: ServerAccess, channel: Channel, overrides: readonly Perm
 
 /**
  * The access of a user to a channel, or undefined for an unknown channel. Never throws on
- * visibility. A trace, when given, receives the explanation of the mask.
+ * visibility. A trace, when given, receives the explanation of the mask. With the kept channel
+ * lists (reads only), the channel and its overrides come from its server's list at the version the
+ * membership query reads: one round trip once the channel's server is known.
  */
 export async function loadChannelAccess(
   db: Queryable,
   channelId: string,
   userId: string,
   trace?: PermissionTrace,
+  lists?: ChannelLists,
 ): Promise<ChannelAccess | undefined> {
+  if (lists) return loadKeptChannelAccess(db, lists, channelId, userId, trace);
   const channel = await findChannel(db, channelId);
   if (!channel) return undefined;
   const access = await loadServerAccess(db, channel.serverId, userId);
@@ -149,15 +157,50 @@ export async function loadChannelAccess(
   return { ...access, channel, channelPermissions: maskIn(access, channel, overrides, trace) };
 }
 
+async function loadKeptChannelAccess(
+  db: Queryable,
+  lists: ChannelLists,
+  channelId: string,
+  userId: string,
+  trace?: PermissionTrace,
+): Promise<ChannelAccess | undefined> {
+  const serverId = lists.serverOf(channelId) ?? (await findChannel(db, channelId))?.serverId;
+  if (!serverId) return undefined;
+  const access = await loadServerAccess(db, serverId, userId);
+  if (!access) return undefined;
+  const list = await lists.of(db, serverId, access.channelListVersion);
+  // Gone at this version (deleted since): unknown, as without the list.
+  const channel = list.channel(channelId);
+  if (!channel) return undefined;
+  return { ...access, channel, channelPermissions: maskIn(access, channel, list.overridesOf(channelId), trace) };
+}
+
 /** Access to a channel the user may view (VIEW_CHANNEL there); otherwise 404, as if it did not exist. */
-export async function channelAccess(db: Queryable, channelId: string, userId: string, trace?: PermissionTrace): Promise<ChannelAccess> {
-  const access = await loadChannelAccess(db, channelId, userId, trace);
+export async function channelAccess(
+  db: Queryable,
+  channelId: string,
+  userId: string,
+  trace?: PermissionTrace,
+  lists?: ChannelLists,
+): Promise<ChannelAccess> {
+  const access = await loadChannelAccess(db, channelId, userId, trace, lists);
   if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
   return access;
 }
 
-/** The server's channels this member may view, each with the member's mask in it. */
-export async function visibleChannels(db: Queryable, access: ServerAccess): Promise<{ channel: Channel; permissions: bigint }[]> {
+/**
+ * The server's channels this member may view, each with the member's mask in it: from the kept
+ * channel list when one is given (reads), else from the rows.
+ */
+export async function visibleChannels(
+  db: Queryable,
+  access: ServerAccess,
+  lists?: ChannelLists,
+): Promise<{ channel: Channel; permissions: bigint }[]> {
+  if (lists) {
+    const list = await lists.of(db, access.server.id, access.channelListVersion);
+    return viewable(access, list.channels, list.overridesOf);
+  }
   const channels = await listChannels(db, access.server.id);
   const overrides = await overridesConcerning(
     db,
@@ -165,15 +208,16 @@ export async function visibleChannels(db: Queryable, access: ServerAccess): Prom
     [access.server.id, ...access.roleIds],
     access.userId,
   );
+  return viewable(access, channels, (channelId) => overrides.filter((o) => o.channelId === channelId));
+}
+
+function viewable(
+  access: ServerAccess,
+  channels: Channel[],
+  overridesOf: (channelId: string) => readonly PermissionOverride[],
+): { channel: Channel; permissions: bigint }[] {
   return channels
-    .map((channel) => ({
-      channel,
-      permissions: maskIn(
-        access,
-        channel,
-        overrides.filter((o) => o.channelId === channel.id),
-      ),
-    }))
+    .map((channel) => ({ channel, permissions: maskIn(access, channel, overridesOf(channel.id)) }))
     .filter((c) => has(c.permissions, Permission.VIEW_CHANNEL));
 }
 

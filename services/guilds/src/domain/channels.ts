@@ -52,11 +52,11 @@ async function checkCategory(tx: Queryable, serverId: string, categoryId: string
 
 export async function listVisibleChannels(d: Domain, ctx: Ctx, serverId: string): Promise<Channel[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
-  return (await visibleChannels(d.pool, access)).map((c) => c.channel);
+  return (await visibleChannels(d.pool, access, d.channelLists)).map((c) => c.channel);
 }
 
 export async function getChannel(d: Domain, ctx: Ctx, channelId: string): Promise<Channel> {
-  return (await channelAccess(d.pool, channelId, ctx.userId)).channel;
+  return (await channelAccess(d.pool, channelId, ctx.userId, undefined, d.channelLists)).channel;
 }
 
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {

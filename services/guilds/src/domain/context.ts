@@ -1,6 +1,7 @@
 import type { GUILDS_EVENTS } from '@chat/contracts';
 import { type Bus, enqueueEvent, type IssueMediaGrant, type Pool, type Queryable, type RequestContext } from '@chat/kit';
 import type { z } from 'zod';
+import type { ChannelLists } from './channel-list.ts';
 import type { AccessSnapshots } from './post-access.ts';
 
 /** What domain functions receive: the pool, and who asks under which request id. */
@@ -14,6 +15,8 @@ export interface Domain {
   issueMediaGrant?: IssueMediaGrant;
   /** Members' access per channel for posting, kept between requests; only message posts need it. */
   accessSnapshots?: AccessSnapshots;
+  /** Each server's channel list kept between reads (reads only; without it, reads load the rows). */
+  channelLists?: ChannelLists;
 }
 
 export type Ctx = Pick<RequestContext, 'userId' | 'requestId'>;

@@ -35,6 +35,7 @@ import {
 } from '../db/messages.ts';
 import { messageReactions } from '../db/reactions.ts';
 import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
+import type { ChannelLists } from './channel-list.ts';
 import type { Ctx, Domain } from './context.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
 import { has } from './permissions.ts';
@@ -55,15 +56,18 @@ export function emitMessageEvent<S extends Subject>(
 }
 
 /** Access to a text channel the caller can view (404 otherwise, as channelAccess); messages live only there. */
-export async function textChannelAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess> {
-  const access = await channelAccess(db, channelId, userId);
+export async function textChannelAccess(db: Queryable, channelId: string, userId: string, lists?: ChannelLists): Promise<ChannelAccess> {
+  const access = await channelAccess(db, channelId, userId, undefined, lists);
   if (access.channel.channelType !== 'text') throw badRequest('Messages belong in text channels');
   return access;
 }
 
-/** Access for reading a channel's history: VIEW_CHANNEL (else 404) and READ_MESSAGE_HISTORY (else 403). */
-export async function historyAccess(db: Queryable, channelId: string, userId: string): Promise<ChannelAccess> {
-  const access = await textChannelAccess(db, channelId, userId);
+/**
+ * Access for reading a channel's history: VIEW_CHANNEL (else 404) and READ_MESSAGE_HISTORY (else
+ * 403). Reads pass the kept channel lists.
+ */
+export async function historyAccess(db: Queryable, channelId: string, userId: string, lists?: ChannelLists): Promise<ChannelAccess> {
+  const access = await textChannelAccess(db, channelId, userId, lists);
   requirePermission(access.channelPermissions, Permission.READ_MESSAGE_HISTORY, 'READ_MESSAGE_HISTORY');
   return access;
 }
@@ -189,7 +193,7 @@ function slowmodeOf(access: ChannelAccess): number {
 
 /** A page, newest first. The read lock makes it wait for posts in flight, so its cursors never skip one. */
 export async function listMessages(d: Domain, ctx: Ctx, channelId: string, query: ChannelMessagesQuery): Promise<ChannelMessage[]> {
-  await historyAccess(d.pool, channelId, ctx.userId);
+  await historyAccess(d.pool, channelId, ctx.userId, d.channelLists);
   const page = await withTx(d.pool, async (tx) => {
     await lockChannelForRead(tx, channelId);
     return pageOfMessages(tx, channelId, query);

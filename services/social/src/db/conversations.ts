@@ -1,7 +1,7 @@
 import type { UserSummary } from '@chat/contracts';
 import { type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
 import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
-import { toUserSummary } from './users.ts';
+import { joinUserByKey, toUserSummary } from './users.ts';
 
 /** Conversations and their participants. */
 
@@ -152,28 +152,34 @@ type ViewRow = {
   created_at: string;
 };
 
-/** One page of the caller's conversations by id, or the one `onlyId`. */
-export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
+/**
+ * The statement of one page of the caller's conversations ($1), or of the one `onlyId`; each
+ * participant's user is looked up by its key (without, a plan hashed every user once per
+ * conversation listed).
+ */
+export function conversationsQuery(userId: string, which: { onlyId: string } | KeyPage) {
   const onlyId = 'onlyId' in which ? which.onlyId : null;
   const k = keysetPage('c.id', 'onlyId' in which ? { limit: 1 } : which, 3);
-  const rows = k.finish(
-    await many<ViewRow>(
-      db,
-      // A post no longer writes the conversation row (post_direct_message): its last activity is its newest message's.
-      `SELECT c.id, c.is_group, c.owner_id, c.created_at,
+  // A post no longer writes the conversation row (post_direct_message): its last activity is its newest message's.
+  const text = `SELECT c.id, c.is_group, c.owner_id, c.created_at,
        GREATEST(c.last_activity_at,
          (SELECT m.created_at FROM direct_messages m WHERE m.conversation_id = c.id ORDER BY m.id DESC LIMIT 1)) AS last_activity_at,
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
-        FROM conversation_participants p LEFT JOIN users u ON u.id = p.user_id
+        FROM conversation_participants p
+        ${joinUserByKey('p.user_id')}
         WHERE p.conversation_id = c.id) AS participants,
        (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
-     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`,
-      [userId, onlyId, ...k.params],
-    ),
-  );
+     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`;
+  return { text, params: [userId, onlyId, ...k.params], finish: k.finish };
+}
+
+/** One page of the caller's conversations by id, or the one `onlyId`. */
+export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
+  const query = conversationsQuery(userId, which);
+  const rows = query.finish(await many<ViewRow>(db, query.text, query.params));
   return rows.map((row) => ({
     id: row.id,
     type: row.is_group ? 'group' : 'direct',

@@ -1,6 +1,6 @@
 import type { UserSummary } from '@chat/contracts';
 import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
-import { toUserSummary, USER_SUMMARY_COLUMNS } from './users.ts';
+import { joinUserByKey, toUserSummary, USER_SUMMARY_COLUMNS } from './users.ts';
 
 /** Friend requests, friendships and blocks between two users. */
 
@@ -113,7 +113,7 @@ export async function listFriends(db: Queryable, me: string, page: KeyPage): Pro
   const rows = await many<ListedUserRow>(
     db,
     `SELECT f.friend_id AS user_id, f.created_at, ${USER_SUMMARY_COLUMNS}
-     FROM friendships f LEFT JOIN users u ON u.id = f.friend_id
+     FROM friendships f ${joinUserByKey('f.friend_id')}
      WHERE f.user_id = $1 AND ${k.where} ${k.orderLimit}`,
     [me, ...k.params],
   );
@@ -126,7 +126,7 @@ export async function listBlocked(db: Queryable, me: string, page: KeyPage): Pro
   const rows = await many<ListedUserRow>(
     db,
     `SELECT b.blocked_id AS user_id, b.created_at, ${USER_SUMMARY_COLUMNS}
-     FROM blocks b LEFT JOIN users u ON u.id = b.blocked_id
+     FROM blocks b ${joinUserByKey('b.blocked_id')}
      WHERE b.blocker_id = $1 AND ${k.where} ${k.orderLimit}`,
     [me, ...k.params],
   );
@@ -144,7 +144,7 @@ export async function listRequests(db: Queryable, me: string, page: KeyPage): Pr
      FROM (SELECT recipient_id AS user_id, 'outgoing' AS direction, created_at FROM friend_requests WHERE requester_id = $1
            UNION ALL
            SELECT requester_id, 'incoming', created_at FROM friend_requests WHERE recipient_id = $1) r
-     LEFT JOIN users u ON u.id = r.user_id
+     ${joinUserByKey('r.user_id')}
      WHERE ${k.where} ${k.orderLimit}`,
     [me, ...k.params],
   );

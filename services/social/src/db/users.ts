@@ -9,6 +9,14 @@ export const USER_SUMMARY_COLUMNS = 'u.username, u.display_name, u.avatar_url';
 type UserSummaryRow = { username: string | null; display_name: string | null; avatar_url: string | null };
 
 /**
+ * `LEFT JOIN users u` on the user whose id is `idColumn`, looked up by its key: LIMIT 1 keeps the
+ * planner from joining the whole users table, which it hashes, every user of the platform once per
+ * statement, when it has no statistics yet (right after a burst of registrations).
+ */
+export const joinUserByKey = (idColumn: string) =>
+  `LEFT JOIN LATERAL (SELECT username, display_name, avatar_url FROM users WHERE id = ${idColumn} LIMIT 1) u ON true`;
+
+/**
  * A user as social shows one. A user whose auth event has not reached us yet still appears, under
  * a placeholder name. Presence is a later issue, so `status` is always 'offline' for now.
  */

@@ -1,0 +1,65 @@
+import type { Channel, PermissionOverride } from '@chat/contracts';
+import type { Queryable } from '@chat/kit';
+import { listChannels } from '../db/channels.ts';
+import { overridesOfServer } from '../db/overrides.ts';
+
+/** A server's channels in list order, with each channel's overrides, as of `version` or later. */
+export interface ChannelList {
+  version: number;
+  channels: Channel[];
+  /** One of the channels, by id; undefined when the server has no such channel at this version. */
+  channel(channelId: string): Channel | undefined;
+  overridesOf(channelId: string): readonly PermissionOverride[];
+}
+
+/**
+ * Each server's channel list kept in this process between reads, so that listing a server's
+ * channels costs the membership query alone instead of three round trips (issue 18). A kept list
+ * serves a request only when its version is the one that request's membership query read
+ * (db/access.ts): every change of channels, overrides or categories bumps the version in its own
+ * transaction (migrations/0212_channel_list_versions.sql), so a change shows at once, on every
+ * replica, without waiting for an event. A list is loaded after its version was read, so it is
+ * never older than its version says (at worst newer, as a request a moment later would see it).
+ * Reads only: writes decide on the rows they lock, never on this.
+ */
+export class ChannelLists {
+  private readonly lists = new Map<string, ChannelList>();
+  // A channel never moves to another server: once seen, its server is known for good.
+  private readonly servers = new Map<string, string>();
+
+  constructor(private readonly capacity = 10_000) {}
+
+  /** The server of a channel this process has seen in a list (a channel deleted since included). */
+  serverOf(channelId: string): string | undefined {
+    return this.servers.get(channelId);
+  }
+
+  /** The list of the server at `version` (read by the caller's membership query): kept, or loaded. */
+  async of(db: Queryable, serverId: string, version: number): Promise<ChannelList> {
+    const kept = this.lists.get(serverId);
+    if (kept?.version === version) return kept;
+    const list = await loadChannelList(db, serverId, version);
+    // A request that read an older version than the kept one does not replace the newer list.
+    if (!kept || kept.version < version) this.keep(serverId, list);
+    return list;
+  }
+
+  private keep(serverId: string, list: ChannelList): void {
+    this.lists.delete(serverId);
+    if (this.lists.size >= this.capacity) this.lists.delete(this.lists.keys().next().value as string);
+    this.lists.set(serverId, list);
+    for (const channel of list.channels) {
+      if (this.servers.size >= this.capacity * 10) this.servers.delete(this.servers.keys().next().value as string);
+      this.servers.set(channel.id, serverId);
+    }
+  }
+}
+
+/** The server's channels and every override of them, read after `version` was. */
+export async function loadChannelList(db: Queryable, serverId: string, version: number): Promise<ChannelList> {
+  const [channels, overrides] = await Promise.all([listChannels(db, serverId), overridesOfServer(db, serverId)]);
+  const byChannel = new Map<string, PermissionOverride[]>();
+  for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
+  const byId = new Map(channels.map((c) => [c.id, c]));
+  return { version, channels, channel: (channelId) => byId.get(channelId), overridesOf: (channelId) => byChannel.get(channelId) ?? [] };
+}
