@@ -1,4 +1,4 @@
-import type { MatrixRequest, MatrixRow } from '@chat/testkit';
+import { type MatrixRequest, type MatrixRow, until } from '@chat/testkit';
 import { beforeAll, describe, expect } from 'vitest';
 import { api, conversationOnceKnown, deviceKeys, newUser, oneTimeKeys, randomIp, type TestUser } from './helpers.ts';
 import { matrixTests } from './matrix.ts';
@@ -10,8 +10,10 @@ import { matrixTests } from './matrix.ts';
  * owner has blocked `blocked` (after a conversation between them was opened); anonymous has no
  * token. Someone else's private thing answers 404 (never revealing that it exists), someone else's
  * message in a shared conversation 403; every refusal leaves the row's state as it was.
+ * For read states and notifications the owner also owns a private server where the member and
+ * `denied` (denied VIEW_CHANNEL on its channel by an override) belong; `denied` applies only there.
  */
-const ACTORS = ['owner', 'member', 'outsider', 'blocked', 'anonymous'] as const;
+const ACTORS = ['owner', 'member', 'denied', 'outsider', 'blocked', 'anonymous'] as const;
 type Actor = (typeof ACTORS)[number];
 type Row = MatrixRow<Actor>;
 const users = {} as Record<Actor, TestUser | undefined>;
@@ -22,6 +24,14 @@ let group: string;
 let third: TestUser;
 let ownerMessage: string;
 let gameId: string;
+let blockedMessage: string;
+let serverId: string;
+/** The server's channel, hidden from `denied` by an override. */
+let channelId: string;
+let channelMessage: string;
+/** A word only in the owner's messages of the 1:1 conversation and the group. */
+const NEEDLE = 'matrixneedle';
+const VIEW_CHANNEL = 1 << 10;
 
 /** Retries a call that social answers 404 only because its read-model has not heard of a new user yet. */
 async function once(call: () => ReturnType<typeof api>, wanted: number) {
@@ -87,12 +97,20 @@ const ownersRelations = () => relationsOf(as('owner'));
 const membersRelations = () => relationsOf(as('member'));
 const callState = (request: MatrixRequest) => read(as('owner'), `/v1/calls/${request.params!.id}`);
 const groupState = (request: MatrixRequest) => read(as('owner'), `/v1/dm/conversations/${request.params!.id}`);
+type Notification = { id: string; messageId: string | null; channelId: string | null; conversationId: string | null };
+const feedOf = async (actor: Actor): Promise<Notification[]> => (await read(as(actor), '/v1/notifications')).body.notifications;
+/** The caller's own read state of the acked channel or conversation (the owner's, for a call without a token). */
+const readStateOf = (targetId: (request: MatrixRequest) => string) => async (request: MatrixRequest, actor: Actor) => {
+  const states: { id: string }[] = (await read(as(actor === 'anonymous' ? 'owner' : actor), '/v1/users/@me/read-states')).body;
+  return states.find((state) => state.id === targetId(request)) ?? null;
+};
 
 beforeAll(async () => {
-  for (const actor of ['owner', 'member', 'outsider', 'blocked'] as const) users[actor] = await newUser(actor);
+  for (const actor of ['owner', 'member', 'denied', 'outsider', 'blocked'] as const) users[actor] = await newUser(actor);
   third = await newUser('third');
   pair = await conversationOnceKnown(as('owner'), as('member'));
   blockedPair = await conversationOnceKnown(as('owner'), as('blocked'));
+  blockedMessage = await message(blockedPair, 'before the block');
   await conversationOnceKnown(as('owner'), third);
   expect((await post(as('owner'), '/v1/friends/requests', { userId: as('member').id })).status).toBe(201);
   expect((await post(as('member'), '/v1/friends/accept', { userId: as('owner').id })).status).toBe(200);
@@ -101,7 +119,31 @@ beforeAll(async () => {
   ownerMessage = await message(pair, 'hello');
   expect((await api('PUT', '/v1/keys/devices/phone', { user: as('owner'), body: deviceKeys() })).status).toBe(201);
   gameId = (await read(as('owner'), '/v1/games?q=minecraft&limit=1')).body[0].id;
+  for (const conversationId of [pair, group]) await message(conversationId, `${NEEDLE} here`);
+  await serverWithHiddenChannel();
 }, 60_000);
+
+/**
+ * The owner's private server, the member and `denied` in it, its channel hidden from `denied` (who
+ * posted there first), a message there naming both, and the owner's own notification settings for
+ * it; waits until the member's feed has the mention, so that `denied` having none shows the
+ * filter, not lag.
+ */
+async function serverWithHiddenChannel() {
+  serverId = (await post(as('owner'), '/v1/servers', { name: 'Read states matrix' })).body.id;
+  const code = (await post(as('owner'), `/v1/servers/${serverId}/invites`, {})).body.code;
+  for (const actor of ['member', 'denied'] as const) await once(() => post(as(actor), `/v1/invites/${code}/accept`), 200);
+  channelId = (await post(as('owner'), `/v1/servers/${serverId}/channels`, { name: 'news', channelType: 'text' })).body.id;
+  // Posted in before the override: `denied` has a read state there, which only the view check hides.
+  expect((await post(as('denied'), `/v1/channels/${channelId}/messages`, { content: 'before the override' })).status).toBe(201);
+  const deny = { userId: as('denied').id, allowBits: 0, denyBits: VIEW_CHANNEL };
+  expect((await api('PUT', `/v1/channels/${channelId}/permissions`, { user: as('owner'), body: deny })).status).toBe(200);
+  const content = `<@${as('member').id}> <@${as('denied').id}> read this`;
+  channelMessage = (await post(as('owner'), `/v1/channels/${channelId}/messages`, { content })).body.id;
+  const settings = { level: 'none' };
+  expect((await api('PUT', `/v1/users/@me/notification-settings/${serverId}`, { user: as('owner'), body: settings })).status).toBe(200);
+  await until(async () => (await feedOf('member')).some((n) => n.messageId === channelMessage), { what: "the member's mention" });
+}
 
 const ALL_OK = (status: number) => ({ owner: status, member: status, outsider: status, blocked: status, anonymous: 401 });
 const PARTICIPANTS = (status: number) => ({ owner: status, member: status, outsider: 404, blocked: 404, anonymous: 401 });
@@ -309,6 +351,93 @@ const KEYS_AND_GAMES: Row[] = [
   { route: 'PUT /v1/users/@me/activity', request: () => ({ body: { gameId } }), expect: ALL_OK(200) },
 ];
 
+/** Where each actor may see something: the hidden channel only for the owner and the member, the conversations only for theirs. */
+const placesOf = (actor: Actor): string[] => {
+  if (actor === 'owner') return [channelId, pair, group, blockedPair];
+  if (actor === 'member') return [channelId, pair, group];
+  return actor === 'blocked' ? [blockedPair] : [];
+};
+/** An answer that shows nothing of the hidden channel nor of conversations the actor is not in. */
+const showsOnlyOwn =
+  (idsOf: (body: unknown) => string[]) =>
+  (body: unknown, actor: Actor): string | undefined => {
+    const hidden = [channelId, pair, group, blockedPair].filter((id) => !placesOf(actor).includes(id));
+    const leaked = idsOf(body).filter((id) => hidden.includes(id));
+    return leaked.length ? `shows ${leaked.join()}, hidden from them` : undefined;
+  };
+const EVERYONE = (status: number) => ({ ...ALL_OK(status), denied: status });
+
+const READ_STATES: Row[] = [
+  {
+    route: 'PUT /v1/channels/:channelId/ack',
+    name: 'the channel hidden from denied',
+    request: () => ({ params: { channelId }, body: { messageId: channelMessage } }),
+    state: readStateOf((request) => request.params!.channelId!),
+    expect: { owner: 200, member: 200, denied: 404, outsider: 404, blocked: 404, anonymous: 401 },
+  },
+  {
+    route: 'PUT /v1/dm/conversations/:id/ack',
+    name: 'the 1:1 conversation',
+    request: () => ({ params: { id: pair }, body: { messageId: ownerMessage } }),
+    state: readStateOf((request) => request.params!.id!),
+    expect: { ...PARTICIPANTS(200), denied: 404 },
+  },
+  {
+    route: 'PUT /v1/dm/conversations/:id/ack',
+    name: 'between the owner and the user they blocked: still theirs to mark read',
+    request: () => ({ params: { id: blockedPair }, body: { messageId: blockedMessage } }),
+    state: readStateOf((request) => request.params!.id!),
+    expect: { owner: 200, member: 404, denied: 404, outsider: 404, blocked: 200, anonymous: 401 },
+  },
+  {
+    route: 'GET /v1/users/@me/read-states',
+    name: 'nothing of the hidden channel nor of others’ conversations',
+    answer: showsOnlyOwn((body) => (body as { id: string }[]).map((state) => state.id)),
+    expect: EVERYONE(200),
+  },
+  {
+    route: 'GET /v1/notifications',
+    name: 'no mention from the hidden channel, nothing of others’ conversations',
+    answer: showsOnlyOwn((body) =>
+      (body as { notifications: Notification[] }).notifications.flatMap((n) => [n.channelId, n.conversationId].filter((id) => id !== null)),
+    ),
+    expect: EVERYONE(200),
+  },
+  {
+    route: 'POST /v1/notifications/ack',
+    name: "each marks only their own feed, whatever the id (here the member's newest)",
+    request: async () => ({ body: { until: (await feedOf('member'))[0]!.id } }),
+    expect: EVERYONE(200),
+  },
+  {
+    route: 'GET /v1/users/@me/notification-settings/:serverId',
+    name: "the caller's own (the owner set none): a non-member gets the defaults, nothing of the server",
+    request: () => ({ params: { serverId } }),
+    answer: (body, actor) => {
+      const level = (body as { level: string }).level;
+      return level === (actor === 'owner' ? 'none' : 'all') ? undefined : `got level ${level}`;
+    },
+    expect: EVERYONE(200),
+  },
+  {
+    route: 'PUT /v1/users/@me/notification-settings/:serverId',
+    name: "the caller's own, whoever's server",
+    request: () => ({ params: { serverId }, body: { level: 'mentions' } }),
+    expect: EVERYONE(200),
+  },
+  {
+    route: 'GET /v1/dm/search',
+    name: 'hits only in the caller’s own conversations',
+    request: () => ({ query: { q: NEEDLE } }),
+    answer: (body, actor) => {
+      const found = [...new Set((body as { messages: { conversationId: string }[] }).messages.map((m) => m.conversationId))].sort();
+      const own = [pair, group].filter((id) => placesOf(actor).includes(id)).sort();
+      return found.join() === own.join() ? undefined : `found ${NEEDLE} in ${found.join()}, should in ${own.join()}`;
+    },
+    expect: EVERYONE(200),
+  },
+];
+
 /** Last: opening a conversation with the owner would make the outsider a co-participant. */
 const OPENING: Row[] = [
   {
@@ -321,5 +450,5 @@ const OPENING: Row[] = [
 ];
 
 describe('social authorization matrix (owner, friend and co-participant, outsider, blocked, anonymous)', () => {
-  matrixTests(ACTORS, () => users, [...FRIENDS, ...CONVERSATIONS, ...CALLS, ...KEYS_AND_GAMES, ...OPENING]);
+  matrixTests(ACTORS, () => users, [...FRIENDS, ...CONVERSATIONS, ...CALLS, ...KEYS_AND_GAMES, ...READ_STATES, ...OPENING]);
 });

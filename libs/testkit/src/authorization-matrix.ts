@@ -29,6 +29,11 @@ export interface MatrixRow<Actor extends string> {
   request?: (actor: Actor) => MatrixRequest | Promise<MatrixRequest>;
   /** What a refused call must leave as it was: read before and after every 4xx and compared. */
   state?: (request: MatrixRequest, actor: Actor) => Promise<unknown>;
+  /**
+   * What an actor's accepted answer must not show (a search's hits from a hidden channel,
+   * another's conversation in a list): the problem found, or undefined. A 200 can still leak.
+   */
+  answer?: (body: unknown, actor: Actor) => string | undefined;
 }
 
 export interface MatrixAnswer {
@@ -79,7 +84,11 @@ export async function runMatrixRow<Actor extends string>(
     const before = await row.state?.(request, actor);
     const answer = await call(actor, method, pathOf(template, request), request);
     statuses[actor] = answer.status;
-    if (answer.status < 400) continue;
+    if (answer.status < 400) {
+      const leak = row.answer?.(answer.body, actor);
+      if (leak) problems.push(`${actor}: ${leak}`);
+      continue;
+    }
     if (!isErrorBody(answer.body)) problems.push(`${actor}: ${answer.status} answered ${JSON.stringify(answer.body)}, not {"error"}`);
     if (row.state && answer.status < 500) {
       const after = await row.state(request, actor);

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Permission, toMask } from '@chat/contracts';
 import { type MatrixCall, type MatrixRequest, type MatrixRow, rowTitle, runMatrixRow } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,8 @@ let serverId: string;
 /** A public server that requires approval: where join requests are made. */
 let gatedId: string;
 let secretId: string;
+/** A text channel every member sees: where a search of the denied member finds its hits. */
+let lobbyId: string;
 let voiceId: string;
 let otherVoiceId: string;
 let categoryId: string;
@@ -68,6 +71,9 @@ beforeAll(async () => {
     await ok(asOwner('PUT', `/v1/channels/${channel}/permissions`, deny), 200);
   }
   messageId = (await ok(asOwner('POST', `/v1/channels/${secretId}/messages`, { content: 'kept' }), 201)).id;
+  lobbyId = (await ok(asOwner('POST', `${S()}/channels`, { name: 'lobby', channelType: 'text' }), 201)).id;
+  for (const channel of [secretId, lobbyId])
+    await ok(asOwner('POST', `/v1/channels/${channel}/messages`, { content: `${NEEDLE} here` }), 201);
   webhook = await ok(asOwner('POST', `/v1/channels/${secretId}/webhooks`, { name: 'hook' }), 201);
 });
 
@@ -76,6 +82,13 @@ async function freshMember(): Promise<string> {
   const id = await g.knownUser('victim');
   await ok(g.call(id, 'POST', `/v1/invites/${inviteCode}/accept`), 200);
   return id;
+}
+
+/** A fresh member connected in the voice channel the denied member cannot see: the moderation's target. */
+async function connectedTarget(): Promise<MatrixRequest> {
+  const userId = await freshMember();
+  await ok(g.call(userId, 'POST', '/v1/voice/join', { channelId: voiceId }), 200);
+  return { params: { serverId, userId } };
 }
 
 /** A fresh known user with a pending join request to the gated server: the request's id. */
@@ -108,6 +121,22 @@ const overridesState = () => read(`/v1/channels/${secretId}/permissions`);
 const categoriesState = () => read(`${S()}/categories`);
 const channelsState = () => read(`${S()}/channels`);
 const webhooksState = () => read(`/v1/channels/${secretId}/webhooks`);
+/** The target's voice state as the owner sees it (null once disconnected). */
+const voiceStateOf = async (request: MatrixRequest) => {
+  const states: { userId: string }[] = await ok(asOwner('GET', `${S()}/voice-states`), 200);
+  return states.find((state) => state.userId === request.params!.userId) ?? null;
+};
+
+/** A word only in one message of the secret channel and one of the lobby. */
+const NEEDLE = 'matrixneedle';
+/** A search answer that finds the needle in exactly these channels. */
+const findsIn =
+  (channels: (actor: Actor) => string[]) =>
+  (body: unknown, actor: Actor): string | undefined => {
+    const seen = [...new Set((body as { messages: { channelId: string }[] }).messages.map((hit) => hit.channelId))].sort();
+    const readable = channels(actor).sort();
+    return isDeepStrictEqual(seen, readable) ? undefined : `found ${NEEDLE} in ${seen.join()}, should in ${readable.join()}`;
+  };
 
 /** One status for every signed-in actor, 401 without a token (routes about the caller alone). */
 const SELF = (status: number) => ({
@@ -444,6 +473,20 @@ const MESSAGES: Row[] = [
     expect: cells(200, 200, 200, 404, 404, 404),
   },
   { route: 'POST /v1/channels/:channelId/typing', request: secret, expect: cells(204, 204, 204, 404, 404, 404) },
+  {
+    route: 'GET /v1/servers/:id/messages/search',
+    name: 'hits only in the channels the caller may read',
+    request: () => ({ params: { id: serverId }, query: { q: NEEDLE } }),
+    answer: findsIn((actor) => (actor === 'denied' ? [lobbyId] : [lobbyId, secretId])),
+    expect: cells(200, 200, 200, 200, 404, 404),
+  },
+  {
+    route: 'GET /v1/servers/:id/messages/search',
+    name: 'naming the secret channel: nothing for the denied member',
+    request: () => ({ params: { id: serverId }, query: { q: NEEDLE, channelId: secretId } }),
+    answer: findsIn((actor) => (actor === 'denied' ? [] : [secretId])),
+    expect: cells(200, 200, 200, 200, 404, 404),
+  },
 ];
 
 const WEBHOOKS: Row[] = [
@@ -490,6 +533,27 @@ const VOICE: Row[] = [
     name: 'the connected member to another channel',
     request: () => ({ body: { userId: ids.member, channelId: otherVoiceId } }),
     expect: cells(200, 200, 403, 403, 404, 404),
+  },
+  {
+    route: 'PATCH /v1/servers/:serverId/voice-states/:userId',
+    name: 'server mute (MUTE_MEMBERS); someone in a channel hidden from the caller is not connected for them',
+    request: async () => ({ ...(await connectedTarget()), body: { mute: true } }),
+    state: voiceStateOf,
+    expect: cells(200, 200, 403, 400, 404, 404),
+  },
+  {
+    route: 'PATCH /v1/servers/:serverId/voice-states/:userId',
+    name: 'server deafen (DEAFEN_MEMBERS)',
+    request: async () => ({ ...(await connectedTarget()), body: { deaf: true } }),
+    state: voiceStateOf,
+    expect: cells(200, 200, 403, 400, 404, 404),
+  },
+  {
+    route: 'DELETE /v1/servers/:serverId/voice-states/:userId',
+    name: 'disconnect (MOVE_MEMBERS)',
+    request: connectedTarget,
+    state: voiceStateOf,
+    expect: cells(204, 204, 403, 400, 404, 404),
   },
   { route: 'POST /v1/voice/leave', expect: SELF(204) },
 ];
@@ -544,7 +608,7 @@ describe('a public server’s non-member', () => {
     const open = (await g.call(owner, 'POST', '/v1/servers', { name: 'Open', isPublic: true })).body;
     const stranger = newId();
     expect((await g.call(stranger, 'GET', `/v1/servers/${open.id}`)).status).toBe(200);
-    for (const path of ['channels', 'members', 'roles', 'categories', 'members/@me/permissions']) {
+    for (const path of ['channels', 'members', 'roles', 'categories', 'members/@me/permissions', `messages/search?q=${NEEDLE}`]) {
       expect((await g.call(stranger, 'GET', `/v1/servers/${open.id}/${path}`)).status, path).toBe(403);
     }
     const channel = (await g.call(owner, 'GET', `/v1/servers/${open.id}/channels`)).body[0];

@@ -630,4 +630,25 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
     expect(again.status).toBe(400);
     expect(again.body).toEqual({ error: 'That member is not connected to a voice channel of this server' });
   });
+
+  it('a member in a channel hidden from the moderator is not connected for them: 400 as for nobody, never a telling 403, changing nothing', async () => {
+    for (const bit of [Permission.MUTE_MEMBERS, Permission.DEAFEN_MEMBERS, Permission.MOVE_MEMBERS]) await grantRole(moderator, bit);
+    const room = await newVoiceChannel('hidden-from-moderator');
+    const deny = { userId: moderator, allowBits: 0, denyBits: toMask(Permission.VIEW_CHANNEL) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${room.id}/permissions`, deny)).status).toBe(200);
+    await join(target, room.id);
+    const refused = [
+      await moderate(moderator, { mute: true }),
+      await moderate(moderator, { deaf: true }),
+      await disconnect(moderator),
+      await g.call(moderator, 'POST', '/v1/voice/move', { userId: target, channelId: voice.id }),
+    ];
+    for (const res of refused) {
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'That member is not connected to a voice channel of this server' });
+    }
+    expect(await stateOf(target)).toMatchObject({ channel_id: room.id });
+    expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: false });
+    await leave(target);
+  });
 });

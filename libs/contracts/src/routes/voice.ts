@@ -85,7 +85,7 @@ export const voiceRoutes = {
     status: 200,
     response: VoiceState,
     errors: {
-      400: 'Invalid input, a text channel, or the member is not connected in that server',
+      400: 'Invalid input, a text channel, or the member is not connected in that server (or in a channel hidden from the caller)',
       403: 'Missing MOVE_MEMBERS in the source or the target channel',
       404: 'Unknown channel, or not visible to the caller',
     },
@@ -101,7 +101,7 @@ export const voiceRoutes = {
     status: 200,
     response: VoiceState,
     errors: {
-      400: 'Invalid input, or the member is not connected in this server',
+      400: 'Invalid input, or the member is not connected in this server (or in a channel hidden from the caller)',
       403: 'Missing MUTE_MEMBERS or DEAFEN_MEMBERS in the channel the member is in, or not a member of this public server',
       404: 'Unknown server, or not visible to the caller',
     },
@@ -116,7 +116,7 @@ export const voiceRoutes = {
     status: 204,
     response: null,
     errors: {
-      400: 'The member is not connected in this server',
+      400: 'The member is not connected in this server (or in a channel hidden from the caller)',
       403: 'Missing MOVE_MEMBERS in the channel the member is in, or not a member of this public server',
       404: 'Unknown server, or not visible to the caller',
     },

@@ -212,6 +212,19 @@ export function updateVoiceState(d: Domain, ctx: Ctx, patch: VoiceStateBody): Pr
   });
 }
 
+const memberNotConnected = () => badRequest('That member is not connected to a voice channel of this server');
+
+/**
+ * The caller's permissions in the channel a member is connected to. Someone in a channel hidden
+ * from the caller is not connected as far as the caller may know (the voice-states list leaves them
+ * out too): a 403 there would tell that they are, so the answer is the same 400 as for nobody.
+ */
+async function maskWhereConnected(tx: Queryable, state: VoiceState, callerId: string): Promise<bigint> {
+  const mask = (await loadChannelAccess(tx, state.channelId, callerId))?.channelPermissions ?? 0n;
+  if (!has(mask, Permission.VIEW_CHANNEL)) throw memberNotConnected();
+  return mask;
+}
+
 /**
  * Moves a connected member to another voice channel of the same server (the AFK channel, say).
  * As in Discord: MOVE_MEMBERS where they are and where they go, and CONNECT where they go; a
@@ -225,11 +238,8 @@ export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelI
     if (isJoinToCreate(target)) throw badRequest('Nobody stays in the join-to-create channel; move the member to another voice channel');
     await lockUserVoice(tx, body.userId);
     const current = counting(await findVoiceStateForUpdate(tx, body.userId));
-    if (!current || current.serverId !== target.server.id) {
-      throw badRequest('That member is not connected to a voice channel of this server');
-    }
-    const source = await loadChannelAccess(tx, current.channelId, ctx.userId);
-    requirePermission(source?.channelPermissions ?? 0n, Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
+    if (!current || current.serverId !== target.server.id) throw memberNotConnected();
+    requirePermission(await maskWhereConnected(tx, current, ctx.userId), Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
     if (current.channelId === body.channelId) return current;
     const locked = await lockChannels(tx, [current.channelId, body.channelId]);
     if (!locked.has(body.channelId)) throw notFound('Channel');
@@ -249,9 +259,8 @@ async function moderatedState(tx: Queryable, ctx: Ctx, serverId: string, userId:
   await memberAccess(tx, serverId, ctx.userId);
   await lockUserVoice(tx, userId);
   const state = counting(await findVoiceStateForUpdate(tx, userId));
-  if (!state || state.serverId !== serverId) throw badRequest('That member is not connected to a voice channel of this server');
-  const channel = await loadChannelAccess(tx, state.channelId, ctx.userId);
-  return { state, mask: channel?.channelPermissions ?? 0n };
+  if (!state || state.serverId !== serverId) throw memberNotConnected();
+  return { state, mask: await maskWhereConnected(tx, state, ctx.userId) };
 }
 
 /**
