@@ -107,6 +107,24 @@ export type ResumeVerdict =
 /** A dispatch frame as the buffer holds it and a socket sends it. */
 export const dispatchFrame = (t: string, seq: number, d: string) => `{"op":0,"t":"${t}","s":${seq},"d":${d}}`;
 
+/**
+ * The same frame for many sessions: the payload is encoded once, and each session's frame is its
+ * sequence spliced between two shared byte ranges (a fan-out to thousands of sockets would
+ * otherwise build and UTF-8 encode the whole frame once per socket).
+ */
+export function dispatchFrames(t: string, d: string): (seq: number) => Buffer {
+  const head = Buffer.from(`{"op":0,"t":"${t}","s":`);
+  const tail = Buffer.from(`,"d":${d}}`);
+  return (seq) => {
+    const digits = String(seq);
+    const frame = Buffer.allocUnsafe(head.length + digits.length + tail.length);
+    head.copy(frame, 0);
+    frame.latin1Write(digits, head.length);
+    tail.copy(frame, head.length + digits.length);
+    return frame;
+  };
+}
+
 /** What a replica hears on its channel. */
 export type Published =
   | { kind: 'dispatch'; t: string; d: string; targets: { sessionId: string; seq: number }[] }
