@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp, callDeps } from './app.ts';
+import { consumeDisconnections } from './bus/disconnections.ts';
 import { consumeEmbeds } from './bus/embeds.ts';
 import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
@@ -20,6 +21,7 @@ const catalogue = await loadCatalogue(runtime.pool);
 runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game catalogue ready');
 const users = await startUserReadModel(runtime);
 const embeds = await consumeEmbeds(runtime);
+const disconnections = await consumeDisconnections(runtime);
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
@@ -30,6 +32,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users, embeds, revocations],
+  consumers: [users, embeds, disconnections, revocations],
   onClose: () => callClock.stop(),
 });

@@ -119,7 +119,7 @@ export function dispatchFrames(t: string, d: string): (seq: number) => Buffer {
     const digits = String(seq);
     const frame = Buffer.allocUnsafe(head.length + digits.length + tail.length);
     head.copy(frame, 0);
-    frame.latin1Write(digits, head.length);
+    frame.write(digits, head.length, 'latin1');
     tail.copy(frame, head.length + digits.length);
     return frame;
   };

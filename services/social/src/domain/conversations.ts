@@ -9,6 +9,7 @@ import {
   type Pool,
   type Queryable,
   type RequestContext,
+  seenStatuses,
   withTx,
 } from '@chat/kit';
 import { withReactions } from '@chat/messaging';
@@ -139,5 +140,15 @@ async function present(deps: Deps, ctx: RequestContext, views: ConversationView[
   const lastIds = views.flatMap((v) => (v.lastMessageId ? [v.lastMessageId] : []));
   const messages = await withReactions(deps.pool, dmReactions, await messagesByIds(deps.pool, lastIds), ctx.userId);
   const byId = new Map(messages.map((m) => [m.id, m]));
-  return views.map(({ lastMessageId, ...view }) => ({ ...view, lastMessage: (lastMessageId && byId.get(lastMessageId)) || null }));
+  // Participants show what others see of them: one question for every participant of the page.
+  const seen = await seenStatuses(
+    deps.bus,
+    views.flatMap((v) => v.participants.map((p) => p.id)),
+    ctx.requestId,
+  );
+  return views.map(({ lastMessageId, ...view }) => ({
+    ...view,
+    participants: view.participants.map((p) => ({ ...p, status: seen(p.id) })),
+    lastMessage: (lastMessageId && byId.get(lastMessageId)) || null,
+  }));
 }
