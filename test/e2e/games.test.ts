@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { api, newUser } from './helpers.ts';
+import { GatewayClient } from './gateway-client.ts';
+import { api, gateway, newUser } from './helpers.ts';
 
 describe('the game index and activities through the gateway', () => {
   it('searches the shipped catalogue, sets an activity (served by social under /v1/users) and shows it to a friend', async () => {
@@ -10,6 +11,9 @@ describe('the game index and activities through the gateway', () => {
     const game = await api('GET', `/v1/games/${found.body[0].id}`, { user: player });
     expect(game).toMatchObject({ status: 200, body: { id: found.body[0].id, name: 'Minecraft' } });
 
+    // An activity shows while others see the player: connected, not invisible.
+    const socket = await GatewayClient.connect(gateway, { ip: player.ip });
+    await socket.identify(player.token);
     const set = await api('PUT', '/v1/users/@me/activity', { user: player, body: { gameId: found.body[0].id } });
     expect(set).toMatchObject({ status: 200, body: { gameId: found.body[0].id, name: 'Minecraft', startedAt: expect.any(String) } });
 
@@ -39,5 +43,6 @@ describe('the game index and activities through the gateway', () => {
     expect((await api('PUT', '/v1/users/@me/activity', { user: player, body: { name: null } })).status).toBe(204);
     expect((await api('GET', '/v1/friends', { user: friend })).body[0]).not.toHaveProperty('activity');
     expect((await api('PUT', '/v1/users/@me/activity', { body: { name: 'x' } })).status).toBe(401);
+    socket.close();
   });
 });

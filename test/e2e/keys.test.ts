@@ -1,18 +1,7 @@
-import { Buffer } from 'node:buffer';
-import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { deviceKeys, rawPublic } from './device-keys.ts';
 import { api, newUser } from './helpers.ts';
-
-const rawPublic = (key: KeyObject): string => Buffer.from(key.export({ format: 'jwk' }).x as string, 'base64url').toString('base64');
-
-function deviceKeys() {
-  const identity = generateKeyPairSync('ed25519');
-  const prekey = Buffer.from(rawPublic(generateKeyPairSync('x25519').publicKey), 'base64');
-  return {
-    identityKey: rawPublic(identity.publicKey),
-    signedPreKey: { keyId: 1, publicKey: prekey.toString('base64'), signature: sign(null, prekey, identity.privateKey).toString('base64') },
-  };
-}
 
 describe('E2EE keys through the gateway', () => {
   it('hands a co-member (asked of the real guilds service) one bundle per claim and hides it from a stranger', async () => {
