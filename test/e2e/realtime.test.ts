@@ -485,7 +485,7 @@ describe('seen status in every list', () => {
       ).status,
     });
     const everywhere = (status: string) => ({ friend: status, request: status, participant: status, listed: status, member: status });
-    const all = (status: string) => (l: Record<string, string>) => Object.values(l).every((s) => s === status);
+    const all = (status: string) => (l: Record<string, string | undefined>) => Object.values(l).every((s) => s === status);
     expect(await lists()).toEqual(everywhere('offline'));
 
     const first = (await identified(subject)).client;
