@@ -133,6 +133,7 @@ const MEDIA: Row[] = [
 const GATEWAY: Row[] = [
   { route: 'GET /v1/health', expect: PUBLIC(200) },
   { route: 'GET /v1/openapi.json', expect: PUBLIC(200) },
+  { route: 'GET /v1/asyncapi.json', expect: PUBLIC(200) },
   { route: 'GET /v1/docs', expect: PUBLIC(200) },
   { route: 'GET /v1/gateway', expect: PUBLIC(200) },
 ];

@@ -1,6 +1,7 @@
 import { type MatrixRequest, type MatrixRow, until } from '@chat/testkit';
 import { beforeAll, describe, expect } from 'vitest';
-import { api, conversationOnceKnown, deviceKeys, newUser, oneTimeKeys, randomIp, type TestUser } from './helpers.ts';
+import { deviceKeys, oneTimeKeys } from './device-keys.ts';
+import { api, conversationOnceKnown, newUser, randomIp, type TestUser } from './helpers.ts';
 import { matrixTests } from './matrix.ts';
 
 /**

@@ -1,6 +1,7 @@
 import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
-import { attempt, failure, newClientUser, recordingClient } from './helpers.ts';
+import { GatewayClient } from './gateway-client.ts';
+import { attempt, failure, gateway, newClientUser, recordingClient } from './helpers.ts';
 
 describe('the game index and activities through the gateway', () => {
   it('searches the shipped catalogue, sets an activity (served by social under /v1/users) and shows it to a friend', async () => {
@@ -13,6 +14,9 @@ describe('the game index and activities through the gateway', () => {
     expect(player.status()).toBe(200);
     expect(game).toMatchObject({ id: gameId, name: 'Minecraft' });
 
+    // An activity shows while others see the player: connected, not invisible.
+    const socket = await GatewayClient.connect(gateway, { ip: player.ip });
+    await socket.identify(player.token);
     const set = await player.client.social.putActivity({ body: { gameId } });
     expect(player.status()).toBe(200);
     expect(set).toMatchObject({ gameId, name: 'Minecraft', startedAt: expect.any(String) });
@@ -40,5 +44,6 @@ describe('the game index and activities through the gateway', () => {
     expect(player.status()).toBe(204);
     expect((await friend.client.social.list())[0]).not.toHaveProperty('activity');
     expect(await failure(recordingClient().client.social.putActivity({ body: { name: 'x' } }))).toMatchObject({ status: 401 });
+    socket.close();
   });
 });

@@ -1,5 +1,4 @@
-import { Buffer } from 'node:buffer';
-import { generateKeyPairSync, type KeyObject, randomBytes, randomInt, sign } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
 import { inject } from 'vitest';
 
@@ -130,19 +129,3 @@ export async function attempt<T>(
     return { status: err.status, error: err };
   }
 }
-
-export const rawPublic = (key: KeyObject): string => Buffer.from(key.export({ format: 'jwk' }).x as string, 'base64url').toString('base64');
-
-/** A device's public X3DH keys: an Ed25519 identity key and an X25519 pre-key signed by it. */
-export function deviceKeys() {
-  const identity = generateKeyPairSync('ed25519');
-  const prekey = Buffer.from(rawPublic(generateKeyPairSync('x25519').publicKey), 'base64');
-  return {
-    identityKey: rawPublic(identity.publicKey),
-    signedPreKey: { keyId: 1, publicKey: prekey.toString('base64'), signature: sign(null, prekey, identity.privateKey).toString('base64') },
-  };
-}
-
-/** Fresh one-time keys with the given ids. */
-export const oneTimeKeys = (...ids: number[]) =>
-  ids.map((keyId) => ({ keyId, publicKey: rawPublic(generateKeyPairSync('x25519').publicKey) }));

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { deviceKeys, failure, newClientUser, rawPublic, recordingClient } from './helpers.ts';
+import { deviceKeys, rawPublic } from './device-keys.ts';
+import { failure, newClientUser, recordingClient } from './helpers.ts';
 
 describe('E2EE keys through the gateway', () => {
   it('hands a co-member (asked of the real guilds service) one bundle per claim and hides it from a stranger', async () => {

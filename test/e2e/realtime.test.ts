@@ -1,8 +1,10 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
+import { DISPATCH_NAMES } from '@chat/contracts';
 import { freePort, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
+import { deviceKeys } from './device-keys.ts';
 import { GatewayClient } from './gateway-client.ts';
 
 /**
@@ -294,7 +296,7 @@ describe('dispatch and who receives it', () => {
     const [ca, cb, cs] = [(await identified(a)).client, (await identified(b)).client, (await identified(stranger)).client];
     await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
     const request = await cb.dispatch('FRIEND_REQUEST_CREATE');
-    expect(request.d).toMatchObject({ requesterId: a.id, recipientId: b.id });
+    expect(request.d).toMatchObject({ user: { id: a.id }, direction: 'incoming' });
     await ca.dispatch('FRIEND_REQUEST_CREATE');
 
     const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: a, body: { userIds: [b.id] } }, 201)).body;
@@ -445,5 +447,196 @@ describe('presence', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: friend.id, status: 'invisible' });
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
+  });
+});
+
+/** Polls a REST read until `done` holds (another process applies an event in its own time); answers the last value. */
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+  return vi.waitFor(
+    async () => {
+      const value = await read();
+      if (!done(value)) throw new Error(`not yet: ${JSON.stringify(value)}`);
+      return value;
+    },
+    { timeout: 10_000, interval: 50 },
+  );
+}
+
+const statusIn = (list: { user: { id: string; status: string } }[], id: string) => list.find((e) => e.user.id === id)?.user.status;
+
+describe('seen status in every list', () => {
+  it('shows the seen status of friends, requests, conversation participants and members, and offline after the last session', async () => {
+    const [me, subject, asker] = [await newUser('rtlists'), await newUser('rtseen'), await newUser('rtasker')];
+    await befriend(me, subject);
+    await once404sPass('POST', '/v1/friends/requests', { user: asker, body: { userId: subject.id } }, 201);
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: me, body: { userIds: [subject.id] } }, 201)).body;
+    const { serverId } = await serverWith(me, subject);
+    const lists = async () => ({
+      friend: statusIn((await call('GET', '/v1/friends', { user: me })).body, subject.id),
+      request: statusIn((await call('GET', '/v1/friends/requests', { user: asker })).body, subject.id),
+      participant: (await call('GET', `/v1/dm/conversations/${conversation.id}`, { user: me })).body.participants.find(
+        (p: { id: string }) => p.id === subject.id,
+      ).status,
+      listed: (await call('GET', '/v1/dm/conversations', { user: me })).body
+        .find((c: { id: string }) => c.id === conversation.id)
+        .participants.find((p: { id: string }) => p.id === subject.id).status,
+      member: (await call('GET', `/v1/servers/${serverId}/members`, { user: me })).body.find(
+        (m: { userId: string }) => m.userId === subject.id,
+      ).status,
+    });
+    const everywhere = (status: string) => ({ friend: status, request: status, participant: status, listed: status, member: status });
+    const all = (status: string) => (l: Record<string, string | undefined>) => Object.values(l).every((s) => s === status);
+    expect(await lists()).toEqual(everywhere('offline'));
+
+    const first = (await identified(subject)).client;
+    const second = (await identified(subject, replica.url)).client;
+    expect(await lists()).toEqual(everywhere('online'));
+    expect((await call('PATCH', '/v1/users/@me/presence', { user: subject, body: { status: 'idle' } })).status).toBe(200);
+    expect(await eventually(lists, all('idle'))).toEqual(everywhere('idle'));
+    // The caller's own entry in the conversation shows them as others see them too: not connected.
+    const mine = (await call('GET', `/v1/dm/conversations/${conversation.id}`, { user: me })).body.participants;
+    expect(mine.find((p: { id: string }) => p.id === me.id).status).toBe('offline');
+
+    first.close();
+    await first.closed;
+    expect(await lists()).toEqual(everywhere('idle'));
+    second.close();
+    expect(await eventually(lists, all('offline'))).toEqual(everywhere('offline'));
+  });
+});
+
+describe('friend and block dispatches', () => {
+  it('carry the record each side’s REST list holds, the other user’s status as others see it', async () => {
+    const [a, b] = [await newUser('rtreca'), await newUser('rtrecb')];
+    const [ca, cb] = [(await identified(a)).client, (await identified(b)).client];
+    await once404sPass('POST', '/v1/friends/requests', { user: a, body: { userId: b.id } }, 201);
+    const incoming = await cb.dispatch('FRIEND_REQUEST_CREATE');
+    const outgoing = await ca.dispatch('FRIEND_REQUEST_CREATE');
+    expect(incoming.d).toEqual((await call('GET', '/v1/friends/requests', { user: b })).body[0]);
+    expect(outgoing.d).toEqual((await call('GET', '/v1/friends/requests', { user: a })).body[0]);
+    expect(incoming.d).toMatchObject({ user: { id: a.id, username: expect.any(String), status: 'online' }, direction: 'incoming' });
+    expect(outgoing.d).toMatchObject({ user: { id: b.id, status: 'online' }, direction: 'outgoing' });
+
+    // Applied by the gateway before the acceptance: both come in order on social's stream.
+    expect((await call('PUT', '/v1/users/@me/activity', { user: b, body: { name: 'Chess' } })).status).toBe(200);
+    expect((await call('POST', '/v1/friends/accept', { user: b, body: { userId: a.id } })).status).toBe(200);
+    const accepted = await ca.dispatch('FRIEND_REQUEST_ACCEPT');
+    expect(accepted.d).toEqual((await call('GET', '/v1/friends', { user: a })).body[0]);
+    expect(accepted.d).toMatchObject({ user: { id: b.id, status: 'online' }, activity: { name: 'Chess' }, createdAt: expect.any(String) });
+    expect((await cb.dispatch('FRIEND_REQUEST_ACCEPT')).d).toEqual((await call('GET', '/v1/friends', { user: b })).body[0]);
+
+    expect((await call('POST', '/v1/friends/block', { user: a, body: { userId: b.id } })).status).toBe(201);
+    const blocked = await ca.dispatch('BLOCK_CREATE');
+    expect(blocked.d).toEqual((await call('GET', '/v1/friends/blocked', { user: a })).body[0]);
+    expect(blocked.d).toMatchObject({ user: { id: b.id, status: 'online' } });
+    expect((await ca.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: b.id }, relation: 'friend', reason: 'blocked' });
+    expect((await cb.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: a.id, status: 'online' }, relation: 'friend' });
+    expect((await call('DELETE', `/v1/friends/block/${b.id}`, { user: a })).status).toBe(204);
+    expect((await ca.dispatch('BLOCK_DELETE')).d).toEqual(blocked.d);
+    expect(cb.dispatches().filter((f) => f.t?.startsWith('BLOCK_'))).toEqual([]);
+  });
+});
+
+describe('KEYS_UPDATE', () => {
+  it('goes to friends, conversation partners and co-members of the user, not to strangers nor across a block', async () => {
+    const owner = await newUser('rtkeys');
+    const [friend, partner, member, blocked, stranger, marker] = [
+      await newUser('rtkfriend'),
+      await newUser('rtkpartner'),
+      await newUser('rtkmember'),
+      await newUser('rtkblocked'),
+      await newUser('rtkstranger'),
+      await newUser('rtkmarker'),
+    ];
+    await befriend(owner, friend);
+    await once404sPass('POST', '/v1/dm/conversations', { user: partner, body: { userIds: [owner.id] } }, 201);
+    await serverWith(owner, member, blocked);
+    await once404sPass('POST', '/v1/friends/block', { user: owner, body: { userId: blocked.id } }, 201);
+    const sockets = await Promise.all([owner, friend, partner, member, blocked, stranger].map(async (u) => (await identified(u)).client));
+
+    const device = deviceKeys();
+    expect((await call('PUT', '/v1/keys/devices/laptop', { user: owner, body: device })).status).toBe(201);
+    const expected = { userId: owner.id, deviceId: 'laptop', change: 'added', identityKey: device.identityKey };
+    for (const socket of sockets.slice(0, 4)) expect((await socket.dispatch('KEYS_UPDATE')).d).toEqual(expected);
+    // Later events of the same stream reach the two who must not get it: by then it had its chance.
+    for (const [user, socket] of [
+      [blocked, sockets[4]],
+      [stranger, sockets[5]],
+    ] as const) {
+      await once404sPass('POST', '/v1/friends/requests', { user: marker, body: { userId: user.id } }, 201);
+      await socket?.dispatch('FRIEND_REQUEST_CREATE');
+      expect(socket?.dispatches('KEYS_UPDATE')).toEqual([]);
+    }
+  });
+});
+
+describe('activities in presence', () => {
+  it('shows the activity in PRESENCE_UPDATE and the lists, and ends it when the last session closes on any replica', async () => {
+    const [watcher, player] = [await newUser('rtwatcher'), await newUser('rtplayer')];
+    await befriend(watcher, player);
+    const { serverId } = await serverWith(watcher, player);
+    const { client: w } = await identified(watcher);
+    const first = (await identified(player)).client;
+    const second = (await identified(player, replica.url)).client;
+    const set = await call('PUT', '/v1/users/@me/activity', { user: player, body: { name: 'Go' } });
+    expect(set.status).toBe(200);
+    const update = await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === player.id && d.activity !== null);
+    expect(update.d).toEqual({ userId: player.id, status: 'online', customStatus: '', activity: set.body });
+    const shown = async () => ({
+      friend: (await call('GET', '/v1/friends', { user: watcher })).body.find((f: { user: { id: string } }) => f.user.id === player.id),
+      member: (await call('GET', `/v1/servers/${serverId}/members`, { user: watcher })).body.find(
+        (m: { userId: string }) => m.userId === player.id,
+      ),
+    });
+    const both = await eventually(shown, (s) => s.member.activity !== undefined);
+    expect(both.friend).toMatchObject({ user: { status: 'online' }, activity: set.body });
+    expect(both.member).toMatchObject({ status: 'online', activity: set.body });
+
+    // One session closing (the other is on another replica) ends nothing.
+    first.close();
+    await first.closed;
+    expect((await call('PATCH', '/v1/users/@me/presence', { user: player, body: { status: 'dnd' } })).status).toBe(200);
+    const still = await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === player.id && d.status === 'dnd');
+    expect(still.d.activity).toEqual(set.body);
+
+    second.close();
+    const offline = await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === player.id && d.status === 'offline');
+    expect(offline.d).toEqual({ userId: player.id, status: 'offline', customStatus: '', activity: null });
+    // Social cleared it (the gateway told it once): back online, nothing is played any more.
+    const again = (await identified(player)).client;
+    const after = await eventually(shown, (s) => s.member.status === 'dnd' && s.member.activity === undefined && !s.friend.activity);
+    expect(after.friend).toMatchObject({ user: { status: 'dnd' } });
+    expect(after.friend).not.toHaveProperty('activity');
+    // Whichever came first (the reconnection or the clearing), the last word is: dnd, nothing played.
+    const last = () =>
+      w
+        .dispatches('PRESENCE_UPDATE')
+        .filter((f) => f.d.userId === player.id)
+        .at(-1)?.d;
+    expect(
+      await eventually(
+        async () => last(),
+        (d) => d !== still.d && d.status === 'dnd' && d.activity === null,
+      ),
+    ).toEqual({
+      userId: player.id,
+      status: 'dnd',
+      customStatus: '',
+      activity: null,
+    });
+    again.close();
+  });
+});
+
+describe('GET /v1/asyncapi.json', () => {
+  it('answers the AsyncAPI document of the socket with every dispatch of the contracts, linked from the docs page', async () => {
+    const res = await call('GET', '/v1/asyncapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ asyncapi: '3.0.0', channels: { socket: { address: '/v1/gateway/ws' } } });
+    for (const name of ['READY', 'RESUMED', ...Object.values(DISPATCH_NAMES)]) {
+      expect(res.body.components.messages[name]?.payload.properties.t, name).toEqual({ type: 'string', const: name });
+    }
+    const page = await fetch(`${gateway}/v1/docs`, { headers: { 'x-forwarded-for': randomIp() } });
+    expect(await page.text()).toContain('href="/v1/asyncapi.json"');
   });
 });

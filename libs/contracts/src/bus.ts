@@ -9,6 +9,8 @@ export const STREAMS = {
   social: { name: 'SOCIAL', subjects: ['social.>'] },
   media: { name: 'MEDIA', subjects: ['media.>'] },
   music: { name: 'MUSIC', subjects: ['music.>'] },
+  /** The gateway's own few events (who disconnected), published straight to JetStream. */
+  gateway: { name: 'GATEWAY', subjects: ['gateway.>'] },
   /** Events a consumer could not read (not an envelope, or a payload that breaks its contract), kept for a person to look at. */
   deadLetters: { name: 'DEADLETTER', subjects: ['deadletter.>'] },
 } as const;

@@ -8,7 +8,7 @@ import { EmbedsResolved, MEDIA_SUBJECTS, MediaFileUploaded } from './media.ts';
 import { MESSAGES_EVENTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import { READ_STATE_EVENTS } from './read-states.ts';
-import { ChannelTypingEvent, ConversationTypingEvent, PresenceChosenEvent, REALTIME_SUBJECTS } from './realtime.ts';
+import { ChannelTypingEvent, ConversationTypingEvent, PresenceChosenEvent, REALTIME_SUBJECTS, UserDisconnectedEvent } from './realtime.ts';
 import {
   BlockEvent,
   ConversationCreatedEvent,
@@ -56,6 +56,7 @@ export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   [REALTIME_SUBJECTS.presenceUpdated]: PresenceChosenEvent,
   [REALTIME_SUBJECTS.channelTyping]: ChannelTypingEvent,
   [REALTIME_SUBJECTS.conversationTyping]: ConversationTypingEvent,
+  [REALTIME_SUBJECTS.userDisconnected]: UserDisconnectedEvent,
 };
 
 /** The first segment of the subjects the platform's services publish under: each must be in EVENT_SCHEMAS. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Id, ImageUrl, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
+import { SeenStatus } from './presence.ts';
 import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 import { defineRpc } from './rpc.ts';
 
@@ -42,7 +43,9 @@ export const Member = z
     joinedAt: Timestamp,
     /** null until auth's event about this user has arrived; `badges` as auth announced them. */
     user: MemberUser.extend({ badges: z.array(z.string()) }).nullable(),
-    /** What the member is playing, present while they play (social's activity events). */
+    /** What others see of the member now: `offline` when no session is connected or they are invisible. */
+    status: SeenStatus,
+    /** What the member is playing, present while they play and others see them (social's activity events). */
     activity: Activity.optional(),
   })
   .meta({ id: 'Member' });

@@ -1,4 +1,5 @@
 export * from './api-doc.ts';
+export * from './asyncapi.ts';
 export * from './auth.ts';
 export * from './bus.ts';
 export * from './calls.ts';
@@ -12,6 +13,7 @@ export * from './messages.ts';
 export * from './music.ts';
 export * from './openapi.ts';
 export * from './permissions.ts';
+export * from './presence.ts';
 export * from './read-states.ts';
 export * from './realtime.ts';
 export * from './records.ts';

@@ -103,7 +103,7 @@ function parameters(schema: z.ZodType | undefined, where: 'path' | 'query'): Jso
 }
 
 /** Named schemas (`.meta({id})`) become components; the rest is inlined. */
-function toSchema(schema: z.ZodType, io: 'input' | 'output', components?: Record<string, JsonSchema>): JsonSchema {
+export function toSchema(schema: z.ZodType, io: 'input' | 'output', components?: Record<string, JsonSchema>): JsonSchema {
   const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
   const json = JSON.parse(JSON.stringify(generated).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
   const defs = (json.$defs ?? {}) as Record<string, JsonSchema>;

@@ -1,21 +1,23 @@
 import { z } from 'zod';
 import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
 import { Id, PermissionMask, Timestamp } from './common.ts';
+import { ACTIVITY_SUBJECTS, Activity } from './games.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
+import { KEYS_SUBJECTS, KeysChangedEvent } from './keys.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
+import { ChosenStatus, SeenStatus } from './presence.ts';
 import { Notification, READ_STATE_SUBJECTS, ReadState } from './read-states.ts';
-import { SelfUser } from './records.ts';
+import { PendingFriendRequest, SelfUser } from './records.ts';
 import { defineRpc } from './rpc.ts';
 import {
-  BlockEvent,
+  BlockedUser,
   ConversationCreatedEvent,
   DmDeletedEvent,
   DmMessageEvent,
   DmReactionEvent,
-  FriendAcceptedEvent,
-  FriendRemovedEvent,
-  FriendRequestedEvent,
+  Friend,
+  FriendRemoval,
   SOCIAL_SUBJECTS,
 } from './social.ts';
 import { VOICE_EVENTS, VOICE_SUBJECTS } from './voice.ts';
@@ -96,12 +98,10 @@ export const ReadyData = z
 export type ReadyData = z.infer<typeof ReadyData>;
 export const ResumedData = z.object({ replayed: z.number().int().min(0) });
 
-/** What others see: `offline` when no session of the user is connected or the chosen status is invisible. */
-export const SeenStatus = z.enum(['online', 'idle', 'dnd', 'offline']);
-export type SeenStatus = z.infer<typeof SeenStatus>;
-export const ChosenStatus = z.enum(['online', 'idle', 'dnd', 'invisible']);
-export type ChosenStatus = z.infer<typeof ChosenStatus>;
-export const PresenceUpdateData = z.object({ userId: Id, status: SeenStatus, customStatus: z.string() }).meta({ id: 'PresenceUpdate' });
+/** `activity`: what the user is playing (null when nothing, or when others see them offline). */
+export const PresenceUpdateData = z
+  .object({ userId: Id, status: SeenStatus, customStatus: z.string(), activity: Activity.nullable() })
+  .meta({ id: 'PresenceUpdate' });
 export type PresenceUpdateData = z.infer<typeof PresenceUpdateData>;
 
 /** TYPING_START in a channel (serverId, channelId) or a conversation (conversationId). Lasts 10 s. */
@@ -121,11 +121,21 @@ export const ChannelTypingEvent = z.object({ channelId: Id, serverId: Id, userId
 /** `social.typing.started`: not stored, published straight to JetStream. */
 export const ConversationTypingEvent = z.object({ conversationId: Id, userId: Id, participantIds: z.array(Id), timestamp: Timestamp });
 
+/**
+ * `gateway.user.disconnected`: the last session of the user closed on every replica (published by
+ * the gateway straight to JetStream, stream GATEWAY, once per disconnection). `at` is when: social
+ * clears an activity that started before it.
+ */
+export const UserDisconnectedEvent = z.object({ userId: Id, at: Timestamp });
+export type UserDisconnectedEvent = z.infer<typeof UserDisconnectedEvent>;
+
 export const REALTIME_SUBJECTS = {
   sessionRevoked: AUTH_SUBJECTS.sessionRevoked,
   presenceUpdated: 'auth.presence.updated',
   channelTyping: 'guilds.typing.started',
   conversationTyping: 'social.typing.started',
+  activityUpdated: ACTIVITY_SUBJECTS.activityUpdated,
+  userDisconnected: 'gateway.user.disconnected',
 } as const;
 
 export const PresenceBody = z.object({ status: ChosenStatus, customStatus: z.string().max(128).optional() });
@@ -157,6 +167,13 @@ export const UserConversationsRequest = z.object({ userId: Id });
 export const UserConversationsReply = z.object({ conversationIds: z.array(Id) });
 /** `rpc.social.user.friends`: the user's friends. */
 export const UserFriendsRequest = z.object({ userId: Id });
+/**
+ * `rpc.social.user.contacts`: who may fetch the user's key bundles as far as social knows (friends
+ * and people in a conversation with them, `userIds`), and everyone in a block with them either way
+ * (`blockedIds`), whom nothing of the user's keys reaches even through a shared server.
+ */
+export const UserContactsRequest = z.object({ userId: Id });
+export const UserContactsReply = z.object({ userIds: z.array(Id), blockedIds: z.array(Id) });
 
 /** `rpc.gateway.presence.seen`: what others see of these users now (offline when not connected or invisible). */
 export const PresenceSeenRequest = z.object({ userIds: z.array(Id).max(1000) });
@@ -171,6 +188,7 @@ export const REALTIME_RPC = {
   serverMembers: 'rpc.guilds.server.members',
   userConversations: 'rpc.social.user.conversations',
   userFriends: 'rpc.social.user.friends',
+  userContacts: 'rpc.social.user.contacts',
 } as const;
 
 // ---- Dispatch names ----
@@ -221,6 +239,7 @@ export const DISPATCH_NAMES = {
   [SOCIAL_SUBJECTS.friendRemoved]: 'FRIEND_REMOVE',
   [SOCIAL_SUBJECTS.blockCreated]: 'BLOCK_CREATE',
   [SOCIAL_SUBJECTS.blockRemoved]: 'BLOCK_DELETE',
+  [KEYS_SUBJECTS.keysChanged]: 'KEYS_UPDATE',
   [AUTH_SUBJECTS.userUpdated]: 'USER_UPDATE',
   [REALTIME_SUBJECTS.presenceUpdated]: 'PRESENCE_UPDATE',
   [REALTIME_SUBJECTS.channelTyping]: 'TYPING_START',
@@ -271,11 +290,14 @@ export const DISPATCH_PAYLOADS = {
   DM_MESSAGE_DELETE: DmDeletedEvent.omit({ participantIds: true }),
   DM_REACTION_ADD: DmReactionEvent.omit({ participantIds: true }),
   DM_REACTION_REMOVE: DmReactionEvent.omit({ participantIds: true }),
-  FRIEND_REQUEST_CREATE: FriendRequestedEvent,
-  FRIEND_REQUEST_ACCEPT: FriendAcceptedEvent,
-  FRIEND_REMOVE: FriendRemovedEvent,
-  BLOCK_CREATE: BlockEvent,
-  BLOCK_DELETE: BlockEvent,
+  // Friend and block dispatches: the record each side's REST list holds (GET /v1/friends/requests,
+  // /v1/friends, /v1/friends/blocked), the other user's status as others see it.
+  FRIEND_REQUEST_CREATE: PendingFriendRequest,
+  FRIEND_REQUEST_ACCEPT: Friend,
+  FRIEND_REMOVE: FriendRemoval,
+  BLOCK_CREATE: BlockedUser,
+  BLOCK_DELETE: BlockedUser,
+  KEYS_UPDATE: KeysChangedEvent,
   USER_UPDATE: UserEventData,
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,
@@ -295,4 +317,5 @@ export const ChannelViewersRpc = defineRpc(REALTIME_RPC.channelViewers, ChannelV
 export const ServerMembersRpc = defineRpc(REALTIME_RPC.serverMembers, ServerMembersRequest, UserIdsReply);
 export const UserConversationsRpc = defineRpc(REALTIME_RPC.userConversations, UserConversationsRequest, UserConversationsReply);
 export const UserFriendsRpc = defineRpc(REALTIME_RPC.userFriends, UserFriendsRequest, UserIdsReply);
+export const UserContactsRpc = defineRpc(REALTIME_RPC.userContacts, UserContactsRequest, UserContactsReply);
 export const PresenceSeenRpc = defineRpc(REALTIME_RPC.presenceSeen, PresenceSeenRequest, PresenceSeenReply);

@@ -104,18 +104,49 @@ export const SOCIAL_SUBJECTS = {
   dmReactionRemoved: 'social.dm.reaction.removed',
 } as const;
 
-export const FriendRequestedEvent = z.object({ requesterId: Id, recipientId: Id, createdAt: Timestamp });
-/** The recipient accepted (or asked back, which accepts at once). */
-export const FriendAcceptedEvent = z.object({ requesterId: Id, recipientId: Id });
+/**
+ * Friend and block events carry both users as lists show them (`user`: who acted, `otherUser`: the
+ * other one), so that each side's socket gets the record its own REST list holds (the gateway
+ * fills in what others see of the user, the seen status, when it dispatches).
+ */
+export const FriendRequestedEvent = z.object({
+  requesterId: Id,
+  recipientId: Id,
+  createdAt: Timestamp,
+  requester: UserSummary,
+  recipient: UserSummary,
+});
+export type FriendRequestedEvent = z.infer<typeof FriendRequestedEvent>;
+/** The recipient accepted (or asked back, which accepts at once); `createdAt` is the friendship's. */
+export const FriendAcceptedEvent = z.object({
+  requesterId: Id,
+  recipientId: Id,
+  createdAt: Timestamp,
+  requester: UserSummary,
+  recipient: UserSummary,
+});
+export type FriendAcceptedEvent = z.infer<typeof FriendAcceptedEvent>;
 /** A friendship or a pending request between `userId` (who acted) and `otherUserId` ended. */
 export const FriendRemovedEvent = z.object({
   userId: Id,
   otherUserId: Id,
   relation: z.enum(['friend', 'request']),
   reason: z.enum(['unfriended', 'declined', 'cancelled', 'blocked']),
+  user: UserSummary,
+  otherUser: UserSummary,
 });
 export type FriendRemovedEvent = z.infer<typeof FriendRemovedEvent>;
-export const BlockEvent = z.object({ userId: Id, blockedUserId: Id });
+/** `blockedUser` as the blocker's list of blocked users shows them; `createdAt` the block's. */
+export const BlockEvent = z.object({ userId: Id, blockedUserId: Id, blockedUser: UserSummary, createdAt: Timestamp });
+export type BlockEvent = z.infer<typeof BlockEvent>;
+
+/**
+ * FRIEND_REMOVE on the socket: the user the friendship or request was with, as the lists showed
+ * them, what ended (`relation`) and why.
+ */
+export const FriendRemoval = z
+  .object({ user: UserSummary, relation: FriendRemovedEvent.shape.relation, reason: FriendRemovedEvent.shape.reason })
+  .meta({ id: 'FriendRemoval' });
 
 export const ConversationCreatedEvent = z.object({ conversationId: Id, type: ConversationType, participantIds: z.array(Id) });
 /** `userId` left the group; `ownerId` is its owner now and `participantIds` who remain (empty: the group is gone). */

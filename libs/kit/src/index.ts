@@ -11,6 +11,7 @@ export * from './media-grants.ts';
 export * from './metrics.ts';
 export * from './migrate.ts';
 export * from './paging.ts';
+export * from './presence.ts';
 export * from './revocations.ts';
 export * from './service.ts';
 export * from './tokens.ts';

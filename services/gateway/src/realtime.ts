@@ -1,5 +1,14 @@
-import { PresenceSeenRpc } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, requestRpc, serveRpc, type TokenVerifier } from '@chat/kit';
+import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
+import {
+  type Bus,
+  type ConsumerHandle,
+  ensureStream,
+  publishEphemeralEvent,
+  requestRpc,
+  serveRpc,
+  type TokenVerifier,
+  whenConnected,
+} from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { consumeForDispatch, listenForRevocations } from './bus/events.ts';
@@ -57,6 +66,17 @@ export async function startRealtime(deps: {
         userIds: await audience.acquaintances(update.userId, { self: false }),
       });
     },
+    // Social ends the user's activity (it expires with the last session).
+    lastSessionGone: async (userId, at) => {
+      const data: UserDisconnectedEvent = { userId, at: at.toISOString() };
+      await publishEphemeralEvent(bus, REALTIME_SUBJECTS.userDisconnected, data).catch((err) =>
+        log.warn({ err, userId }, 'disconnection not published; the activity stays until its owner clears it'),
+      );
+    },
+  });
+  void whenConnected(bus, log, 'gateway stream', async () => {
+    await ensureStream(bus, STREAMS.gateway);
+    return undefined;
   });
   const sockets = createSocketServer({
     config,

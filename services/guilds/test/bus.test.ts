@@ -4,7 +4,9 @@ import {
   ChannelViewersRpc,
   MemberCheckRpc,
   Permission,
+  PresenceSeenRpc,
   type RpcContract,
+  type SeenStatus,
   ServerMembersRpc,
   SharedServersRpc,
   STREAMS,
@@ -13,7 +15,7 @@ import {
   UserServersRpc,
   VoiceAccessRpc,
 } from '@chat/contracts';
-import { type AppError, ensureStream, requestRpc } from '@chat/kit';
+import { type AppError, ensureStream, requestRpc, serveRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
 
@@ -179,13 +181,28 @@ describe('read-model of activities', () => {
   const applied = (n: number) => async () =>
     (await g.db.query("SELECT count(*)::int n FROM processed_events WHERE consumer = 'guilds-activities'")).rows[0].n >= n;
 
+  // A stand-in for the gateway, which knows who is connected: `seen` is what it answers.
+  const seen = new Map<string, SeenStatus>();
+  beforeAll(() => {
+    serveRpc(g.runtime.bus, g.runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
+      statuses: Object.fromEntries(userIds.map((id) => [id, seen.get(id) ?? ('offline' as const)])),
+    }));
+  });
+
   it("shows what a member plays from social's events, clears it, and ignores an older event arriving late", async () => {
     const playing = { gameId: null, name: 'Chess', startedAt: '2030-01-01T10:00:00.000Z' };
     const t0 = new Date(Date.now() - 10_000).toISOString();
+    seen.set(member, 'idle');
     await publishActivity(member, playing);
     await until(applied(1));
-    expect(await memberOf(member)).toMatchObject({ activity: playing });
+    expect(await memberOf(member)).toMatchObject({ status: 'idle', activity: playing });
+    expect(await memberOf(owner)).toMatchObject({ status: 'offline' });
     expect(await memberOf(owner)).not.toHaveProperty('activity');
+    // Seen offline (no session, or invisible): the game would give them away, so it is not shown.
+    seen.delete(member);
+    expect(await memberOf(member)).toMatchObject({ status: 'offline' });
+    expect(await memberOf(member)).not.toHaveProperty('activity');
+    seen.set(member, 'idle');
 
     await publishActivity(member, null);
     await publishActivity(member, { ...playing, name: 'Stale' }, t0);

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp, callDeps } from './app.ts';
+import { consumeDisconnections } from './bus/disconnections.ts';
 import { consumeEmbeds } from './bus/embeds.ts';
 import { startReadStateConsumers } from './bus/read-states.ts';
 import { serveSocialRpc } from './bus/rpc.ts';
@@ -22,6 +23,7 @@ runtime.log.info({ games: catalogue.games, loaded: catalogue.loaded }, 'game cat
 const users = await startUserReadModel(runtime);
 const embeds = await consumeEmbeds(runtime);
 const readStates = await startReadStateConsumers(runtime);
+const disconnections = await consumeDisconnections(runtime);
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
@@ -32,6 +34,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users, embeds, ...readStates, revocations],
+  consumers: [users, embeds, ...readStates, disconnections, revocations],
   onClose: () => callClock.stop(),
 });

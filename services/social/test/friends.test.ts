@@ -36,7 +36,16 @@ describe('friend requests', () => {
     expect(await requestsBetween(alice.id, bob.id)).toEqual([{ requester_id: alice.id, recipient_id: bob.id }]);
     const events = (await h.events('social.friend.requested')).filter((e) => e.data.requesterId === alice.id);
     expect(events).toEqual([
-      { subject: 'social.friend.requested', data: { requesterId: alice.id, recipientId: bob.id, createdAt: expect.any(String) } },
+      {
+        subject: 'social.friend.requested',
+        data: {
+          requesterId: alice.id,
+          recipientId: bob.id,
+          createdAt: expect.any(String),
+          requester: summary(alice),
+          recipient: summary(bob),
+        },
+      },
     ]);
   });
 
@@ -68,7 +77,18 @@ describe('friend requests', () => {
     const friends = await h.call(alice, 'GET', '/v1/friends');
     expect(friends.body).toEqual([{ user: summary(bob), createdAt: expect.any(String) }]);
     const accepted = (await h.events('social.friend.accepted')).filter((e) => e.data.requesterId === alice.id);
-    expect(accepted).toEqual([{ subject: 'social.friend.accepted', data: { requesterId: alice.id, recipientId: bob.id } }]);
+    expect(accepted).toEqual([
+      {
+        subject: 'social.friend.accepted',
+        data: {
+          requesterId: alice.id,
+          recipientId: bob.id,
+          createdAt: expect.any(String),
+          requester: summary(alice),
+          recipient: summary(bob),
+        },
+      },
+    ]);
   });
 
   it('ends as one friendship when both ask each other at the same moment', async () => {
@@ -139,7 +159,9 @@ describe('accept, decline, cancel, unfriend', () => {
     expect((await h.call(alice, 'GET', '/v1/friends/requests')).body).toEqual([]);
     expect((await h.call(bob, 'POST', '/v1/friends/decline', { userId: alice.id })).status).toBe(404);
     const removed = (await h.events('social.friend.removed')).filter((e) => e.data.userId === bob.id);
-    expect(removed.map((e) => e.data)).toEqual([{ userId: bob.id, otherUserId: alice.id, relation: 'request', reason: 'declined' }]);
+    expect(removed.map((e) => e.data)).toEqual([
+      { userId: bob.id, otherUserId: alice.id, relation: 'request', reason: 'declined', user: summary(bob), otherUser: summary(alice) },
+    ]);
   });
 
   it('cancels an outgoing request, and answers 404 when there is none', async () => {
@@ -228,7 +250,9 @@ describe('blocks', () => {
     expect(await h.call(alice, 'DELETE', `/v1/friends/block/${bob.id}`)).toEqual({ status: 404, body: { error: 'Block not found' } });
     expect((await h.call(bob, 'POST', '/v1/friends/requests', { userId: alice.id })).status).toBe(201);
     const unblocked = (await h.events('social.block.removed')).filter((e) => e.data.userId === alice.id);
-    expect(unblocked.map((e) => e.data)).toEqual([{ userId: alice.id, blockedUserId: bob.id }]);
+    expect(unblocked.map((e) => e.data)).toEqual([
+      { userId: alice.id, blockedUserId: bob.id, blockedUser: summary(bob), createdAt: expect.any(String) },
+    ]);
   });
 });
 
@@ -241,6 +265,12 @@ describe('events', () => {
     const msg = await h.runtime.bus.jsm.streams.getMessage(h.runtime.bus.name(STREAMS.social.name), {
       last_by_subj: h.runtime.bus.subject('social.friend.requested'),
     });
-    expect(msg?.json<{ data: unknown }>().data).toEqual({ requesterId: alice.id, recipientId: bob.id, createdAt: expect.any(String) });
+    expect(msg?.json<{ data: unknown }>().data).toEqual({
+      requesterId: alice.id,
+      recipientId: bob.id,
+      createdAt: expect.any(String),
+      requester: summary(alice),
+      recipient: summary(bob),
+    });
   });
 });

@@ -1,12 +1,24 @@
+import { randomUUID } from 'node:crypto';
+import { PresenceSeenRpc, REALTIME_SUBJECTS, type SeenStatus } from '@chat/contracts';
+import { type ConsumerHandle, serveRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { consumeDisconnections } from '../src/bus/disconnections.ts';
 import { loadCatalogue } from '../src/domain/game-catalogue.ts';
-import { createHarness } from './harness.ts';
+import { createHarness, eventually } from './harness.ts';
 
 let now = new Date('2031-05-01T12:00:00.000Z');
 const h = await createHarness({ clock: () => now });
 afterAll(() => h.close());
 beforeAll(async () => {
   await loadCatalogue(h.runtime.pool);
+});
+
+// A stand-in for the gateway, which knows who is connected: `seen` is what it answers.
+const seen = new Map<string, SeenStatus>();
+beforeAll(() => {
+  serveRpc(h.runtime.bus, h.runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
+    statuses: Object.fromEntries(userIds.map((id) => [id, seen.get(id) ?? ('offline' as const)])),
+  }));
 });
 
 const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
@@ -162,8 +174,10 @@ describe('PUT /v1/users/@me/activity', () => {
     expect(await activityEvents(user.id)).toEqual([]);
   });
 
-  it("shows a friend's activity in the friend list", async () => {
+  it("shows a friend's activity in the friend list while others see the friend, not while they are offline", async () => {
     const [me, playing, idle] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    seen.set(playing.id, 'online');
+    seen.set(idle.id, 'online');
     for (const friend of [playing, idle]) {
       await h.call(me, 'POST', '/v1/friends/requests', { userId: friend.id });
       await h.call(friend, 'POST', '/v1/friends/accept', { userId: me.id });
@@ -173,7 +187,48 @@ describe('PUT /v1/users/@me/activity', () => {
     const friends = await h.call(me, 'GET', '/v1/friends');
     expect(friends.status).toBe(200);
     const byId = new Map(friends.body.map((f: { user: { id: string } }) => [f.user.id, f]));
-    expect(byId.get(playing.id)).toMatchObject({ activity: { gameId, name: 'Terraria', startedAt: now.toISOString() } });
+    expect(byId.get(playing.id)).toMatchObject({
+      user: { status: 'online' },
+      activity: { gameId, name: 'Terraria', startedAt: now.toISOString() },
+    });
     expect(byId.get(idle.id)).not.toHaveProperty('activity');
+    // Offline (or invisible) to others: showing the game would tell that they are there.
+    seen.delete(playing.id);
+    const hidden = (await h.call(me, 'GET', '/v1/friends')).body.find((f: { user: { id: string } }) => f.user.id === playing.id);
+    expect(hidden).toMatchObject({ user: { status: 'offline' } });
+    expect(hidden).not.toHaveProperty('activity');
+  });
+
+  it('ends an activity when the gateway says the last session closed, once, and keeps one set after that', async () => {
+    const consumer: ConsumerHandle = await consumeDisconnections(h.runtime);
+    try {
+      const [gone, back] = [await h.addUser(), await h.addUser()];
+      await h.call(gone, 'PUT', '/v1/users/@me/activity', { name: 'Chess' });
+      await h.call(back, 'PUT', '/v1/users/@me/activity', { name: 'Go' });
+      const at = now.toISOString();
+      now = new Date(now.getTime() + 1_000);
+      await h.call(back, 'PUT', '/v1/users/@me/activity', { name: 'Poker' });
+      const disconnected = (userId: string) => ({
+        id: randomUUID(),
+        subject: REALTIME_SUBJECTS.userDisconnected,
+        occurredAt: at,
+        data: { userId, at },
+      });
+      const first = disconnected(gone.id);
+      for (const envelope of [first, { ...first }, disconnected(back.id)]) {
+        // The same event twice (a redelivery under another message id) is applied once.
+        await h.runtime.bus.js.publish(h.runtime.bus.subject(envelope.subject), JSON.stringify(envelope), { msgID: randomUUID() });
+      }
+      const processed = async () =>
+        (await rows("SELECT count(*)::int AS n FROM processed_events WHERE consumer = 'social-disconnections'"))[0].n >= 2;
+      await eventually(processed);
+      expect(await rows('SELECT name FROM activities WHERE user_id = ANY($1) ORDER BY name', [[gone.id, back.id]])).toEqual([
+        { name: 'Poker' },
+      ]);
+      expect(await activityEvents(gone.id)).toEqual([{ gameId: null, name: 'Chess', startedAt: at }, null]);
+      expect((await activityEvents(back.id)).map((a) => a?.name ?? null)).toEqual(['Go', 'Poker']);
+    } finally {
+      await consumer.stop();
+    }
   });
 });

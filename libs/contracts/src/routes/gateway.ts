@@ -34,6 +34,15 @@ export const gatewayRoutes = {
     status: 200,
     response: z.record(z.string(), z.unknown()),
   }),
+  asyncapi: defineRoute({
+    method: 'GET',
+    path: '/v1/asyncapi.json',
+    service: 'gateway',
+    summary: 'The AsyncAPI 3.0 document of the real-time socket: every frame and every dispatch with its payload schema',
+    auth: false,
+    status: 200,
+    response: z.record(z.string(), z.unknown()),
+  }),
   docs: defineRoute({
     method: 'GET',
     path: '/v1/docs',

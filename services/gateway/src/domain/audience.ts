@@ -3,6 +3,7 @@ import {
   ChannelViewersReply,
   ChannelViewersRpc,
   GUILDS_SUBJECTS,
+  KEYS_SUBJECTS,
   MESSAGES_SUBJECTS,
   MUSIC_SUBJECTS,
   Permission,
@@ -13,6 +14,7 @@ import {
   SOCIAL_SUBJECTS,
   toMask,
   UserComembersRpc,
+  UserContactsRpc,
   UserFriendsRpc,
   UserIdsReply,
   VOICE_SUBJECTS,
@@ -112,6 +114,16 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     return [...new Set([...(options.self ? [userId] : []), ...friends.userIds, ...comembers.userIds])];
   }
 
+  /**
+   * Whoever may fetch the user's key bundles (social's visibility rule: friends, people in a
+   * conversation or a server with them, never across a block), and the user's own other devices.
+   */
+  async function keyContacts(userId: string): Promise<string[]> {
+    const [contacts, comembers] = await Promise.all([ask(UserContactsRpc, { userId }), ask(UserComembersRpc, { userId })]);
+    const blocked = new Set(contacts.blockedIds);
+    return [...new Set([userId, ...contacts.userIds, ...comembers.userIds])].filter((id) => !blocked.has(id));
+  }
+
   const bump = (key: string) => redis.set(key, `${now()}-${Math.random().toString(36).slice(2)}`, 'EX', VERSION_TTL_S);
 
   /** Replaces the versions an event makes outdated; runs before the event's own audience is computed. */
@@ -200,15 +212,9 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return data.participantIds;
       case REALTIME_SUBJECTS.conversationTyping:
         return data.participantIds.filter((id: string) => id !== data.userId);
-      case SOCIAL_SUBJECTS.friendRequested:
-      case SOCIAL_SUBJECTS.friendAccepted:
-        return [data.requesterId, data.recipientId];
-      case SOCIAL_SUBJECTS.friendRemoved:
-        return [data.userId, data.otherUserId];
-      // Only the blocker learns of a block: the blocked user is not told, as on Discord.
-      case SOCIAL_SUBJECTS.blockCreated:
-      case SOCIAL_SUBJECTS.blockRemoved:
-        return [data.userId];
+      // Friend and block events go to each side with its own record (personal.ts).
+      case KEYS_SUBJECTS.keysChanged:
+        return keyContacts(data.userId);
       case AUTH_SUBJECTS.userUpdated:
         return acquaintances(data.id, { self: true });
       // A read state and a notification are the user's own: every session of theirs, nobody else.

@@ -1,4 +1,5 @@
 import {
+  ActivityUpdatedEvent,
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
   type DispatchName,
@@ -10,6 +11,7 @@ import {
 import type { EventEnvelope } from '@chat/kit';
 import type { Logger } from 'pino';
 import type { Audience } from './audience.ts';
+import { type PersonalDispatch, personalDispatches } from './personal.ts';
 import type { Presence } from './presence.ts';
 import type { SessionStore } from './session-store.ts';
 
@@ -21,35 +23,70 @@ const WRAPPED: Readonly<Record<string, string>> = {
   [READ_STATE_SUBJECTS.notificationCreated]: 'notification',
 };
 
+type Deps = { store: SessionStore; audience: Audience; presence: Presence; log: Logger };
+
 /**
  * Turns one domain event into dispatches: outdated audiences first, then the payload parsed by its
  * dispatch schema (nothing the contract does not name leaves the gateway), then one numbered
  * dispatch into each recipient's sessions. The event id makes a redelivery change nothing.
  */
-export function createDispatcher(deps: { store: SessionStore; audience: Audience; presence: Presence; log: Logger }) {
+export function createDispatcher(deps: Deps) {
   /** `publishedAtMs`: the event's time on JetStream, from which the replicas measure the dispatch lag. */
   return async function dispatch(event: EventEnvelope, publishedAtMs?: number): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
-    if (event.subject === REALTIME_SUBJECTS.presenceUpdated) {
-      const chosen = PresenceChosenEvent.parse(event.data);
-      await deps.presence.chose(chosen.userId, chosen.status, chosen.customStatus);
-      return;
-    }
+    if (await updatePresence(deps.presence, event)) return;
     const name = (DISPATCH_NAMES as Record<string, DispatchName>)[event.subject];
     if (!name) return;
+    const personal = personalDispatches(event.subject, event.data);
+    if (personal) return deliverPersonal(deps, event, name, personal, publishedAtMs);
     const field = WRAPPED[event.subject];
     const raw = field ? (event.data as Record<string, unknown>)[field] : event.data;
-    const parsed = DISPATCH_PAYLOADS[name].safeParse(raw);
-    if (!parsed.success) {
-      deps.log.error(
-        { eventId: event.id, subject: event.subject, issue: parsed.error.issues[0] },
-        'event breaks its contract; not dispatched',
-      );
-      return;
-    }
+    const payload = parsePayload(deps.log, event, name, raw);
+    if (payload === undefined) return;
     const userIds = await deps.audience.recipients(event.subject, event.data);
-    await deps.store.deliver(name, JSON.stringify(parsed.data), { userIds }, event.id, publishedAtMs);
+    await deps.store.deliver(name, payload, { userIds }, event.id, publishedAtMs);
   };
+}
+
+/** The events that change what others see of a user (PRESENCE_UPDATE follows from the change). */
+async function updatePresence(presence: Presence, event: EventEnvelope): Promise<boolean> {
+  if (event.subject === REALTIME_SUBJECTS.presenceUpdated) {
+    const chosen = PresenceChosenEvent.parse(event.data);
+    await presence.chose(chosen.userId, chosen.status, chosen.customStatus);
+    return true;
+  }
+  if (event.subject === REALTIME_SUBJECTS.activityUpdated) {
+    const { userId, activity } = ActivityUpdatedEvent.parse(event.data);
+    await presence.activity(userId, activity);
+    return true;
+  }
+  return false;
+}
+
+/** The payload as JSON once parsed by its dispatch schema; undefined (logged) when it breaks it. */
+function parsePayload(log: Logger, event: EventEnvelope, name: DispatchName, raw: unknown): string | undefined {
+  const parsed = DISPATCH_PAYLOADS[name].safeParse(raw);
+  if (parsed.success) return JSON.stringify(parsed.data);
+  log.error({ eventId: event.id, subject: event.subject, issue: parsed.error.issues[0] }, 'event breaks its contract; not dispatched');
+  return undefined;
+}
+
+/** Each side's own record, showing the other user as others see them now (status, activity). */
+async function deliverPersonal(
+  deps: Deps,
+  event: EventEnvelope,
+  name: DispatchName,
+  dispatches: PersonalDispatch[],
+  publishedAtMs: number | undefined,
+) {
+  const shown = await deps.presence.shown(dispatches.map((p) => p.record.user.id));
+  for (const { userId, record, withActivity } of dispatches) {
+    const other = shown[record.user.id];
+    const activity = withActivity && other?.activity ? { activity: other.activity } : {};
+    const raw = { ...record, ...activity, user: { ...record.user, status: other?.status ?? 'offline' } };
+    const payload = parsePayload(deps.log, event, name, raw);
+    if (payload !== undefined) await deps.store.deliver(name, payload, { userIds: [userId] }, `${event.id}:${userId}`, publishedAtMs);
+  }
 }
 
 export type Dispatcher = ReturnType<typeof createDispatcher>;

@@ -1,35 +1,45 @@
-import type { ChosenStatus, PresenceUpdateData, SeenStatus } from '@chat/contracts';
+import type { Activity, ChosenStatus, PresenceUpdateData, SeenStatus } from '@chat/contracts';
 import type { Redis } from 'ioredis';
 
 /**
  * Who is connected, across replicas, and what others see. `p:<userId>` is a sorted set of the
  * user's live sessions scored by when they stop counting (refreshed by heartbeats, so the sessions
- * of a replica that died age out); `ps:<userId>` holds the chosen status, the custom status and
- * the status last shown; `pe` scores each user by their latest expiry, for the sweep.
+ * of a replica that died age out); `ps:<userId>` holds the chosen status, the custom status, the
+ * activity (JSON, social's), what was last shown of them and whether any session was connected;
+ * `pe` scores each user by their latest expiry, for the sweep.
  *
- * The seen status changes in one script (compare and set), so of two replicas noticing the same
- * change only one announces it.
+ * What others see changes in one script (compare and set), so of two replicas noticing the same
+ * change only one announces it; likewise only one learns that the user's last session is gone.
+ * Answers {changed, seen, customStatus, activity, lastSessionGone}.
  */
 const RECOMPUTE = `
 local p, uid, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local pkey, skey = p .. 'p:' .. uid, p .. 'ps:' .. uid
 redis.call('ZREMRANGEBYSCORE', pkey, '-inf', now)
 local connected = redis.call('ZCARD', pkey) > 0
-local chosen = redis.call('HGET', skey, 'chosen') or 'online'
-local custom = redis.call('HGET', skey, 'custom') or ''
-local seen = chosen
-if not connected or chosen == 'invisible' or chosen == 'offline' then seen = 'offline'; custom = '' end
-local shown = (redis.call('HGET', skey, 'seen') or 'offline') .. '|' .. (redis.call('HGET', skey, 'shownCustom') or '')
-if shown == seen .. '|' .. custom then return false end
-redis.call('HSET', skey, 'seen', seen, 'shownCustom', custom)
+local h = redis.call('HMGET', skey, 'chosen', 'custom', 'activity', 'seen', 'shownCustom', 'shownActivity', 'connected')
+local custom, activity, seen = h[2] or '', h[3] or '', h[1] or 'online'
+if not connected or seen == 'invisible' or seen == 'offline' then seen = 'offline'; custom = ''; activity = '' end
+local gone = 0
+if h[7] == '1' and not connected then gone = 1 end
+redis.call('HSET', skey, 'connected', connected and '1' or '0')
 redis.call('EXPIRE', skey, 2592000)
-return {seen, custom}
+if (h[4] or 'offline') == seen and (h[5] or '') == custom and (h[6] or '') == activity then return {0, seen, custom, activity, gone} end
+redis.call('HSET', skey, 'seen', seen, 'shownCustom', custom, 'shownActivity', activity)
+return {1, seen, custom, activity, gone}
 `;
 
-/** The status last shown of each user (ARGV[2..]), nil when never shown: one command for a whole list. */
+/**
+ * The status and the activity last shown of each user (ARGV[2..]), as pairs (nil when never shown):
+ * one command for a whole list, as social asks it for every friend list it answers.
+ */
 const SEEN = `
 local out = {}
-for i = 2, #ARGV do out[i - 1] = redis.call('HGET', ARGV[1] .. 'ps:' .. ARGV[i], 'seen') or false end
+for i = 2, #ARGV do
+  local h = redis.call('HMGET', ARGV[1] .. 'ps:' .. ARGV[i], 'seen', 'shownActivity')
+  out[2 * i - 3] = h[1] or false
+  out[2 * i - 2] = h[2] or false
+end
 return out
 `;
 
@@ -37,8 +47,8 @@ return out
 const EXPIRY_INDEX_TTL_S = 86_400;
 
 type PresenceRedis = Redis & {
-  presenceRecompute(prefix: string, userId: string, now: number): Promise<[SeenStatus, string] | null>;
-  presenceSeen(prefix: string, ...userIds: string[]): Promise<(SeenStatus | null)[]>;
+  presenceRecompute(prefix: string, userId: string, now: number): Promise<[0 | 1, SeenStatus, string, string, 0 | 1]>;
+  presenceSeen(prefix: string, ...userIds: string[]): Promise<(string | null)[]>;
 };
 
 export interface PresenceOptions {
@@ -49,7 +59,11 @@ export interface PresenceOptions {
   now?: () => number;
   /** Announces a change of what others see (PRESENCE_UPDATE to friends and co-members). */
   announce: (update: PresenceUpdateData) => Promise<void>;
+  /** The user's last session closed on every replica (told once per disconnection). */
+  lastSessionGone?: (userId: string, at: Date) => Promise<void>;
 }
+
+const activityOf = (json: string | null | undefined): Activity | null => (json ? (JSON.parse(json) as Activity) : null);
 
 export function createPresence(options: PresenceOptions) {
   const redis = options.redis as PresenceRedis;
@@ -59,8 +73,19 @@ export function createPresence(options: PresenceOptions) {
   const now = options.now ?? Date.now;
 
   async function recompute(userId: string): Promise<void> {
-    const changed = await redis.presenceRecompute(prefix, userId, now());
-    if (changed) await options.announce({ userId, status: changed[0], customStatus: changed[1] });
+    const at = now();
+    const [changed, status, customStatus, activity, gone] = await redis.presenceRecompute(prefix, userId, at);
+    if (changed === 1) await options.announce({ userId, status, customStatus, activity: activityOf(activity) });
+    if (gone === 1) await options.lastSessionGone?.(userId, new Date(at));
+  }
+
+  /** The status and the activity others see of each user now, in one command. */
+  async function shown(userIds: string[]): Promise<Record<string, { status: SeenStatus; activity: Activity | null }>> {
+    if (userIds.length === 0) return {};
+    const pairs = await redis.presenceSeen(prefix, ...userIds);
+    return Object.fromEntries(
+      userIds.map((id, i) => [id, { status: (pairs[2 * i] as SeenStatus | null) ?? 'offline', activity: activityOf(pairs[2 * i + 1]) }]),
+    );
   }
 
   async function mark(userId: string, sessionId: string): Promise<void> {
@@ -92,16 +117,17 @@ export function createPresence(options: PresenceOptions) {
       await redis.hset(`${prefix}ps:${userId}`, 'chosen', status, 'custom', customStatus);
       if (announce) await recompute(userId);
     },
-    /**
-     * What others see of each user now (the status last shown; offline when never connected). One
-     * script for the whole list: social asks it for every friend list it answers, and a command per
-     * user cost the gateway as much as proxying the request.
-     */
-    async seen(userIds: string[]): Promise<Record<string, SeenStatus>> {
-      if (userIds.length === 0) return {};
-      const shown = await redis.presenceSeen(prefix, ...userIds);
-      return Object.fromEntries(userIds.map((id, i) => [id, shown[i] ?? 'offline']));
+    /** What the user is playing (social's `social.activity.updated`); shown while others see them. */
+    async activity(userId: string, activity: Activity | null): Promise<void> {
+      await redis.hset(`${prefix}ps:${userId}`, 'activity', activity ? JSON.stringify(activity) : '');
+      await recompute(userId);
     },
+    /** What others see of each user now (the status last shown; offline when never connected). */
+    async seen(userIds: string[]): Promise<Record<string, SeenStatus>> {
+      const seenNow = await shown(userIds);
+      return Object.fromEntries(Object.entries(seenNow).map(([id, s]) => [id, s.status]));
+    },
+    shown,
     /** Users whose sessions all aged out (their replica died): recomputed, so they show offline. */
     async sweep(): Promise<void> {
       const t = now();

@@ -31,7 +31,8 @@ code,pre{font:13px/1.4 ui-monospace,monospace}pre{background:#f6f6f6;padding:.6r
 <p>Real-time events: <code>GET /v1/gateway</code> gives the URL of a WebSocket (<code>/v1/gateway/ws</code>) that speaks frames <code>{op, d, s, t}</code>:
 10 HELLO, 2 IDENTIFY <code>{token}</code>, 0 DISPATCH (READY first), 1 HEARTBEAT / 11 HEARTBEAT_ACK, 6 RESUME <code>{token, sessionId, seq}</code>,
 7 RECONNECT, 9 INVALID_SESSION; close codes 4000-4009. The schema of every frame and dispatch is among the schemas below
-(GatewayReady, PresenceUpdate, TypingStart) and in the repository's <code>docs/realtime.md</code>.</p>
+(GatewayReady, PresenceUpdate, TypingStart) and in the repository's <code>docs/realtime.md</code>; every frame and every dispatch with its
+payload is in the AsyncAPI document <a href="/v1/asyncapi.json">/v1/asyncapi.json</a>.</p>
 ${sections}<h2>Schemas</h2>${schemas}</body></html>`;
 }
 

@@ -1,4 +1,4 @@
-import { ALL_ROUTES, buildOpenApi, gatewayRoutes, type HealthReport as HealthReportSchema } from '@chat/contracts';
+import { ALL_ROUTES, buildAsyncApi, buildOpenApi, gatewayRoutes, type HealthReport as HealthReportSchema } from '@chat/contracts';
 import { type HealthCheck, route, runChecks } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -9,7 +9,7 @@ import { docsPage } from './docs-page.ts';
 
 const READY_TIMEOUT_MS = 800;
 
-/** /v1/health, /v1/openapi.json and /v1/docs: the gateway's own routes. */
+/** /v1/health, /v1/openapi.json, /v1/asyncapi.json and /v1/docs: the gateway's own routes. */
 interface HealthDeps {
   config: GatewayConfig;
   checks: Record<string, HealthCheck>;
@@ -18,6 +18,7 @@ interface HealthDeps {
 
 export async function metaRoutes(app: FastifyInstance, deps: HealthDeps) {
   const openapi = buildOpenApi(ALL_ROUTES, { title: 'Chat platform API', version: '1.0.0' });
+  const asyncapi = buildAsyncApi({ title: 'Chat platform real-time socket', version: '1.0.0' });
   const page = docsPage(openapi);
 
   // Single flight: callers that arrive while a round of checks runs share its answer, so a burst of
@@ -38,6 +39,7 @@ export async function metaRoutes(app: FastifyInstance, deps: HealthDeps) {
   });
 
   route(app, gatewayRoutes.openapi, async () => openapi);
+  route(app, gatewayRoutes.asyncapi, async () => asyncapi);
   route(app, gatewayRoutes.docs, async (_req, reply) => {
     reply.type('text/html; charset=utf-8').header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'");
     return reply.send(page);

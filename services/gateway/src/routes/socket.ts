@@ -24,13 +24,18 @@ import { rateSubject } from '../domain/client-ip.ts';
 import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '../domain/frames.ts';
 import type { Presence } from '../domain/presence.ts';
 import type { RateLimiter } from '../domain/rate-limit.ts';
-import { dispatchFrame, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
+import { dispatchFrames, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
 import * as socketMetrics from '../domain/socket-metrics.ts';
 
 export const SOCKET_PATH = '/v1/gateway/ws';
 /** A revoked token session is remembered this long (longer than any access token lives). */
 const REVOKED_MEMORY_MS = 60 * 60_000;
 const MAX_FRAME_BYTES = 16 * 1024;
+/** Every frame the gateway sends is a text frame, bytes included. */
+const TEXT = { binary: false } as const;
+
+/** A frame as text, or as the UTF-8 bytes of text (fan-out frames share their encoded payload). */
+type Frame = string | Buffer;
 
 /** One client socket. Kept small: ten thousand of them live in one process. */
 interface Conn {
@@ -47,7 +52,7 @@ interface Conn {
   /** The last dispatch sequence sent on this socket. */
   lastSent: number;
   /** Dispatches that arrived while the buffer is being replayed, sent after it. */
-  pending?: { seq: number; frame: string }[];
+  pending?: { seq: number; frame: Frame }[];
   /** Closed by the gateway for a reason that ends the session (revocation) or hands it over (resume elsewhere). */
   ended?: 'revoked' | 'taken-over';
   /** The close was handled (a shutdown handles it before the socket's own close event). */
@@ -88,8 +93,8 @@ export function createSocketServer(deps: SocketDeps) {
   const ready = deps.subscriber.subscribe(store.channelOf(node));
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
 
-  function send(conn: Conn, frame: string) {
-    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame);
+  function send(conn: Conn, frame: Frame) {
+    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame, TEXT);
   }
 
   function close(conn: Conn, code: CloseCode | 1000 | 1012, reason: string) {
@@ -106,15 +111,16 @@ export function createSocketServer(deps: SocketDeps) {
       return close(conn, 1000, 'Session resumed elsewhere');
     }
     if (!published) return;
+    const frameOf = dispatchFrames(published.t, published.d);
     for (const { sessionId, seq } of published.targets) {
       const conn = bySession.get(sessionId);
       if (!conn) continue;
-      push(conn, seq, dispatchFrame(published.t, seq, published.d));
+      push(conn, seq, frameOf(seq));
       socketMetrics.countDispatchWritten(published.t, published.publishedAtMs);
     }
   }
 
-  function push(conn: Conn, seq: number, frame: string) {
+  function push(conn: Conn, seq: number, frame: Frame) {
     if (conn.pending) return void conn.pending.push({ seq, frame });
     if (seq <= conn.lastSent) return;
     if (seq === conn.lastSent + 1) {
@@ -135,7 +141,7 @@ export function createSocketServer(deps: SocketDeps) {
     flushPending(conn);
   }
 
-  function sendInOrder(conn: Conn, f: { seq: number; frame: string }) {
+  function sendInOrder(conn: Conn, f: { seq: number; frame: Frame }) {
     if (f.seq <= conn.lastSent) return;
     conn.lastSent = f.seq;
     send(conn, f.frame);

@@ -25,6 +25,8 @@ const toMember = (r: MemberRow): Member => ({
   nickname: r.nickname,
   roleIds: r.role_ids,
   joinedAt: r.joined_at,
+  // What others see is the gateway's: the domain fills it in for the whole list at once.
+  status: 'offline',
   user:
     r.username === null
       ? null

@@ -1,5 +1,5 @@
 import { type Member, Permission } from '@chat/contracts';
-import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { type Bus, badRequest, forbidden, notFound, type Queryable, seenStatuses, withTx } from '@chat/kit';
 import { findMember, listMembers as listMemberRows, setNickname } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
@@ -9,7 +9,24 @@ import { outranks } from './permissions.ts';
 
 export async function listMembers(d: Domain, ctx: Ctx, serverId: string, page: { limit: number; after?: string }): Promise<Member[]> {
   await memberAccess(d.pool, serverId, ctx.userId);
-  return listMemberRows(d.pool, serverId, page.limit, page.after);
+  return withPresence(d.bus, ctx, await listMemberRows(d.pool, serverId, page.limit, page.after));
+}
+
+/**
+ * Members as others see them now (one question to the gateway for the whole list): their status,
+ * and what they play only while they are seen (an invisible member's game would give them away).
+ */
+export async function withPresence(bus: Bus, ctx: Ctx, members: Member[]): Promise<Member[]> {
+  if (members.length === 0) return members;
+  const seen = await seenStatuses(
+    bus,
+    members.map((m) => m.userId),
+    ctx.requestId,
+  );
+  return members.map(({ activity, ...member }) => {
+    const status = seen(member.userId);
+    return { ...member, status, ...(activity && status !== 'offline' ? { activity } : {}) };
+  });
 }
 
 export async function myServerPermissions(d: Domain, ctx: Ctx, serverId: string): Promise<bigint> {
@@ -28,8 +45,8 @@ export async function outrankedMember(tx: Queryable, actor: ServerAccess, userId
 }
 
 /** My own nickname needs CHANGE_NICKNAME; someone else's MANAGE_NICKNAMES and a higher role. */
-export function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: string, nickname: string | null): Promise<Member> {
-  return withTx(d.pool, async (tx) => {
+export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: string, nickname: string | null): Promise<Member> {
+  const updated = await withTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     if (userId === ctx.userId) {
       requirePermission(access.permissions, Permission.CHANGE_NICKNAME, 'CHANGE_NICKNAME');
@@ -42,6 +59,7 @@ export function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: st
     await emit(tx, ctx, 'guilds.member.updated', { serverId, userId, nickname: member.nickname, roleIds: member.roleIds });
     return member;
   });
+  return (await withPresence(d.bus, ctx, [updated]))[0] as Member;
 }
 
 export async function kickMember(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {

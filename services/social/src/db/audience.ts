@@ -15,3 +15,27 @@ export async function friendIdsOf(db: Queryable, userId: string): Promise<string
   const rows = await many<{ friend_id: string }>(db, 'SELECT friend_id FROM friendships WHERE user_id = $1', [userId]);
   return rows.map((r) => r.friend_id);
 }
+
+/** Friends and everyone in a conversation with the user (the user excluded). */
+export async function contactIdsOf(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await many<{ id: string }>(
+    db,
+    `SELECT friend_id AS id FROM friendships WHERE user_id = $1
+     UNION
+     SELECT other.user_id FROM conversation_participants mine
+       JOIN conversation_participants other ON other.conversation_id = mine.conversation_id AND other.user_id <> mine.user_id
+      WHERE mine.user_id = $1`,
+    [userId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Everyone in a block with the user, whichever way. */
+export async function blockedWithIds(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await many<{ id: string }>(
+    db,
+    'SELECT blocked_id AS id FROM blocks WHERE blocker_id = $1 UNION SELECT blocker_id FROM blocks WHERE blocked_id = $1',
+    [userId],
+  );
+  return rows.map((r) => r.id);
+}

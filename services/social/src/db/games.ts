@@ -168,6 +168,11 @@ export async function deleteActivity(tx: Queryable, userId: string): Promise<boo
   return (await exec(tx, 'DELETE FROM activities WHERE user_id = $1', [userId])) === 1;
 }
 
+/** Clears an activity that started at or before `at`; answers whether there was one. */
+export async function deleteActivityStartedBy(tx: Queryable, userId: string, at: Date): Promise<boolean> {
+  return (await exec(tx, 'DELETE FROM activities WHERE user_id = $1 AND started_at <= $2', [userId, at])) === 1;
+}
+
 /** The activities of these users (one query for a whole list), by user id. */
 export async function activitiesOf(db: Queryable, userIds: string[]): Promise<Map<string, Activity>> {
   const rows = await many<ActivityRow>(db, 'SELECT * FROM activities WHERE user_id = ANY($1::uuid[])', [userIds]);

@@ -92,8 +92,14 @@ export async function insertBlock(tx: Queryable, blockerId: string, blockedId: s
   return row?.created_at;
 }
 
-export async function deleteBlock(tx: Queryable, blockerId: string, blockedId: string): Promise<boolean> {
-  return (await exec(tx, 'DELETE FROM blocks WHERE blocker_id = $1 AND blocked_id = $2', [blockerId, blockedId])) > 0;
+/** Answers when the block was made (its record as the blocked list showed it), undefined when there was none. */
+export async function deleteBlock(tx: Queryable, blockerId: string, blockedId: string): Promise<string | undefined> {
+  const row = await maybeOne<{ created_at: string }>(
+    tx,
+    'DELETE FROM blocks WHERE blocker_id = $1 AND blocked_id = $2 RETURNING created_at',
+    [blockerId, blockedId],
+  );
+  return row?.created_at;
 }
 
 type ListedUserRow = {

@@ -9,6 +9,7 @@ import {
   type Pool,
   type Queryable,
   type RequestContext,
+  seenStatuses,
   withTx,
 } from '@chat/kit';
 import { withReactions } from '@chat/messaging';
@@ -149,8 +150,15 @@ async function present(deps: Deps, ctx: RequestContext, views: ConversationView[
       )
     ).map((c) => [c.conversationId, c]),
   );
+  // Participants show what others see of them: one question for every participant of the page.
+  const seen = await seenStatuses(
+    deps.bus,
+    views.flatMap((v) => v.participants.map((p) => p.id)),
+    ctx.requestId,
+  );
   return views.map(({ lastMessageId, ...view }) => ({
     ...view,
+    participants: view.participants.map((p) => ({ ...p, status: seen(p.id) })),
     lastMessage: (lastMessageId && byId.get(lastMessageId)) || null,
     call: calls.get(view.id) ?? null,
   }));

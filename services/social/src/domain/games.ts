@@ -1,6 +1,13 @@
-import { ACTIVITY_SUBJECTS, type Activity, type ActivityUpdatedEvent, type Game, type PutActivityBody } from '@chat/contracts';
-import { enqueueEvent, notFound, type Pool, type RequestContext, withTx } from '@chat/kit';
-import { deleteActivity, findGame, firstGames, searchGames, upsertActivity } from '../db/games.ts';
+import {
+  ACTIVITY_SUBJECTS,
+  type Activity,
+  type ActivityUpdatedEvent,
+  type Game,
+  type PutActivityBody,
+  type UserDisconnectedEvent,
+} from '@chat/contracts';
+import { enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { deleteActivity, deleteActivityStartedBy, findGame, firstGames, searchGames, upsertActivity } from '../db/games.ts';
 import { normaliseGameName } from './game-catalogue.ts';
 
 /** Searching the game index, and what users are playing. */
@@ -42,7 +49,18 @@ export async function setActivity(deps: Deps, ctx: RequestContext, body: PutActi
   });
 }
 
-async function announce(tx: Parameters<typeof enqueueEvent>[0], ctx: RequestContext, activity: Activity | null): Promise<void> {
+/**
+ * The user's last session closed (the gateway's `gateway.user.disconnected`): what they were
+ * playing then ends. One set after the disconnection (a session opened again since) stays. Applied
+ * once per event; a second delivery finds nothing to clear.
+ */
+export async function expireActivity(tx: Queryable, disconnected: UserDisconnectedEvent): Promise<void> {
+  if (await deleteActivityStartedBy(tx, disconnected.userId, new Date(disconnected.at))) {
+    await announce(tx, { userId: disconnected.userId }, null);
+  }
+}
+
+async function announce(tx: Queryable, ctx: Pick<RequestContext, 'userId'> & { requestId?: string }, activity: Activity | null) {
   const data: ActivityUpdatedEvent = { userId: ctx.userId, activity };
   await enqueueEvent(tx, ACTIVITY_SUBJECTS.activityUpdated, data, ctx.requestId);
 }

@@ -1,21 +1,23 @@
-import { PresenceSeenReply, PresenceSeenRpc } from '@chat/contracts';
-import { type Bus, requestRpc } from '@chat/kit';
-
-const ASK_TIMEOUT_MS = 500;
+import type { Activity } from '@chat/contracts';
+import { type Bus, seenStatuses } from '@chat/kit';
 
 /**
  * Lists of users show what others see of each one (the gateway knows who is connected): one
- * question per list, never per row. Without an answer (no gateway running) everyone shows offline,
- * as before presence existed, rather than failing the list.
+ * question per list, never per row; offline for everyone when no gateway answers.
  */
 export async function withSeenStatus<T extends { user: { id: string; status: string } }>(bus: Bus, items: T[]): Promise<T[]> {
   if (items.length === 0) return items;
-  let statuses: Record<string, string> = {};
-  try {
-    const reply = await requestRpc(bus, PresenceSeenRpc, { userIds: items.map((i) => i.user.id) }, { timeoutMs: ASK_TIMEOUT_MS });
-    statuses = PresenceSeenReply.parse(reply).statuses;
-  } catch {
-    statuses = {};
-  }
-  return items.map((item) => ({ ...item, user: { ...item.user, status: statuses[item.user.id] ?? 'offline' } }));
+  const seen = await seenStatuses(
+    bus,
+    items.map((i) => i.user.id),
+  );
+  return items.map((item) => ({ ...item, user: { ...item.user, status: seen(item.user.id) } }));
+}
+
+/**
+ * What a user is playing is shown only while others see them: an offline (or invisible) user's
+ * activity would tell that they are there.
+ */
+export function shownActivity(status: string, activity: Activity | undefined): { activity?: Activity } {
+  return activity && status !== 'offline' ? { activity } : {};
 }

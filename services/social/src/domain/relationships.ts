@@ -1,4 +1,13 @@
-import { type Activity, type FriendRemovedEvent, type FriendRequestBody, SOCIAL_SUBJECTS, type UserSummary } from '@chat/contracts';
+import {
+  type Activity,
+  type BlockEvent,
+  type FriendAcceptedEvent,
+  type FriendRemovedEvent,
+  type FriendRequestBody,
+  type FriendRequestedEvent,
+  SOCIAL_SUBJECTS,
+  type UserSummary,
+} from '@chat/contracts';
 import {
   type Bus,
   badRequest,
@@ -29,7 +38,7 @@ import {
   relationBetween,
 } from '../db/relationships.ts';
 import { type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
-import { withSeenStatus } from './presence.ts';
+import { shownActivity, withSeenStatus } from './presence.ts';
 import { findOrLearnUser } from './users.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
@@ -69,25 +78,39 @@ export async function sendFriendRequest(deps: Deps, ctx: RequestContext, body: F
     if (relation.outgoing) throw conflict('You have already sent this user a friend request');
     if (relation.incoming) {
       await becomeFriends(tx, ctx, target.id);
-      return { status: 'accepted', user: knownToSummary(target) };
+      return { status: 'accepted' as const, user: knownToSummary(target) };
     }
     const createdAt = await insertRequest(tx, ctx.userId, target.id);
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRequested, { requesterId: ctx.userId, recipientId: target.id, createdAt }, ctx.requestId);
-    return { status: 'pending', user: knownToSummary(target) };
-  });
+    const data: FriendRequestedEvent = {
+      requesterId: ctx.userId,
+      recipientId: target.id,
+      createdAt,
+      requester: await summaryOf(tx, ctx.userId),
+      recipient: knownToSummary(target),
+    };
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRequested, data, ctx.requestId);
+    return { status: 'pending' as const, user: knownToSummary(target) };
+  }).then(async (outcome) => (await withSeenStatus(deps.bus, [outcome]))[0] as FriendRequestOutcome);
 }
 
 /** Turns `requesterId`'s pending request to the caller into a friendship. */
 async function becomeFriends(tx: Queryable, ctx: RequestContext, requesterId: string): Promise<string> {
   if (!(await deleteRequest(tx, requesterId, ctx.userId))) throw notFound('Friend request');
   const createdAt = await insertFriendship(tx, requesterId, ctx.userId);
-  await enqueueEvent(tx, SOCIAL_SUBJECTS.friendAccepted, { requesterId, recipientId: ctx.userId }, ctx.requestId);
+  const data: FriendAcceptedEvent = {
+    requesterId,
+    recipientId: ctx.userId,
+    createdAt,
+    requester: await summaryOf(tx, requesterId),
+    recipient: await summaryOf(tx, ctx.userId),
+  };
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.friendAccepted, data, ctx.requestId);
   return createdAt;
 }
 
 export async function acceptFriendRequest(deps: Deps, ctx: RequestContext, requesterId: string): Promise<ListedUser> {
   const createdAt = await inPairTx(deps, ctx, requesterId, (tx) => becomeFriends(tx, ctx, requesterId));
-  return { user: await summaryOf(deps.pool, requesterId), createdAt };
+  return (await withSeenStatus(deps.bus, [{ user: await summaryOf(deps.pool, requesterId), createdAt }]))[0] as ListedUser;
 }
 
 export async function declineFriendRequest(deps: Deps, ctx: RequestContext, requesterId: string): Promise<void> {
@@ -122,20 +145,29 @@ export async function blockUser(deps: Deps, ctx: RequestContext, userId: string)
     }
     const requestsRemoved = [await deleteRequest(tx, ctx.userId, target.id), await deleteRequest(tx, target.id, ctx.userId)];
     if (requestsRemoved.some(Boolean)) await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'request', reason: 'blocked' });
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockCreated, { userId: ctx.userId, blockedUserId: target.id }, ctx.requestId);
+    const data: BlockEvent = { userId: ctx.userId, blockedUserId: target.id, blockedUser: knownToSummary(target), createdAt };
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockCreated, data, ctx.requestId);
     return { user: knownToSummary(target), createdAt };
   });
 }
 
 export async function unblockUser(deps: Deps, ctx: RequestContext, userId: string): Promise<void> {
   await inPairTx(deps, ctx, userId, async (tx) => {
-    if (!(await deleteBlock(tx, ctx.userId, userId))) throw notFound('Block');
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockRemoved, { userId: ctx.userId, blockedUserId: userId }, ctx.requestId);
+    const createdAt = await deleteBlock(tx, ctx.userId, userId);
+    if (!createdAt) throw notFound('Block');
+    const data: BlockEvent = { userId: ctx.userId, blockedUserId: userId, blockedUser: await summaryOf(tx, userId), createdAt };
+    await enqueueEvent(tx, SOCIAL_SUBJECTS.blockRemoved, data, ctx.requestId);
   });
 }
 
-async function announceRemoval(tx: Queryable, ctx: RequestContext, removal: Omit<FriendRemovedEvent, 'userId'>): Promise<void> {
-  const data: FriendRemovedEvent = { userId: ctx.userId, ...removal };
+/** A friendship or request between the caller and `otherUserId` ended: both users as lists show them. */
+async function announceRemoval(
+  tx: Queryable,
+  ctx: RequestContext,
+  removal: Pick<FriendRemovedEvent, 'otherUserId' | 'relation' | 'reason'>,
+): Promise<void> {
+  const [user, otherUser] = [await summaryOf(tx, ctx.userId), await summaryOf(tx, removal.otherUserId)];
+  const data: FriendRemovedEvent = { userId: ctx.userId, ...removal, user, otherUser };
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
 }
 
@@ -146,10 +178,7 @@ export async function friendsOf(deps: Deps, ctx: RequestContext, page: KeyPage):
     deps.pool,
     friends.map((f) => f.user.id),
   );
-  return friends.map((f) => {
-    const activity = activities.get(f.user.id);
-    return activity ? { ...f, activity } : f;
-  });
+  return friends.map((f) => ({ ...f, ...shownActivity(f.user.status, activities.get(f.user.id)) }));
 }
 export const blockedBy = async (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
   withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId, page));
