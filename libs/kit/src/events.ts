@@ -257,6 +257,12 @@ export async function consumeEvents(options: {
   stream?: StreamSpec;
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
   /**
+   * Whether `handle` would do anything with the event. One that it would ignore (a message without
+   * links, for the link previews) is acked without a transaction: doing nothing needs no record of
+   * having done it, and every consumer of a busy subject would otherwise commit once per event.
+   */
+  relevant?: (event: EventEnvelope) => boolean;
+  /**
    * What this consumer reads of each subject (a tolerant reader names only the fields it uses);
    * EVENT_SCHEMAS, the whole contract, when not given. A subject in neither arrives unparsed.
    */
@@ -299,6 +305,10 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
         continue;
       }
       const event = { ...envelope, data: parsed.data };
+      if (options.relevant && !options.relevant(event)) {
+        msg.ack();
+        continue;
+      }
       const span = startSpan(`${spec.durable} process ${event.subject}`, {
         kind: SpanKind.CONSUMER,
         parent: extractContext(headerRecord(msg.headers)),

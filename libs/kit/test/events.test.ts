@@ -325,6 +325,43 @@ describe('consumeEvents and applyOnce', () => {
     }
   });
 
+  it('acks an event the consumer finds irrelevant without a transaction, and applies the relevant ones', async () => {
+    const durable = 'kit-picky';
+    const picky = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: STREAM.name, durable, filter: 'kit.picky.*' },
+      relevant: (event) => (event.data as { n: number }).n % 2 === 0,
+      handle,
+    });
+    try {
+      const events = [7, 8].map((n) => ({ ...envelope(n), subject: 'kit.picky.created' }));
+      for (const event of events) await publishRaw(event, event.id);
+      await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
+      const recorded = async (id: string) =>
+        (
+          await one<{ n: number }>(runtime.pool, 'SELECT count(*)::int AS n FROM processed_events WHERE consumer = $1 AND event_id = $2', [
+            durable,
+            id,
+          ])
+        ).n;
+      const [odd, even] = events as [EventEnvelope, EventEnvelope];
+      expect({ handled: calls.get(odd.id) ?? 0, applied: await appliedCount(odd.id), recorded: await recorded(odd.id) }).toEqual({
+        handled: 0,
+        applied: 0,
+        recorded: 0,
+      });
+      expect({ handled: calls.get(even.id), applied: await appliedCount(even.id), recorded: await recorded(even.id) }).toEqual({
+        handled: 1,
+        applied: 1,
+        recorded: 1,
+      });
+    } finally {
+      await picky.stop();
+    }
+  });
+
   it('applyOnce answers false and skips the handler for an event this consumer already applied', async () => {
     const event = envelope(6);
     expect(await applyOnce(runtime.pool, 'kit-direct', event, handle)).toBe(true);

@@ -85,9 +85,17 @@ describe('resolved mentions', () => {
     expect(byVia(await mentionsOf(reply.id))).toEqual({ reply: [alice] });
   });
 
-  it('publishes nothing for a message that mentions nobody', async () => {
+  it('publishes nothing for a message that mentions nobody, and records nothing for it', async () => {
     const plain = await post(alice, 'nothing to see');
-    expect(await mentionsOf(plain.id)).toEqual([]);
+    // The consumer reads in stream order: once the next message is applied, the plain one was passed.
+    const next = await post(alice, `<@${bob}>`);
+    expect(byVia(await mentionsOf(next.id))).toEqual({ user: [bob] });
+    expect((await g.outbox('guilds.message.mentioned')).filter((e) => (e.data as Mentioned).messageId === plain.id)).toEqual([]);
+    const { rowCount } = await g.db.query(
+      `SELECT 1 FROM processed_events p JOIN outbox o ON o.id = p.event_id WHERE p.consumer = $1 AND o.payload->'data'->>'id' = $2`,
+      [MENTIONS_CONSUMER.durable, plain.id],
+    );
+    expect(rowCount).toBe(0);
   });
 
   it('ignores @everyone from an author without MENTION_EVERYONE (the message says so, and nobody is reached by it)', async () => {

@@ -1,6 +1,6 @@
 import { MESSAGES_SUBJECTS, MessageEventData, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
-import { publishMentions } from '../domain/mention-fanout.ts';
+import { mayMention, publishMentions } from '../domain/mention-fanout.ts';
 
 export const MENTIONS_CONSUMER = { stream: STREAMS.guilds.name, durable: 'guilds-mentions', filter: MESSAGES_SUBJECTS.messageCreated };
 
@@ -13,6 +13,7 @@ export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }):
   return consumeEvents({
     ...options,
     spec: MENTIONS_CONSUMER,
+    relevant: (event) => mayMention(MessageEventData.parse(event.data)),
     handle: async (event, tx) => {
       await publishMentions(tx, MessageEventData.parse(event.data));
     },

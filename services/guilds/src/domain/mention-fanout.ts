@@ -25,10 +25,15 @@ type PostedMessage = z.output<typeof MessageEventData>;
 /** Direct mentions outrank replies, replies roles, roles @everyone: each user is told once, by the strongest. */
 const VIA_ORDER: MentionVia[] = ['user', 'reply', 'role', 'everyone'];
 
+/** Whether the message can reach anyone beyond its channel's readers: a mention or a reply. */
+export function mayMention(message: Pick<PostedMessage, 'mentions' | 'replyToId'>): boolean {
+  const { mentions } = message;
+  return mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0 || Boolean(message.replyToId);
+}
+
 export async function publishMentions(tx: Queryable, message: PostedMessage, requestId?: string): Promise<number> {
   const { mentions } = message;
-  const mentionsAnyone = mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0;
-  if (!mentionsAnyone && !message.replyToId) return 0;
+  if (!mayMention(message)) return 0;
   const source = await lockMentionSource(tx, message.id);
   if (!source) return 0;
   const replyAuthorId = source.replyAuthorId;

@@ -1,7 +1,8 @@
 import { DmMessageEvent, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type ConsumerHandle, consumeEvents } from '@chat/kit';
+import type { z } from 'zod';
 import type { MediaDeps } from '../deps.ts';
-import { resolveEmbeds } from '../domain/embeds.ts';
+import { linksIn, resolveEmbeds } from '../domain/embeds.ts';
 
 /**
  * Link previews for new channel and direct messages: posting never waits for them. Only created
@@ -13,6 +14,8 @@ export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<Consume
     ...deps,
     stream: STREAMS.guilds,
     spec: { stream: STREAMS.guilds.name, durable: 'media-embeds-channel', filter: MESSAGES_SUBJECTS.messageCreated },
+    // The kit parsed each payload by its contract before asking.
+    relevant: (event) => linksIn((event.data as z.output<typeof MessageEventData>).content).length > 0,
     handle: async (event, tx) => {
       const message = MessageEventData.safeParse(event.data);
       if (!message.success) return deps.log.warn({ eventId: event.id }, 'message event does not match its schema; skipped');
@@ -24,6 +27,7 @@ export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<Consume
     ...deps,
     stream: STREAMS.social,
     spec: { stream: STREAMS.social.name, durable: 'media-embeds-dm', filter: SOCIAL_SUBJECTS.dmCreated },
+    relevant: (event) => linksIn((event.data as z.output<typeof DmMessageEvent>).message.content).length > 0,
     handle: async (event, tx) => {
       const parsed = DmMessageEvent.safeParse(event.data);
       if (!parsed.success) return deps.log.warn({ eventId: event.id }, 'DM event does not match its schema; skipped');
