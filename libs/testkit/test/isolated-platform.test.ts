@@ -29,10 +29,10 @@ describe('an isolated platform', () => {
     });
     let stopped = false;
     try {
-      // Every service creates its own stream once the bus is there.
+      // Every service creates its own stream once the bus is there (GATEWAY: the gateway's, and social follows it).
       await expect
         .poll(() => streamsOf(run.namespace), { timeout: 20_000, interval: 250 })
-        .toEqual(['AUTH', 'GUILDS', 'MEDIA', 'MUSIC', 'SOCIAL'].map((s) => `${run.namespace}_${s}`));
+        .toEqual(['AUTH', 'GATEWAY', 'GUILDS', 'MEDIA', 'MUSIC', 'SOCIAL'].map((s) => `${run.namespace}_${s}`));
       await run.stop();
       stopped = true;
       expect(await streamsOf(run.namespace)).toEqual([]);
