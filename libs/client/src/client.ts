@@ -4,6 +4,7 @@ import {
   mediaRoutes,
   messagesRoutes,
   musicRoutes,
+  readStatesRoutes,
   type RouteContract,
   searchRoutes,
   serversRoutes,
@@ -25,6 +26,7 @@ const AREAS = {
   media: mediaRoutes,
   music: musicRoutes,
   search: searchRoutes,
+  readStates: readStatesRoutes,
 };
 type Areas = typeof AREAS;
 
