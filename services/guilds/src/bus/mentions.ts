@@ -1,5 +1,6 @@
 import { MESSAGES_SUBJECTS, MessageEventData, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
+import type { z } from 'zod';
 import { mayMention, publishMentions } from '../domain/mention-fanout.ts';
 
 export const MENTIONS_CONSUMER = { stream: STREAMS.guilds.name, durable: 'guilds-mentions', filter: MESSAGES_SUBJECTS.messageCreated };
@@ -13,7 +14,8 @@ export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }):
   return consumeEvents({
     ...options,
     spec: MENTIONS_CONSUMER,
-    relevant: (event) => mayMention(MessageEventData.parse(event.data)),
+    // The kit parsed the payload by its contract before asking: no second parse on every post.
+    relevant: (event) => mayMention(event.data as z.output<typeof MessageEventData>),
     handle: async (event, tx) => {
       await publishMentions(tx, MessageEventData.parse(event.data));
     },
