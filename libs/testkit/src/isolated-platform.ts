@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectBus, createLogger } from '@chat/kit';
@@ -7,16 +7,32 @@ import { createTestDatabase, testNamespace } from './database.ts';
 import { type Platform, type PlatformOptions, SERVICES, type ServiceProcess, startPlatform } from './platform.ts';
 import { deleteNamespaceStreams } from './runtime.ts';
 
+/**
+ * `count` distinct TCP ports nothing listens on right now. They are all held open until every one is
+ * chosen: ports taken one after another can repeat (the first is closed before the next is picked),
+ * and a platform whose two processes are handed the same port fails to start.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const server = createServer();
+          server.on('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((server) => (server.address() as AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
+}
+
 /** A TCP port nothing listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
+export async function freePort(): Promise<number> {
+  const [port] = await freePorts(1);
+  return port as number;
 }
 
 export interface IsolatedPlatform {
@@ -47,11 +63,10 @@ export async function startIsolatedPlatform(options: {
   const databases = await Promise.all(SERVICES.map((s) => createTestDatabase(options.backing.postgresUrl, `${options.label}_${s}`)));
   const dropAll = () => Promise.all(databases.map((d) => d.drop().catch(() => {})));
   const names: ServiceProcess[] = ['gateway', ...SERVICES];
-  const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<ServiceProcess, number>;
-  const metricsPorts = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()]))) as Record<
-    ServiceProcess,
-    number
-  >;
+  // One draw for both kinds, so that no service port is also another process's metrics port.
+  const drawn = await freePorts(names.length * 2);
+  const ports = Object.fromEntries(names.map((n, i) => [n, drawn[i]])) as Record<ServiceProcess, number>;
+  const metricsPorts = Object.fromEntries(names.map((n, i) => [n, drawn[names.length + i]])) as Record<ServiceProcess, number>;
   const namespace = testNamespace(options.label);
   const logDir = options.logDir ?? join(tmpdir(), `chat-${options.label}-${namespace}`);
   const databaseUrls = Object.fromEntries(SERVICES.map((s, i) => [s, databases[i]!.url])) as PlatformOptions['databases'];
