@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Permission, toMask } from '@chat/contracts';
-import { startMediaStandIn } from '@chat/testkit';
+import { countRoundTrips, startMediaStandIn } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
 
@@ -108,6 +108,16 @@ describe('what the caller may read', () => {
     const after = await search(bob, { q: w });
     expect(after.body.total).toBe(1);
     expect(ids(after)).toEqual([message.id]);
+  });
+
+  it('reads no channel or override rows once the server’s channel list is kept', async () => {
+    const w = word();
+    await post(alice, general, w);
+    expect((await search(alice, { q: w })).body.total).toBe(1);
+    const { result, statements } = await countRoundTrips(() => search(alice, { q: w }));
+    expect(result.body.total).toBe(1);
+    expect(statements.filter((sql) => /\b(channels|channel_overrides)\b/.test(sql))).toEqual([]);
+    expect(statements).toHaveLength(4);
   });
 
   it('answers 404 to a stranger and 401 without a token, as every route of a private server', async () => {

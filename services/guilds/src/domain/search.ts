@@ -8,7 +8,9 @@ import { has } from './permissions.ts';
 /**
  * Search of a server's messages. What the caller may read is decided first, by the same
  * permission function as every route (overrides and hidden channels included), and the search
- * statement reads only those channels: a hit elsewhere is never counted nor answered.
+ * statement reads only those channels: a hit elsewhere is never counted nor answered. The channels
+ * and overrides come from the kept channel list at the version read with the membership, so a
+ * search of a server with a thousand channels reads none of their rows.
  */
 export async function searchServerMessages(
   d: Domain,
@@ -17,7 +19,7 @@ export async function searchServerMessages(
   query: ServerMessageSearchQuery,
 ): Promise<MessageSearchResult> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
-  const readable = (await visibleChannels(d.pool, access))
+  const readable = (await visibleChannels(d.pool, access, d.channelLists))
     .filter(({ channel, permissions }) => has(permissions, Permission.READ_MESSAGE_HISTORY) && channel.channelType === 'text')
     .map(({ channel }) => channel.id)
     // A channel named that the caller cannot read simply has no hits for them.
