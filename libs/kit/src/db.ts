@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { AppError } from './errors.ts';
 import { watchPool } from './metrics.ts';
@@ -46,6 +47,24 @@ type Row = Record<string, unknown>;
  * connection and then only binds (no parse or plan per call): for the hot paths.
  */
 export type Sql = string | { name: string; text: string };
+
+/**
+ * A named statement for a hot path, named after its text: PostgreSQL parses and plans it once
+ * per connection and then only binds it, which for a short lookup saves most of its cost. Only for
+ * statements whose best plan does not depend on the values bound (a lookup by key), since after a
+ * few runs PostgreSQL may keep one generic plan for all values.
+ */
+export function prepared(text: string): { name: string; text: string } {
+  let statement = preparedByText.get(text);
+  if (!statement) {
+    // Texts come from the code, so they are few; the bound only guards against a text built from input.
+    if (preparedByText.size >= 1_000) preparedByText.clear();
+    statement = { name: `p_${createHash('sha1').update(text).digest('hex').slice(0, 16)}`, text };
+    preparedByText.set(text, statement);
+  }
+  return statement;
+}
+const preparedByText = new Map<string, { name: string; text: string }>();
 
 /** Exactly one row, or a 404 naming `what`. */
 export async function one<T extends Row>(db: Queryable, sql: Sql, params: unknown[] = [], what = 'Resource'): Promise<T> {

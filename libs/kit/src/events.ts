@@ -16,10 +16,20 @@ import {
   type StreamSpec,
   whenConnected,
 } from './bus.ts';
-import { markEventsWritten, onEventsCommitted, type Pool, type Queryable, withTx } from './db.ts';
+import { markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
 import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
+
+// The relay's and the consumers' statements run for every event: prepared.
+const UNSENT_EVENTS = prepared(
+  'SELECT seq, id, subject, payload, headers FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
+);
+const MARK_SENT = prepared('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)');
+const RECORD_PROCESSED = prepared('INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING');
+const RECORD_PROCESSED_BATCH = prepared(
+  'INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
+);
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -147,9 +157,7 @@ export function startOutboxRelay(options: {
         subject: string;
         payload: EventEnvelope;
         headers: Record<string, string>;
-      }>('SELECT seq, id, subject, payload, headers FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED', [
-        batchSize,
-      ]);
+      }>(UNSENT_EVENTS, [batchSize]);
       if (rows.length === 0) return 0;
       // One connection keeps publish order; awaiting all acks together keeps the batch fast.
       const acks = Promise.all(
@@ -183,7 +191,7 @@ export function startOutboxRelay(options: {
         // An abandoned batch's acks still settle later (timeouts); nobody waits for them.
         acks.catch(() => {});
       }
-      await tx.query('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)', [rows.map((r) => r.seq)]);
+      await tx.query(MARK_SENT, [rows.map((r) => r.seq)]);
       return rows.length;
     });
   }
@@ -267,18 +275,53 @@ export async function consumeEvents(options: {
    * EVENT_SCHEMAS, the whole contract, when not given. A subject in neither arrives unparsed.
    */
   schemas?: Readonly<Record<string, z.ZodType>>;
+  /**
+   * Apply up to this many events in one transaction (those waiting, and those arriving within a few
+   * ms of the first), one commit for the lot instead of one each: for a consumer that sees an event
+   * for every message posted. Events
+   * still apply in order and once each; when the shared transaction fails, each event of it is
+   * applied on its own as without batching, so one bad event holds no other back. Only for handlers
+   * that lock little: a batch holds its locks until its one commit.
+   */
+  batch?: number;
 }): Promise<ConsumerHandle> {
   // Starts now when the bus is connected, otherwise as soon as it connects.
   return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
 }
 
-async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Promise<ConsumerHandle> {
-  const { bus, pool, spec } = options;
+type ConsumeOptions = Parameters<typeof consumeEvents>[0];
+
+async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> {
+  const { bus, spec } = options;
   if (options.stream) await ensureStream(bus, options.stream);
   await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   const log = options.log.child({ consumer: spec.durable });
+  const { prepare, applyAlone, applyTogether } = eventApplier(options, log);
+  const unwatch = watchConsumer(bus, spec);
+  const done = (
+    options.batch
+      ? inBatches(messages, options.batch, applyTogether)
+      : (async () => {
+          for await (const msg of messages) {
+            const event = await prepare(msg);
+            if (event) await applyAlone(msg, event);
+          }
+        })()
+  ).catch((err) => log.error({ err }, 'event consumer stopped'));
+  return {
+    async stop() {
+      unwatch();
+      await messages.close();
+      await done;
+    },
+  };
+}
+
+/** What a consumer does with its messages: read each, then apply it alone or in a batch, and ack. */
+function eventApplier(options: ConsumeOptions, log: Logger) {
+  const { bus, pool, spec } = options;
   const deadLetter = async (msg: JsMsg, subject: string, reason: string, details: object) => {
     // Created on the first dead letter only: a healthy namespace gets no extra stream.
     await ensureStream(bus, STREAMS.deadLetters);
@@ -288,51 +331,68 @@ async function startConsuming(options: Parameters<typeof consumeEvents>[0]): Pro
     log.error({ subject, seq: msg.seq, reason, ...details }, 'event cannot be read; sent to the dead letters');
     msg.term();
   };
-  const unwatch = watchConsumer(bus, spec);
-  const done = (async () => {
-    for await (const msg of messages) {
-      if (msg.info.deliveryCount > 1) consumerRedeliveries.inc({ consumer: spec.durable });
-      const subject = bus.logical(msg.subject);
-      const envelope = envelopeOf(msg.data, subject);
-      if (!envelope) {
-        await deadLetter(msg, subject, 'not an event envelope', {});
-        continue;
-      }
-      const schema = (options.schemas ?? EVENT_SCHEMAS)[subject];
-      const parsed = schema ? schema.safeParse(envelope.data) : { success: true as const, data: envelope.data };
-      if (!parsed.success) {
-        await deadLetter(msg, subject, 'payload breaks its contract', { eventId: envelope.id, issue: parsed.error.issues[0] });
-        continue;
-      }
-      const event = { ...envelope, data: parsed.data };
-      if (options.relevant && !options.relevant(event)) {
-        msg.ack();
-        continue;
-      }
-      const span = startSpan(`${spec.durable} process ${event.subject}`, {
-        kind: SpanKind.CONSUMER,
-        parent: extractContext(headerRecord(msg.headers)),
-        attributes: { 'messaging.system': 'nats', 'messaging.consumer.group.name': spec.durable, 'messaging.message.id': event.id },
-      });
-      try {
-        await withSpan(span, () => applyOnce(pool, spec.durable, event, options.handle));
-        msg.ack();
-        endSpan(span);
-      } catch (err) {
-        const traceId = span?.spanContext().traceId;
-        log.error({ err, eventId: event.id, subject: event.subject, traceId }, 'event handler failed; will be redelivered');
-        msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
-        endSpan(span, err);
-      }
+  /** The event in a message, or undefined once the message is dealt with (dead letter, or irrelevant and acked). */
+  const prepare = async (msg: JsMsg): Promise<EventEnvelope | undefined> => {
+    if (msg.info.deliveryCount > 1) consumerRedeliveries.inc({ consumer: spec.durable });
+    const subject = bus.logical(msg.subject);
+    const envelope = envelopeOf(msg.data, subject);
+    if (!envelope) {
+      await deadLetter(msg, subject, 'not an event envelope', {});
+      return undefined;
     }
-  })().catch((err) => log.error({ err }, 'event consumer stopped'));
-  return {
-    async stop() {
-      unwatch();
-      await messages.close();
-      await done;
-    },
+    const schema = (options.schemas ?? EVENT_SCHEMAS)[subject];
+    const parsed = schema ? schema.safeParse(envelope.data) : { success: true as const, data: envelope.data };
+    if (!parsed.success) {
+      await deadLetter(msg, subject, 'payload breaks its contract', { eventId: envelope.id, issue: parsed.error.issues[0] });
+      return undefined;
+    }
+    const event = { ...envelope, data: parsed.data };
+    if (options.relevant && !options.relevant(event)) {
+      msg.ack();
+      return undefined;
+    }
+    return event;
   };
+  const spanOf = (msg: JsMsg, event: EventEnvelope) =>
+    startSpan(`${spec.durable} process ${event.subject}`, {
+      kind: SpanKind.CONSUMER,
+      parent: extractContext(headerRecord(msg.headers)),
+      attributes: { 'messaging.system': 'nats', 'messaging.consumer.group.name': spec.durable, 'messaging.message.id': event.id },
+    });
+  const applyAlone = async (msg: JsMsg, event: EventEnvelope) => {
+    const span = spanOf(msg, event);
+    try {
+      await withSpan(span, () => applyOnce(pool, spec.durable, event, options.handle));
+      msg.ack();
+      endSpan(span);
+    } catch (err) {
+      const traceId = span?.spanContext().traceId;
+      log.error({ err, eventId: event.id, subject: event.subject, traceId }, 'event handler failed; will be redelivered');
+      msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
+      endSpan(span, err);
+    }
+  };
+  const applyTogether = async (batch: JsMsg[]) => {
+    const ready: { msg: JsMsg; event: EventEnvelope }[] = [];
+    for (const msg of batch) {
+      const event = await prepare(msg);
+      if (event) ready.push({ msg, event });
+    }
+    if (ready.length <= 1) return ready[0] && applyAlone(ready[0].msg, ready[0].event);
+    const spans = ready.map(({ msg, event }) => spanOf(msg, event));
+    const events = ready.map((r) => r.event);
+    try {
+      await applyBatchOnce(pool, spec.durable, events, (event, tx, i) => withSpan(spans[i], () => options.handle(event, tx)));
+    } catch (err) {
+      log.warn({ err, events: ready.length }, 'batch of events failed; applying them one by one');
+      for (const span of spans) endSpan(span, err);
+      for (const { msg, event } of ready) await applyAlone(msg, event);
+      return;
+    }
+    for (const { msg } of ready) msg.ack();
+    for (const span of spans) endSpan(span);
+  };
+  return { prepare, applyAlone, applyTogether };
 }
 
 /** The event envelope in a JetStream message, under its logical subject; undefined when it is not one. */
@@ -353,14 +413,71 @@ export async function applyOnce(
   handle: (event: EventEnvelope, tx: Queryable) => Promise<void>,
 ): Promise<boolean> {
   return withTx(pool, async (tx) => {
-    const fresh = await tx.query('INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
-      consumer,
-      event.id,
-    ]);
+    const fresh = await tx.query(RECORD_PROCESSED, [consumer, event.id]);
     if (fresh.rowCount === 0) return false;
     await handle(event, tx);
     return true;
   });
+}
+
+/**
+ * Applies events in one transaction, each at most once per consumer: the ids already recorded (a
+ * redelivery) and an id seen twice in the same batch are skipped. Rolls back as a whole.
+ */
+export async function applyBatchOnce(
+  pool: Pool,
+  consumer: string,
+  events: EventEnvelope[],
+  handle: (event: EventEnvelope, tx: Queryable, index: number) => Promise<void>,
+): Promise<void> {
+  await withTx(pool, async (tx) => {
+    const recorded = await tx.query<{ event_id: string }>(RECORD_PROCESSED_BATCH, [consumer, events.map((e) => e.id)]);
+    const fresh = new Set(recorded.rows.map((r) => r.event_id));
+    for (const [index, event] of events.entries()) {
+      if (fresh.delete(event.id)) await handle(event, tx, index);
+    }
+  });
+}
+
+/** How long a batching consumer waits, once an event arrives, for more to apply with it. */
+const BATCH_LINGER_MS = 5;
+
+/**
+ * Hands `work` the messages that have arrived, up to `size` at a time, in order, one batch after
+ * the other; while a batch is worked on, the next ones gather. Ends when the messages end and the
+ * last of them has been worked on.
+ */
+async function inBatches(messages: ConsumerMessages, size: number, work: (batch: JsMsg[]) => Promise<void>): Promise<void> {
+  const waiting: JsMsg[] = [];
+  let closed = false;
+  let wake = () => {};
+  let arrival = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const reading = (async () => {
+    try {
+      for await (const msg of messages) {
+        waiting.push(msg);
+        wake();
+      }
+    } finally {
+      closed = true;
+      wake();
+    }
+  })();
+  while (!closed || waiting.length > 0) {
+    if (waiting.length === 0) {
+      await arrival;
+      arrival = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      // Let what arrives right after the first message join it: a few ms of delay for far fewer commits.
+      await new Promise<void>((resolve) => setTimeout(resolve, BATCH_LINGER_MS));
+      continue;
+    }
+    await work(waiting.splice(0, size));
+  }
+  await reading;
 }
 
 /**

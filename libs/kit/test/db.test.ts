@@ -1,6 +1,6 @@
 import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createPool, exec, many, maybeOne, one, translatePgError, withRequestTx, withTx } from '../src/db.ts';
+import { createPool, exec, many, maybeOne, one, prepared, translatePgError, withRequestTx, withTx } from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
 
 const db = await createTestDatabase(inject('backing').postgresUrl, 'kitdb');
@@ -101,6 +101,24 @@ describe('query helpers', () => {
       expect((await appError(withTx(nowhere, async () => 1))).status).toBe(503);
     } finally {
       await nowhere.end();
+    }
+  });
+});
+
+describe('prepared', () => {
+  it('names a statement after its text, and the connection keeps it prepared for the next runs', async () => {
+    const byName = prepared('SELECT name FROM items WHERE id = $1');
+    expect(prepared('SELECT name FROM items WHERE id = $1')).toEqual(byName);
+    expect(prepared('SELECT name FROM items WHERE id = $2').name).not.toBe(byName.name);
+    await exec(pool, "INSERT INTO items (id, name) VALUES (140, 'forty'), (141, 'forty-one')");
+    const client = await pool.connect();
+    try {
+      expect(await maybeOne(client, byName, [140])).toEqual({ name: 'forty' });
+      expect(await maybeOne(client, byName, [141])).toEqual({ name: 'forty-one' });
+      const kept = await many<{ statement: string }>(client, 'SELECT statement FROM pg_prepared_statements WHERE name = $1', [byName.name]);
+      expect(kept).toEqual([{ statement: byName.text }]);
+    } finally {
+      client.release();
     }
   });
 });

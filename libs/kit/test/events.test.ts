@@ -362,6 +362,74 @@ describe('consumeEvents and applyOnce', () => {
     }
   });
 
+  it('applies the events waiting together in one transaction each batch, in order and once each', async () => {
+    const durable = 'kit-batched';
+    await runtime.bus.jsm.consumers.add(streamName, {
+      durable_name: runtime.bus.name(durable),
+      ack_policy: 'explicit' as never,
+      filter_subject: runtime.bus.subject('kit.batched.*'),
+    });
+    const events = Array.from({ length: 20 }, (_, i) => ({ ...envelope(100 + i), subject: 'kit.batched.created' }));
+    for (const event of events) await publishRaw(event, event.id);
+    // One of them is delivered twice, as after a crash: still applied once.
+    await publishRaw(events[3]!, `${events[3]!.id}-again`);
+    const order: number[] = [];
+    const batched = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: STREAM.name, durable, filter: 'kit.batched.*' },
+      batch: 8,
+      handle: async (event, tx) => {
+        order.push((event.data as { n: number }).n);
+        await handle(event, tx);
+      },
+    });
+    try {
+      await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
+      expect(order).toEqual(events.map((e) => (e.data as { n: number }).n));
+      for (const event of events) expect(await appliedCount(event.id)).toBe(1);
+      // Rows written by one transaction share its xmin: 20 events, at most 8 in each commit.
+      const commits = await one<{ n: number }>(
+        runtime.pool,
+        'SELECT count(DISTINCT xmin::text)::int AS n FROM processed_events WHERE consumer = $1',
+        [durable],
+      );
+      expect(commits.n).toBeGreaterThanOrEqual(3);
+      expect(commits.n).toBeLessThan(10);
+    } finally {
+      await batched.stop();
+    }
+  });
+
+  it('applies each event of a failed batch on its own: the others commit, the failing one is redelivered', async () => {
+    const durable = 'kit-batched-failure';
+    await runtime.bus.jsm.consumers.add(streamName, {
+      durable_name: runtime.bus.name(durable),
+      ack_policy: 'explicit' as never,
+      filter_subject: runtime.bus.subject('kit.batchfail.*'),
+    });
+    const events = Array.from({ length: 6 }, (_, i) => ({ ...envelope(200 + i), subject: 'kit.batchfail.created' }));
+    for (const event of events) await publishRaw(event, event.id);
+    failOnce.add(events[2]!.id);
+    const batched = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: STREAM.name, durable, filter: 'kit.batchfail.*' },
+      batch: 10,
+      handle,
+    });
+    try {
+      await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
+      for (const event of events) expect(await appliedCount(event.id)).toBe(1);
+      // Those before the failing one ran in the rolled-back batch, then again on their own; those after, once.
+      expect(events.map((e) => calls.get(e.id))).toEqual([2, 2, 2, 1, 1, 1]);
+    } finally {
+      await batched.stop();
+    }
+  });
+
   it('applyOnce answers false and skips the handler for an event this consumer already applied', async () => {
     const event = envelope(6);
     expect(await applyOnce(runtime.pool, 'kit-direct', event, handle)).toBe(true);

@@ -1,4 +1,4 @@
-import { many, type Queryable } from '@chat/kit';
+import { many, prepared, type Queryable } from '@chat/kit';
 
 /**
  * Where one kind of message is read from. `select` is `SELECT <columns> FROM <table> m [JOIN ...]`
@@ -52,14 +52,11 @@ async function side<Row extends Record<string, unknown>, Message>(
   q: { scopeId: string; cursor: string | null; limit: number; which: Side; filter: PageFilter | undefined },
 ): Promise<Message[]> {
   if (q.limit === 0) return [];
-  const where = { before: '($2::uuid IS NULL OR m.id < $2)', through: 'm.id <= $2', after: 'm.id > $2' }[q.which];
+  // The newest page has no cursor: its own statement, so that each statement has one plan for all values.
+  const where = q.cursor === null ? '$2::uuid IS NULL' : { before: 'm.id < $2', through: 'm.id <= $2', after: 'm.id > $2' }[q.which];
   const extra = q.filter ? ` AND ${q.filter.where}` : '';
   const order = q.which === 'after' ? 'ASC' : 'DESC';
-  const rows = await many<Row>(db, `${source.select} WHERE ${source.scope} = $1 AND ${where}${extra} ORDER BY m.id ${order} LIMIT $3`, [
-    q.scopeId,
-    q.cursor,
-    q.limit,
-    ...(q.filter?.params ?? []),
-  ]);
+  const sql = prepared(`${source.select} WHERE ${source.scope} = $1 AND ${where}${extra} ORDER BY m.id ${order} LIMIT $3`);
+  const rows = await many<Row>(db, sql, [q.scopeId, q.cursor, q.limit, ...(q.filter?.params ?? [])]);
   return rows.map((r) => source.toMessage(r));
 }

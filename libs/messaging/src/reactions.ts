@@ -1,5 +1,5 @@
 import type { Reactions as ReactionsSchema } from '@chat/contracts';
-import { badRequest, exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { badRequest, exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
 /** `{emoji: {count, me}}` of one message, `me` as one viewer sees it. */
@@ -28,17 +28,19 @@ export function reactionStore(table: string): ReactionStore {
   const isOnMessage = async (db: Queryable, messageId: string, emoji: string) =>
     Boolean(await maybeOne(db, `SELECT 1 FROM ${table} WHERE message_id = $1 AND emoji = $2 LIMIT 1`, [messageId, emoji]));
 
+  // Beside every page of messages: prepared.
+  const reactionsOfMessages = prepared(`SELECT message_id, emoji, count(*)::int AS count, bool_or(user_id = $2) AS me
+     FROM ${table} WHERE message_id = ANY($1::uuid[])
+     GROUP BY message_id, emoji ORDER BY min(created_at), emoji`);
+
   return {
     async of(db, messageIds, viewerId) {
       const byMessage = new Map<string, Reactions>();
       if (messageIds.length === 0) return byMessage;
-      const rows = await many<{ message_id: string; emoji: string; count: number; me: boolean }>(
-        db,
-        `SELECT message_id, emoji, count(*)::int AS count, bool_or(user_id = $2) AS me
-         FROM ${table} WHERE message_id = ANY($1::uuid[])
-         GROUP BY message_id, emoji ORDER BY min(created_at), emoji`,
-        [messageIds, viewerId],
-      );
+      const rows = await many<{ message_id: string; emoji: string; count: number; me: boolean }>(db, reactionsOfMessages, [
+        messageIds,
+        viewerId,
+      ]);
       for (const r of rows) {
         const reactions = byMessage.get(r.message_id) ?? {};
         reactions[r.emoji] = { count: r.count, me: r.me };

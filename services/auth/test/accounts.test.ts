@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { AUTH_SUBJECTS, SelfUser, TokenPair, UserEventData } from '@chat/contracts';
 import { createTokenVerifier } from '@chat/kit';
-import { createTestIssuer } from '@chat/testkit';
+import { countRoundTrips, createTestIssuer } from '@chat/testkit';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
+import { findUserById } from '../src/db/users.ts';
 import { bearer, newAccount, outboxEvents, startAuth } from './helpers.ts';
 
 const { app, runtime, keys } = await startAuth();
@@ -18,6 +19,17 @@ async function register(body = newAccount()) {
 }
 
 const userCount = async () => Number((await runtime.pool.query('SELECT count(*) AS n FROM users')).rows[0].n);
+
+describe('users/@me', () => {
+  it('reads the caller’s row with a prepared statement (planned once per connection, issue 18)', async () => {
+    const { pair } = await register();
+    const { result, statements } = await countRoundTrips(() => findUserById(runtime.pool, pair.user.id));
+    expect(result).toMatchObject({ id: pair.user.id, username: pair.user.username });
+    expect(statements).toEqual([expect.stringMatching(/^p_[0-9a-f]{16}$/)]);
+    const me = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(pair.token) });
+    expect(me.json()).toMatchObject({ id: pair.user.id, username: pair.user.username });
+  });
+});
 
 describe('registration without email verification', () => {
   it('answers 201 with a token pair and the full user, stores an argon2id hash and announces the user', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MEMBER_PAGE_SQL } from '../src/db/members.ts';
+import { MEMBER_PAGE } from '../src/db/members.ts';
 import { newId, startGuilds } from './harness.ts';
 
 /**
@@ -24,7 +24,7 @@ describe('a page of members', () => {
       [server.id],
     );
     // Not analysed: as right after a burst of joins, before autovacuum has looked (the bench's case).
-    const { rows } = await g.db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${MEMBER_PAGE_SQL}`, [server.id, null, 100]);
+    const { rows } = await g.db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${MEMBER_PAGE.first.text}`, [server.id, null, 100]);
     const plan = nodes(rows[0]['QUERY PLAN'][0].Plan);
     const activities = plan.filter((n) => n['Relation Name'] === 'activities');
     expect(activities.length).toBeGreaterThan(0);

@@ -27,9 +27,11 @@ async function userScans(text: string, params: unknown[]): Promise<string[]> {
 /** The statements a db function sends, run for real. */
 function recording(statements: { text: string; params: unknown[] }[]): Queryable {
   return {
-    query: (text: string, params: unknown[]) => {
-      statements.push({ text, params });
-      return h.runtime.pool.query(text, params);
+    query: (sql: string | { text: string; values: unknown[] }, params: unknown[]) => {
+      // A prepared statement comes as one object with its values.
+      const [text, values] = typeof sql === 'string' ? [sql, params] : [sql.text, sql.values];
+      statements.push({ text, params: values });
+      return h.runtime.pool.query(text, values);
     },
   } as unknown as Queryable;
 }

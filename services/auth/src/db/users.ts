@@ -8,7 +8,7 @@ import {
   type User,
   type UserEventData,
 } from '@chat/contracts';
-import { AppError, conflict, maybeOne, one, type Queryable } from '@chat/kit';
+import { AppError, conflict, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
 /** An account as this file hands it out: every column but the password hash, which stays here. */
@@ -152,8 +152,11 @@ export function findUserForLookup(tx: Queryable, ref: { id: string } | { usernam
     : maybeOne<UserRow>(tx, 'SELECT * FROM users WHERE lower(username) = lower($1) FOR SHARE', [ref.username]);
 }
 
+// Behind every users/@me: prepared, planned once per connection.
+const USER_BY_ID = prepared(`SELECT ${COLUMNS} FROM users WHERE id = $1`);
+
 export function findUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
-  return maybeOne<UserRow>(db, `SELECT ${COLUMNS} FROM users WHERE id = $1`, [id]);
+  return maybeOne<UserRow>(db, USER_BY_ID, [id]);
 }
 
 /** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */

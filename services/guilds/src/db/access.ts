@@ -1,4 +1,4 @@
-import { maybeOne, type Queryable } from '@chat/kit';
+import { maybeOne, prepared, type Queryable } from '@chat/kit';
 import { SERVER_COLUMNS, type ServerRow } from './servers.ts';
 
 /** A server and what one user is in it: everything the permission algorithm needs, in one query. */
@@ -16,10 +16,9 @@ export type MembershipRow = ServerRow & {
   channel_list_version: number;
 };
 
-export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
-  return maybeOne<MembershipRow>(
-    db,
-    `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
+// Every request of guilds starts with it: prepared, so that it is planned once per connection.
+const MEMBERSHIP = prepared(
+  `SELECT ${SERVER_COLUMNS}, e.permissions AS everyone_permissions, (m.user_id IS NOT NULL) AS is_member,
        COALESCE(r.role_ids, '{}') AS role_ids, COALESCE(r.role_permissions, '{}') AS role_permissions,
        COALESCE(r.highest_position, 0) AS highest_position,
        (SELECT v.channel_id FROM voice_states v WHERE v.user_id = $2 AND v.server_id = s.id AND v.expires_at > now()) AS voice_channel_id,
@@ -33,8 +32,10 @@ export function findMembership(db: Queryable, serverId: string, userId: string):
        WHERE mr.server_id = s.id AND mr.user_id = $2
      ) r ON m.user_id IS NOT NULL
      WHERE s.id = $1`,
-    [serverId, userId],
-  );
+);
+
+export function findMembership(db: Queryable, serverId: string, userId: string): Promise<MembershipRow | undefined> {
+  return maybeOne<MembershipRow>(db, MEMBERSHIP, [serverId, userId]);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Member } from '@chat/contracts';
-import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
 
 type MemberRow = {
   server_id: string;
@@ -61,9 +61,10 @@ const SELECT_MEMBER = selectMembersOf('members');
  * and activities. Joined first and cut after, the plan read every member of the server and probed
  * each one's activity (1,000 probes for a page of 100 of a server of 1,000).
  */
-export const MEMBER_PAGE_SQL = `${selectMembersOf(
-  '(SELECT * FROM members WHERE server_id = $1 AND ($2::uuid IS NULL OR user_id > $2) ORDER BY user_id LIMIT $3)',
-)} ORDER BY m.user_id`;
+const memberPage = (after: string) =>
+  prepared(`${selectMembersOf(`(SELECT * FROM members WHERE server_id = $1 AND ${after} ORDER BY user_id LIMIT $3)`)} ORDER BY m.user_id`);
+/** Prepared, the first page and the next ones each with a statement (and so a plan) of their own. */
+export const MEMBER_PAGE = { first: memberPage('$2::uuid IS NULL'), after: memberPage('user_id > $2') };
 
 /** Adds the member; false when they already are one (the primary key decides races). */
 export async function insertMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {
@@ -96,7 +97,7 @@ export async function findMember(db: Queryable, serverId: string, userId: string
 
 /** One page of members by user id; the primary key index serves it. */
 export async function listMembers(db: Queryable, serverId: string, limit: number, after?: string): Promise<Member[]> {
-  const rows = await many<MemberRow>(db, MEMBER_PAGE_SQL, [serverId, after ?? null, limit]);
+  const rows = await many<MemberRow>(db, after ? MEMBER_PAGE.after : MEMBER_PAGE.first, [serverId, after ?? null, limit]);
   return rows.map(toMember);
 }
 

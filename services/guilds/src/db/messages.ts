@@ -1,5 +1,5 @@
 import type { ChannelMessage, LinkPreview, MessageHas, MessageMentions, MessageType } from '@chat/contracts';
-import { exec, many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, type OutboxRow, one, prepared, type Queryable } from '@chat/kit';
 import {
   type MessageSource,
   type Page,
@@ -80,8 +80,10 @@ const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
  */
 const channelLockKey = `hashtextextended('messages:' || $1, 0)`;
 
+const LOCK_CHANNEL_FOR_READ = prepared(`SELECT pg_advisory_xact_lock(${channelLockKey})`);
+
 export async function lockChannelForRead(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, `SELECT pg_advisory_xact_lock(${channelLockKey})`, [channelId]);
+  await exec(tx, LOCK_CHANNEL_FOR_READ, [channelId]);
 }
 
 export type NewMessage = {

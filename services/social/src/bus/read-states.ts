@@ -15,7 +15,16 @@ import {
   SOCIAL_SUBJECTS,
   STREAMS,
 } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, consumeEvents, type EventEnvelope, type Logger, type Pool, type Queryable } from '@chat/kit';
+import {
+  type Bus,
+  type ConsumerHandle,
+  consumeEvents,
+  type EventEnvelope,
+  type Logger,
+  type Pool,
+  type Queryable,
+  type StreamSpec,
+} from '@chat/kit';
 import {
   callEnded,
   directMessageCreated,
@@ -39,14 +48,16 @@ type Handlers = Record<string, (tx: Queryable, event: EventEnvelope) => Promise<
 export type ApplyEvent = (event: EventEnvelope, tx: Queryable) => Promise<void>;
 
 export const READ_STATE_CONSUMERS = {
-  channelMessages: { stream: STREAMS.guilds, durable: 'social-channel-messages', filter: 'guilds.message.*' },
+  // The two that see an event for every message posted: applied in batches, one commit for many.
+  channelMessages: { stream: STREAMS.guilds, durable: 'social-channel-messages', filter: 'guilds.message.*', batch: 100 },
   joinRequests: { stream: STREAMS.guilds, durable: 'social-join-requests', filter: GUILDS_SUBJECTS.joinRequestReviewed },
   friends: { stream: STREAMS.social, durable: 'social-friend-notifications', filter: 'social.friend.*' },
-  directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*' },
+  directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*', batch: 100 },
   calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
 } as const;
 
 export type ConsumerName = keyof typeof READ_STATE_CONSUMERS;
+type ReadStateConsumer = { stream: StreamSpec; durable: string; filter: string; batch?: number };
 
 const HANDLERS: Record<ConsumerName, Handlers> = {
   channelMessages: {
@@ -84,13 +95,16 @@ export function consumeForReadStates(
   name: ConsumerName,
   wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
 ): Promise<ConsumerHandle> {
-  const { stream, durable, filter } = READ_STATE_CONSUMERS[name];
+  const { stream, durable, filter, batch }: ReadStateConsumer = READ_STATE_CONSUMERS[name];
   return consumeEvents({
     ...deps,
     // The publisher creates its stream too; whoever starts first creates it.
     stream,
     spec: { stream: stream.name, durable, filter },
     handle: wrap(applierOf(name)),
+    // Other subjects of the filter (edits, reactions) change nothing here: acked without a transaction.
+    relevant: (event) => event.subject in HANDLERS[name],
+    ...(batch && { batch }),
   });
 }
 

@@ -1,5 +1,5 @@
 import type { Call } from '@chat/contracts';
-import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
 
 type CallRow = {
   id: string;
@@ -54,12 +54,13 @@ export async function findCall(db: Queryable, id: string, options: { lock?: bool
   return row && toCall(row);
 }
 
+// Beside every list of conversations: prepared.
+const LIVE_CALLS_OF = prepared(`SELECT ${COLUMNS} FROM calls c WHERE c.conversation_id = ANY($1::uuid[]) AND c.state <> 'ended'`);
+
 /** The live calls (at most one each) of these conversations, in one query. */
 export async function liveCallsOf(db: Queryable, conversationIds: string[]): Promise<Call[]> {
   if (conversationIds.length === 0) return [];
-  const rows = await many<CallRow>(db, `SELECT ${COLUMNS} FROM calls c WHERE c.conversation_id = ANY($1::uuid[]) AND c.state <> 'ended'`, [
-    conversationIds,
-  ]);
+  const rows = await many<CallRow>(db, LIVE_CALLS_OF, [conversationIds]);
   return rows.map(toCall);
 }
 

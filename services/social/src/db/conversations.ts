@@ -1,5 +1,5 @@
 import type { UserSummary } from '@chat/contracts';
-import { type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { type KeyPage, keysetPage, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 import { NOT_FROM_BLOCKED, pairKey } from './relationships.ts';
 import { joinUserByKey, toUserSummary } from './users.ts';
 
@@ -38,6 +38,9 @@ const ACCESS_SQL = `
   FROM conversations c
   JOIN conversation_participants me ON me.conversation_id = c.id AND me.user_id = $2
   WHERE c.id = $1`;
+// Before every read and write of a conversation: prepared.
+const ACCESS = prepared(ACCESS_SQL);
+const ACCESS_LOCKED = prepared(`${ACCESS_SQL} FOR NO KEY UPDATE OF c`);
 
 /**
  * The conversation when `userId` takes part in it. `lock` holds the conversation row until the
@@ -50,7 +53,7 @@ export async function conversationForParticipant(
   userId: string,
   options: { lock?: boolean } = {},
 ): Promise<ConversationAccess | undefined> {
-  const row = await maybeOne<AccessRow>(db, options.lock ? `${ACCESS_SQL} FOR NO KEY UPDATE OF c` : ACCESS_SQL, [conversationId, userId]);
+  const row = await maybeOne<AccessRow>(db, options.lock ? ACCESS_LOCKED : ACCESS, [conversationId, userId]);
   return (
     row && {
       id: row.id,
@@ -172,14 +175,15 @@ export function conversationsQuery(userId: string, which: { onlyId: string } | K
        (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
-     WHERE me.user_id = $1 AND ($2::uuid IS NULL OR c.id = $2) AND ${k.where} ${k.orderLimit}`;
-  return { text, params: [userId, onlyId, ...k.params], finish: k.finish };
+     WHERE me.user_id = $1 AND ${onlyId === null ? '$2::uuid IS NULL' : 'c.id = $2'} AND ${k.where} ${k.orderLimit}`;
+  // Prepared: one statement for the list and one for a single conversation, each with its plan.
+  return { ...prepared(text), params: [userId, onlyId, ...k.params], finish: k.finish };
 }
 
 /** One page of the caller's conversations by id, or the one `onlyId`. */
 export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
   const query = conversationsQuery(userId, which);
-  const rows = query.finish(await many<ViewRow>(db, query.text, query.params));
+  const rows = query.finish(await many<ViewRow>(db, query, query.params));
   return rows.map((row) => ({
     id: row.id,
     type: row.is_group ? 'group' : 'direct',

@@ -1,5 +1,5 @@
 import type { Activity, Game } from '@chat/contracts';
-import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 
 /** The game index and activities. */
 
@@ -173,8 +173,10 @@ export async function deleteActivityStartedBy(tx: Queryable, userId: string, at:
   return (await exec(tx, 'DELETE FROM activities WHERE user_id = $1 AND started_at <= $2', [userId, at])) === 1;
 }
 
+const ACTIVITIES_OF = prepared('SELECT * FROM activities WHERE user_id = ANY($1::uuid[])');
+
 /** The activities of these users (one query for a whole list), by user id. */
 export async function activitiesOf(db: Queryable, userIds: string[]): Promise<Map<string, Activity>> {
-  const rows = await many<ActivityRow>(db, 'SELECT * FROM activities WHERE user_id = ANY($1::uuid[])', [userIds]);
+  const rows = await many<ActivityRow>(db, ACTIVITIES_OF, [userIds]);
   return new Map(rows.map((r) => [r.user_id, toActivity(r)]));
 }

@@ -1,5 +1,5 @@
 import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageCall, MessageType } from '@chat/contracts';
-import { many, maybeOne, type OutboxRow, one, type Queryable } from '@chat/kit';
+import { many, maybeOne, type OutboxRow, one, prepared, type Queryable } from '@chat/kit';
 import {
   type MessageSource,
   type Page,
@@ -138,8 +138,10 @@ export async function postMessageRow(db: Queryable, m: NewMessage, event: Outbox
  * takes it exclusive before its snapshot sees all of them, and a later post takes an id above
  * everything that reader saw. Cursors then neither skip nor repeat a message.
  */
+const LOCK_FOR_READ = prepared(`SELECT pg_advisory_xact_lock(hashtextextended('direct_messages:' || $1, 0))`);
+
 export async function lockConversationForRead(tx: Queryable, conversationId: string): Promise<void> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('direct_messages:' || $1, 0))`, [conversationId]);
+  await tx.query(LOCK_FOR_READ, [conversationId]);
 }
 
 /**
@@ -177,9 +179,11 @@ export async function messageById(db: Queryable, id: string): Promise<StoredMess
   return row && toMessage(row);
 }
 
+const MESSAGES_BY_IDS = prepared(`${DIRECT_MESSAGES.select} WHERE m.id = ANY($1::uuid[])`);
+
 export async function messagesByIds(db: Queryable, ids: string[]): Promise<StoredMessage[]> {
   if (ids.length === 0) return [];
-  const rows = await many<MessageRow>(db, `${DIRECT_MESSAGES.select} WHERE m.id = ANY($1::uuid[])`, [ids]);
+  const rows = await many<MessageRow>(db, MESSAGES_BY_IDS, [ids]);
   return rows.map(toMessage);
 }
 

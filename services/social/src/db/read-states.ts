@@ -1,5 +1,5 @@
 import type { ReadState, ReadStateKind } from '@chat/contracts';
-import { exec, many, maybeOne, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
 
 /** Read states, channel heads and channel mentions (migration 0008). */
 
@@ -61,6 +61,14 @@ export async function conversationReadStates(db: Queryable, userId: string, conv
   return rows.map(toReadState);
 }
 
+// Applied for every message posted (the author's read mark, the channel's head): prepared.
+const ADVANCE_READ_MARK = prepared(`INSERT INTO read_states (user_id, target_id, kind, last_read_message_id) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (user_id, target_id) DO UPDATE SET last_read_message_id = EXCLUDED.last_read_message_id
+    WHERE read_states.last_read_message_id IS NULL OR read_states.last_read_message_id < EXCLUDED.last_read_message_id`);
+const FORGET_MENTIONS_READ = prepared('DELETE FROM channel_mentions WHERE user_id = $1 AND channel_id = $2 AND message_id <= $3');
+const ADVANCE_CHANNEL_HEAD = prepared(`INSERT INTO channel_heads (channel_id, server_id, last_message_id) VALUES ($1, $2, $3)
+  ON CONFLICT (channel_id) DO UPDATE SET last_message_id = GREATEST(channel_heads.last_message_id, EXCLUDED.last_message_id)`);
+
 /**
  * Moves the read mark forwards (an older id changes nothing) and forgets the channel mentions it
  * passed. Answers whether it moved.
@@ -72,31 +80,14 @@ export async function advanceReadMark(
   kind: ReadStateKind,
   messageId: string,
 ): Promise<boolean> {
-  const moved = await exec(
-    tx,
-    `INSERT INTO read_states (user_id, target_id, kind, last_read_message_id) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (user_id, target_id) DO UPDATE SET last_read_message_id = EXCLUDED.last_read_message_id
-       WHERE read_states.last_read_message_id IS NULL OR read_states.last_read_message_id < EXCLUDED.last_read_message_id`,
-    [userId, targetId, kind, messageId],
-  );
-  if (kind === 'channel') {
-    await exec(tx, 'DELETE FROM channel_mentions WHERE user_id = $1 AND channel_id = $2 AND message_id <= $3', [
-      userId,
-      targetId,
-      messageId,
-    ]);
-  }
+  const moved = await exec(tx, ADVANCE_READ_MARK, [userId, targetId, kind, messageId]);
+  if (kind === 'channel') await exec(tx, FORGET_MENTIONS_READ, [userId, targetId, messageId]);
   return moved > 0;
 }
 
 /** A channel's newest message id moves forwards only (events may arrive out of order). */
 export async function advanceChannelHead(tx: Queryable, channelId: string, serverId: string, messageId: string): Promise<void> {
-  await exec(
-    tx,
-    `INSERT INTO channel_heads (channel_id, server_id, last_message_id) VALUES ($1, $2, $3)
-     ON CONFLICT (channel_id) DO UPDATE SET last_message_id = GREATEST(channel_heads.last_message_id, EXCLUDED.last_message_id)`,
-    [channelId, serverId, messageId],
-  );
+  await exec(tx, ADVANCE_CHANNEL_HEAD, [channelId, serverId, messageId]);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { UserSummary } from '@chat/contracts';
-import { exec, type KeyPage, keysetPage, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, type KeyPage, keysetPage, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 import { joinUserByKey, toUserSummary, USER_SUMMARY_COLUMNS } from './users.ts';
 
 /** Friend requests, friendships and blocks between two users. */
@@ -118,9 +118,9 @@ export async function listFriends(db: Queryable, me: string, page: KeyPage): Pro
   const k = keysetPage('f.friend_id', page, 2);
   const rows = await many<ListedUserRow>(
     db,
-    `SELECT f.friend_id AS user_id, f.created_at, ${USER_SUMMARY_COLUMNS}
+    prepared(`SELECT f.friend_id AS user_id, f.created_at, ${USER_SUMMARY_COLUMNS}
      FROM friendships f ${joinUserByKey('f.friend_id')}
-     WHERE f.user_id = $1 AND ${k.where} ${k.orderLimit}`,
+     WHERE f.user_id = $1 AND ${k.where} ${k.orderLimit}`),
     [me, ...k.params],
   );
   return k.finish(rows).map(toListed);
