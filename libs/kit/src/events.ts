@@ -284,6 +284,8 @@ export async function consumeEvents(options: {
    * that lock little: a batch holds its locks until its one commit.
    */
   batch?: number;
+  /** How a batch is applied, when its events share work (one statement for all); each in turn by `handle` otherwise. */
+  handleBatch?: (events: EventEnvelope[], tx: Queryable) => Promise<void>;
 }): Promise<ConsumerHandle> {
   // Starts now when the bus is connected, otherwise as soon as it connects.
   return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
@@ -381,8 +383,11 @@ function eventApplier(options: ConsumeOptions, log: Logger) {
     if (ready.length <= 1) return ready[0] && applyAlone(ready[0].msg, ready[0].event);
     const spans = ready.map(({ msg, event }) => spanOf(msg, event));
     const events = ready.map((r) => r.event);
+    const eachInTurn = async (fresh: EventEnvelope[], tx: Queryable) => {
+      for (const event of fresh) await withSpan(spans[events.indexOf(event)], () => options.handle(event, tx));
+    };
     try {
-      await applyBatchOnce(pool, spec.durable, events, (event, tx, i) => withSpan(spans[i], () => options.handle(event, tx)));
+      await applyBatchOnce(pool, spec.durable, events, options.handleBatch ?? eachInTurn);
     } catch (err) {
       log.warn({ err, events: ready.length }, 'batch of events failed; applying them one by one');
       for (const span of spans) endSpan(span, err);
@@ -421,21 +426,20 @@ export async function applyOnce(
 }
 
 /**
- * Applies events in one transaction, each at most once per consumer: the ids already recorded (a
- * redelivery) and an id seen twice in the same batch are skipped. Rolls back as a whole.
+ * Applies events in one transaction, each at most once per consumer: `handle` gets them in order
+ * without the ids already recorded (a redelivery) or seen earlier in the batch. Rolls back as a whole.
  */
 export async function applyBatchOnce(
   pool: Pool,
   consumer: string,
   events: EventEnvelope[],
-  handle: (event: EventEnvelope, tx: Queryable, index: number) => Promise<void>,
+  handle: (fresh: EventEnvelope[], tx: Queryable) => Promise<void>,
 ): Promise<void> {
   await withTx(pool, async (tx) => {
     const recorded = await tx.query<{ event_id: string }>(RECORD_PROCESSED_BATCH, [consumer, events.map((e) => e.id)]);
-    const fresh = new Set(recorded.rows.map((r) => r.event_id));
-    for (const [index, event] of events.entries()) {
-      if (fresh.delete(event.id)) await handle(event, tx, index);
-    }
+    const unseen = new Set(recorded.rows.map((r) => r.event_id));
+    const fresh = events.filter((event) => unseen.delete(event.id));
+    if (fresh.length > 0) await handle(fresh, tx);
   });
 }
 

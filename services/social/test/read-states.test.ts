@@ -287,6 +287,40 @@ describe('conversation mentions and blocks', () => {
   });
 });
 
+describe('a burst of channel messages (issue 18)', () => {
+  it('moves heads and authors’ read marks to the newest of each in one transaction, whatever the order the events arrive in', async () => {
+    const name = 'channelMessages';
+    const [quiet, busy] = [uuidv7(), uuidv7()];
+    // Ids in time order; published out of order, all while the consumer is stopped, so they arrive together.
+    const [a1, b1, a2, q1] = [
+      channelMessage(busy, alice),
+      channelMessage(busy, bob),
+      channelMessage(busy, alice),
+      channelMessage(quiet, bob),
+    ];
+    await rs.stop(name);
+    const events = [];
+    for (const message of [a2, q1, a1, b1]) events.push(await rs.publish('guilds.message.created', message));
+    await rs.start(name);
+    for (const event of events) await applied(event);
+
+    const heads = await h.runtime.pool.query(
+      'SELECT channel_id, last_message_id, xmin::text AS tx FROM channel_heads WHERE channel_id = ANY($1)',
+      [[quiet, busy]],
+    );
+    expect(Object.fromEntries(heads.rows.map((r) => [r.channel_id, r.last_message_id]))).toEqual({ [busy]: a2.id, [quiet]: q1.id });
+    const marks = await h.runtime.pool.query(
+      'SELECT user_id, target_id, last_read_message_id, xmin::text AS tx FROM read_states WHERE target_id = ANY($1) ORDER BY user_id, target_id',
+      [[quiet, busy]],
+    );
+    const markOf = (user: User, channelId: string) =>
+      marks.rows.find((r) => r.user_id === user.id && r.target_id === channelId)?.last_read_message_id;
+    expect([markOf(alice, busy), markOf(bob, busy), markOf(bob, quiet)]).toEqual([a2.id, b1.id, q1.id]);
+    // Written by one transaction: the batch's.
+    expect(new Set([...heads.rows, ...marks.rows].map((r) => r.tx)).size).toBe(1);
+  });
+});
+
 describe('a consumer that dies after its commit but before its ack', () => {
   it('applies the mention once: the redelivery is acked without running again', async () => {
     const name = 'channelMessages';

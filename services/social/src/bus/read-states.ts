@@ -27,14 +27,14 @@ import {
 } from '@chat/kit';
 import {
   callEnded,
-  directMessageCreated,
   directMessageDeleted,
+  directMessageReplied,
   friendAccepted,
   friendRequested,
   joinRequestReviewed,
   messageMentioned,
 } from '../domain/notifications.ts';
-import { channelMessageDeleted, channelMessagePosted } from '../domain/read-states.ts';
+import { channelMessageDeleted, channelMessagesPosted, directMessagesSent } from '../domain/read-states.ts';
 
 /**
  * Read states and the notification feed, built from events: guilds' channel messages and their
@@ -46,6 +46,8 @@ import { channelMessageDeleted, channelMessagePosted } from '../domain/read-stat
 type Handlers = Record<string, (tx: Queryable, event: EventEnvelope) => Promise<void>>;
 /** What the kit's consumer runs for each event, in the transaction that records it as applied. */
 export type ApplyEvent = (event: EventEnvelope, tx: Queryable) => Promise<void>;
+/** Work that the events of one subject share (moving read marks and heads): one statement for a whole batch. */
+type Shared = { subject: string; apply: (tx: Queryable, events: EventEnvelope[]) => Promise<void> };
 
 export const READ_STATE_CONSUMERS = {
   // The two that see an event for every message posted: applied in batches, one commit for many.
@@ -59,9 +61,27 @@ export const READ_STATE_CONSUMERS = {
 export type ConsumerName = keyof typeof READ_STATE_CONSUMERS;
 type ReadStateConsumer = { stream: StreamSpec; durable: string; filter: string; batch?: number };
 
+const SHARED: Partial<Record<ConsumerName, Shared>> = {
+  channelMessages: {
+    subject: MESSAGES_SUBJECTS.messageCreated,
+    apply: (tx, events) =>
+      channelMessagesPosted(
+        tx,
+        events.map((e) => MessageEventData.parse(e.data)),
+      ),
+  },
+  directMessages: {
+    subject: SOCIAL_SUBJECTS.dmCreated,
+    apply: (tx, events) =>
+      directMessagesSent(
+        tx,
+        events.map((e) => DmMessageEvent.parse(e.data).message),
+      ),
+  },
+};
+
 const HANDLERS: Record<ConsumerName, Handlers> = {
   channelMessages: {
-    [MESSAGES_SUBJECTS.messageCreated]: (tx, e) => channelMessagePosted(tx, MessageEventData.parse(e.data)),
     [MESSAGES_SUBJECTS.messageDeleted]: (tx, e) => channelMessageDeleted(tx, MessageDeletedEventData.parse(e.data)),
     [READ_STATE_SUBJECTS.messageMentioned]: (tx, e) => messageMentioned(tx, MessageMentionedEvent.parse(e.data)),
   },
@@ -73,7 +93,7 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
     [SOCIAL_SUBJECTS.friendAccepted]: (tx, e) => friendAccepted(tx, FriendAcceptedEvent.parse(e.data), e.occurredAt),
   },
   directMessages: {
-    [SOCIAL_SUBJECTS.dmCreated]: (tx, e) => directMessageCreated(tx, DmMessageEvent.parse(e.data)),
+    [SOCIAL_SUBJECTS.dmCreated]: (tx, e) => directMessageReplied(tx, DmMessageEvent.parse(e.data)),
     [SOCIAL_SUBJECTS.dmDeleted]: (tx, e) => directMessageDeleted(tx, DmDeletedEvent.parse(e.data)),
   },
   calls: {
@@ -81,11 +101,27 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
 };
 
-/** What one consumer does with an event of its filter; subjects it has no handler for change nothing. */
-export function applierOf(name: ConsumerName): ApplyEvent {
+/** The shared work of a batch: for the events of its subject, once. */
+async function applyShared(name: ConsumerName, tx: Queryable, events: EventEnvelope[]): Promise<void> {
+  const shared = SHARED[name];
+  const concerned = shared ? events.filter((e) => e.subject === shared.subject) : [];
+  if (shared && concerned.length > 0) await shared.apply(tx, concerned);
+}
+
+/** What one consumer does with each event of its filter besides the shared work; subjects it has no handler for change nothing. */
+function eachOf(name: ConsumerName): ApplyEvent {
   const handlers = HANDLERS[name];
   return async (event, tx) => {
     await handlers[event.subject]?.(tx, event);
+  };
+}
+
+/** What one consumer does with one event of its filter, shared work included. */
+export function applierOf(name: ConsumerName): ApplyEvent {
+  const each = eachOf(name);
+  return async (event, tx) => {
+    await applyShared(name, tx, [event]);
+    await each(event, tx);
   };
 }
 
@@ -96,15 +132,25 @@ export function consumeForReadStates(
   wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
 ): Promise<ConsumerHandle> {
   const { stream, durable, filter, batch }: ReadStateConsumer = READ_STATE_CONSUMERS[name];
+  const each = wrap(eachOf(name));
   return consumeEvents({
     ...deps,
     // The publisher creates its stream too; whoever starts first creates it.
     stream,
     spec: { stream: stream.name, durable, filter },
-    handle: wrap(applierOf(name)),
+    handle: async (event, tx) => {
+      await applyShared(name, tx, [event]);
+      await each(event, tx);
+    },
     // Other subjects of the filter (edits, reactions) change nothing here: acked without a transaction.
-    relevant: (event) => event.subject in HANDLERS[name],
-    ...(batch && { batch }),
+    relevant: (event) => event.subject in HANDLERS[name] || event.subject === SHARED[name]?.subject,
+    ...(batch && {
+      batch,
+      handleBatch: async (events, tx) => {
+        await applyShared(name, tx, events);
+        for (const event of events) await each(event, tx);
+      },
+    }),
   });
 }
 

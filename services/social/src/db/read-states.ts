@@ -61,18 +61,35 @@ export async function conversationReadStates(db: Queryable, userId: string, conv
   return rows.map(toReadState);
 }
 
-// Applied for every message posted (the author's read mark, the channel's head): prepared.
-const ADVANCE_READ_MARK = prepared(`INSERT INTO read_states (user_id, target_id, kind, last_read_message_id) VALUES ($1, $2, $3, $4)
+// Applied for every batch of messages posted (the authors' read marks, the channels' heads): prepared.
+const ADVANCE_READ_MARKS = prepared(`INSERT INTO read_states (user_id, target_id, kind, last_read_message_id)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::uuid[])
   ON CONFLICT (user_id, target_id) DO UPDATE SET last_read_message_id = EXCLUDED.last_read_message_id
     WHERE read_states.last_read_message_id IS NULL OR read_states.last_read_message_id < EXCLUDED.last_read_message_id`);
-const FORGET_MENTIONS_READ = prepared('DELETE FROM channel_mentions WHERE user_id = $1 AND channel_id = $2 AND message_id <= $3');
-const ADVANCE_CHANNEL_HEAD = prepared(`INSERT INTO channel_heads (channel_id, server_id, last_message_id) VALUES ($1, $2, $3)
+const FORGET_MENTIONS_READ = prepared(`DELETE FROM channel_mentions cm
+  USING unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS r(user_id, channel_id, message_id)
+  WHERE cm.user_id = r.user_id AND cm.channel_id = r.channel_id AND cm.message_id <= r.message_id`);
+const ADVANCE_CHANNEL_HEADS = prepared(`INSERT INTO channel_heads (channel_id, server_id, last_message_id)
+  SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[])
   ON CONFLICT (channel_id) DO UPDATE SET last_message_id = GREATEST(channel_heads.last_message_id, EXCLUDED.last_message_id)`);
 
+export type ReadMark = { userId: string; targetId: string; kind: ReadStateKind; messageId: string };
+
 /**
- * Moves the read mark forwards (an older id changes nothing) and forgets the channel mentions it
- * passed. Answers whether it moved.
+ * Moves read marks forwards (an older id changes nothing) and forgets the channel mentions they
+ * passed, in one statement each however many marks: a user's mark on a target moves to the newest
+ * of its ids. Answers how many marks moved.
  */
+export async function advanceReadMarks(tx: Queryable, marks: ReadMark[]): Promise<number> {
+  const newest = newestBy(marks, (m) => `${m.userId}:${m.targetId}`);
+  if (newest.length === 0) return 0;
+  const moved = await exec(tx, ADVANCE_READ_MARKS, columns(newest, ['userId', 'targetId', 'kind', 'messageId']));
+  const channels = newest.filter((m) => m.kind === 'channel');
+  if (channels.length > 0) await exec(tx, FORGET_MENTIONS_READ, columns(channels, ['userId', 'targetId', 'messageId']));
+  return moved;
+}
+
+/** Moves one read mark forwards; answers whether it moved. */
 export async function advanceReadMark(
   tx: Queryable,
   userId: string,
@@ -80,14 +97,30 @@ export async function advanceReadMark(
   kind: ReadStateKind,
   messageId: string,
 ): Promise<boolean> {
-  const moved = await exec(tx, ADVANCE_READ_MARK, [userId, targetId, kind, messageId]);
-  if (kind === 'channel') await exec(tx, FORGET_MENTIONS_READ, [userId, targetId, messageId]);
-  return moved > 0;
+  return (await advanceReadMarks(tx, [{ userId, targetId, kind, messageId }])) > 0;
 }
 
-/** A channel's newest message id moves forwards only (events may arrive out of order). */
-export async function advanceChannelHead(tx: Queryable, channelId: string, serverId: string, messageId: string): Promise<void> {
-  await exec(tx, ADVANCE_CHANNEL_HEAD, [channelId, serverId, messageId]);
+export type ChannelHead = { channelId: string; serverId: string; messageId: string };
+
+/** Channels' newest message ids move forwards only (events may arrive out of order), in one statement. */
+export async function advanceChannelHeads(tx: Queryable, heads: ChannelHead[]): Promise<void> {
+  const newest = newestBy(heads, (h) => h.channelId);
+  if (newest.length > 0) await exec(tx, ADVANCE_CHANNEL_HEADS, columns(newest, ['channelId', 'serverId', 'messageId']));
+}
+
+/** One entry per key, the one with the newest message id (ids sort as their time; one row may not be upserted twice in a statement). */
+function newestBy<T extends { messageId: string }>(entries: T[], keyOf: (entry: T) => string): T[] {
+  const newest = new Map<string, T>();
+  for (const entry of entries) {
+    const kept = newest.get(keyOf(entry));
+    if (!kept || kept.messageId < entry.messageId) newest.set(keyOf(entry), entry);
+  }
+  return [...newest.values()];
+}
+
+/** The entries as one array per field, for unnest(). */
+function columns<T>(entries: T[], fields: (keyof T)[]): unknown[][] {
+  return fields.map((field) => entries.map((entry) => entry[field]));
 }
 
 /**

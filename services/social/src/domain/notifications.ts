@@ -29,7 +29,6 @@ import {
   usersCounting,
 } from '../db/notifications.ts';
 import { recordMentions } from '../db/read-states.ts';
-import { directMessageSent } from './read-states.ts';
 
 /**
  * The notification feed, built from events only (guilds' resolved mentions and join-request
@@ -111,10 +110,9 @@ export async function messageMentioned(tx: Queryable, m: MessageMentionedEvent):
   });
 }
 
-/** A direct message: its sender has read up to it, and the author of the message it answers is told. */
-export async function directMessageCreated(tx: Queryable, event: z.output<typeof DmMessageEvent>): Promise<void> {
+/** A direct message that answers someone else's tells its author (the sender's read mark moves in directMessagesSent). */
+export async function directMessageReplied(tx: Queryable, event: z.output<typeof DmMessageEvent>): Promise<void> {
   const { message, participantIds } = event;
-  await directMessageSent(tx, message);
   if (!message.replyToId) return;
   const original = await messageById(tx, message.replyToId);
   if (!original || original.senderId === message.senderId || !participantIds.includes(original.senderId)) return;

@@ -11,8 +11,9 @@ import { type Bus, enqueueEvent, notFound, type Pool, type Queryable, type Reque
 import type { z } from 'zod';
 import { forgetNotificationsOf } from '../db/notifications.ts';
 import {
-  advanceChannelHead,
+  advanceChannelHeads,
   advanceReadMark,
+  advanceReadMarks,
   channelReadStates,
   conversationReadStates,
   forgetMentionsOf,
@@ -91,10 +92,21 @@ async function ack(deps: ReadStateDeps, ctx: RequestContext, kind: ReadStateKind
   });
 }
 
-/** A posted channel message: the channel's newest id moves, and its author has read up to it (as on Discord). */
-export async function channelMessagePosted(tx: Queryable, message: z.output<typeof MessageEventData>): Promise<void> {
-  await advanceChannelHead(tx, message.channelId, message.serverId, message.id);
-  if (message.webhookId === null) await advanceReadMark(tx, message.authorId, message.channelId, 'channel', message.id);
+/**
+ * Posted channel messages: each channel's newest id moves, and each author has read up to their
+ * message (as on Discord); a webhook reads nothing. Two statements however many messages.
+ */
+export async function channelMessagesPosted(tx: Queryable, messages: z.output<typeof MessageEventData>[]): Promise<void> {
+  await advanceChannelHeads(
+    tx,
+    messages.map((m) => ({ channelId: m.channelId, serverId: m.serverId, messageId: m.id })),
+  );
+  await advanceReadMarks(
+    tx,
+    messages
+      .filter((m) => m.webhookId === null)
+      .map((m) => ({ userId: m.authorId, targetId: m.channelId, kind: 'channel', messageId: m.id })),
+  );
 }
 
 /** A deleted channel message no longer counts as a mention nor stays in any feed. */
@@ -103,7 +115,13 @@ export async function channelMessageDeleted(tx: Queryable, deleted: z.output<typ
   await forgetNotificationsOf(tx, deleted.id);
 }
 
-/** The sender of a direct message has read their conversation up to it. */
-export async function directMessageSent(tx: Queryable, message: { id: string; conversationId: string; senderId: string }): Promise<void> {
-  await advanceReadMark(tx, message.senderId, message.conversationId, 'conversation', message.id);
+/** The senders of direct messages have read their conversations up to them. */
+export async function directMessagesSent(
+  tx: Queryable,
+  messages: { id: string; conversationId: string; senderId: string }[],
+): Promise<void> {
+  await advanceReadMarks(
+    tx,
+    messages.map((m) => ({ userId: m.senderId, targetId: m.conversationId, kind: 'conversation', messageId: m.id })),
+  );
 }
