@@ -83,6 +83,12 @@ describe('embeds of posted messages', () => {
     });
   });
 
+  it('reads only the id, channel and content of a message: fields it never uses may change shape (a tolerant reader)', async () => {
+    const message = { ...channelMessage(`${server.origin}/a`), mentions: 'a shape of a later version', attachments: null };
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+  });
+
   it('publishes the previews of a direct message for social to store', async () => {
     const message = {
       id: randomUUID(),

@@ -1,8 +1,15 @@
-import { DmMessageEvent, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
+import { DirectMessage, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type ConsumerHandle, consumeEvents } from '@chat/kit';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { MediaDeps } from '../deps.ts';
 import { linksIn, resolveEmbeds } from '../domain/embeds.ts';
+
+/**
+ * What the previews read of each message (tolerant readers): the kit parses only these fields of
+ * every message posted, rather than the whole record, most of which the previews never use.
+ */
+const ChannelMessageText = MessageEventData.pick({ id: true, channelId: true, content: true });
+const DirectMessageText = z.object({ message: DirectMessage.pick({ id: true, conversationId: true, content: true }) });
 
 /**
  * Link previews for new channel and direct messages: posting never waits for them. Only created
@@ -14,12 +21,11 @@ export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<Consume
     ...deps,
     stream: STREAMS.guilds,
     spec: { stream: STREAMS.guilds.name, durable: 'media-embeds-channel', filter: MESSAGES_SUBJECTS.messageCreated },
-    // The kit parsed each payload by its contract before asking.
-    relevant: (event) => linksIn((event.data as z.output<typeof MessageEventData>).content).length > 0,
+    schemas: { [MESSAGES_SUBJECTS.messageCreated]: ChannelMessageText },
+    // The kit parsed each payload by the reader above before asking.
+    relevant: (event) => linksIn((event.data as z.output<typeof ChannelMessageText>).content).length > 0,
     handle: async (event, tx) => {
-      const message = MessageEventData.safeParse(event.data);
-      if (!message.success) return deps.log.warn({ eventId: event.id }, 'message event does not match its schema; skipped');
-      const { id, channelId, content } = message.data;
+      const { id, channelId, content } = event.data as z.output<typeof ChannelMessageText>;
       await resolveEmbeds(deps, tx, { kind: 'channel', channelId, messageId: id }, content);
     },
   });
@@ -27,11 +33,10 @@ export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<Consume
     ...deps,
     stream: STREAMS.social,
     spec: { stream: STREAMS.social.name, durable: 'media-embeds-dm', filter: SOCIAL_SUBJECTS.dmCreated },
-    relevant: (event) => linksIn((event.data as z.output<typeof DmMessageEvent>).message.content).length > 0,
+    schemas: { [SOCIAL_SUBJECTS.dmCreated]: DirectMessageText },
+    relevant: (event) => linksIn((event.data as z.output<typeof DirectMessageText>).message.content).length > 0,
     handle: async (event, tx) => {
-      const parsed = DmMessageEvent.safeParse(event.data);
-      if (!parsed.success) return deps.log.warn({ eventId: event.id }, 'DM event does not match its schema; skipped');
-      const { id, conversationId, content } = parsed.data.message;
+      const { id, conversationId, content } = (event.data as z.output<typeof DirectMessageText>).message;
       await resolveEmbeds(deps, tx, { kind: 'dm', conversationId, messageId: id }, content);
     },
   });
