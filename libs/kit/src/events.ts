@@ -278,10 +278,9 @@ export async function consumeEvents(options: {
   /**
    * Apply up to this many events in one transaction (those waiting, and those arriving within a few
    * ms of the first), one commit for the lot instead of one each: for a consumer that sees an event
-   * for every message posted. Events
-   * still apply in order and once each; when the shared transaction fails, each event of it is
-   * applied on its own as without batching, so one bad event holds no other back. Only for handlers
-   * that lock little: a batch holds its locks until its one commit.
+   * for every message posted. Events still apply in order and once each; when the shared
+   * transaction fails, each event of it is applied on its own as without batching, so one bad event
+   * holds no other back. Only for handlers that lock little: a batch holds its locks until its commit.
    */
   batch?: number;
   /** How a batch is applied, when its events share work (one statement for all); each in turn by `handle` otherwise. */
@@ -469,17 +468,23 @@ async function inBatches(messages: ConsumerMessages, size: number, work: (batch:
       wake();
     }
   })();
-  while (!closed || waiting.length > 0) {
-    if (waiting.length === 0) {
-      await arrival;
-      arrival = new Promise<void>((resolve) => {
-        wake = resolve;
-      });
-      // Let what arrives right after the first message join it: a few ms of delay for far fewer commits.
-      await new Promise<void>((resolve) => setTimeout(resolve, BATCH_LINGER_MS));
-      continue;
+  try {
+    while (!closed || waiting.length > 0) {
+      if (waiting.length === 0) {
+        await arrival;
+        arrival = new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        // Let what arrives right after the first message join it: a few ms of delay for far fewer commits.
+        await new Promise<void>((resolve) => setTimeout(resolve, BATCH_LINGER_MS));
+        continue;
+      }
+      await work(waiting.splice(0, size));
     }
-    await work(waiting.splice(0, size));
+  } catch (err) {
+    // Nothing works the messages any more: stop pulling them (unacked, they go to another replica).
+    await messages.close();
+    throw err;
   }
   await reading;
 }

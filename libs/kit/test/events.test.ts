@@ -362,28 +362,36 @@ describe('consumeEvents and applyOnce', () => {
     }
   });
 
-  it('applies the events waiting together in one transaction each batch, in order and once each', async () => {
-    const durable = 'kit-batched';
+  /** `count` events of `prefix`, all waiting for a consumer `durable` that has not started yet (one of them twice). */
+  async function waitingEvents(durable: string, prefix: string, count: number): Promise<EventEnvelope[]> {
     await runtime.bus.jsm.consumers.add(streamName, {
       durable_name: runtime.bus.name(durable),
       ack_policy: 'explicit' as never,
-      filter_subject: runtime.bus.subject('kit.batched.*'),
+      filter_subject: runtime.bus.subject(`${prefix}.*`),
     });
-    const events = Array.from({ length: 20 }, (_, i) => ({ ...envelope(100 + i), subject: 'kit.batched.created' }));
+    const events = Array.from({ length: count }, (_, i) => ({ ...envelope(i), subject: `${prefix}.created` }));
     for (const event of events) await publishRaw(event, event.id);
-    // One of them is delivered twice, as after a crash: still applied once.
-    await publishRaw(events[3]!, `${events[3]!.id}-again`);
-    const order: number[] = [];
-    const batched = await consumeEvents({
+    // Delivered twice, as after a crash: still applied once.
+    await publishRaw(events[1]!, `${events[1]!.id}-again`);
+    return events;
+  }
+  const consumeInBatches = (durable: string, prefix: string, batch: number, apply: typeof handle) =>
+    consumeEvents({
       bus: runtime.bus,
       pool: runtime.pool,
       log: logs.log,
-      spec: { stream: STREAM.name, durable, filter: 'kit.batched.*' },
-      batch: 8,
-      handle: async (event, tx) => {
-        order.push((event.data as { n: number }).n);
-        await handle(event, tx);
-      },
+      spec: { stream: STREAM.name, durable, filter: `${prefix}.*` },
+      batch,
+      handle: apply,
+    });
+
+  it('applies the events waiting together in one transaction each batch, in order and once each', async () => {
+    const durable = 'kit-batched';
+    const events = await waitingEvents(durable, 'kit.batched', 20);
+    const order: number[] = [];
+    const batched = await consumeInBatches(durable, 'kit.batched', 8, async (event, tx) => {
+      order.push((event.data as { n: number }).n);
+      await handle(event, tx);
     });
     try {
       await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
@@ -404,22 +412,9 @@ describe('consumeEvents and applyOnce', () => {
 
   it('applies each event of a failed batch on its own: the others commit, the failing one is redelivered', async () => {
     const durable = 'kit-batched-failure';
-    await runtime.bus.jsm.consumers.add(streamName, {
-      durable_name: runtime.bus.name(durable),
-      ack_policy: 'explicit' as never,
-      filter_subject: runtime.bus.subject('kit.batchfail.*'),
-    });
-    const events = Array.from({ length: 6 }, (_, i) => ({ ...envelope(200 + i), subject: 'kit.batchfail.created' }));
-    for (const event of events) await publishRaw(event, event.id);
+    const events = await waitingEvents(durable, 'kit.batchfail', 6);
     failOnce.add(events[2]!.id);
-    const batched = await consumeEvents({
-      bus: runtime.bus,
-      pool: runtime.pool,
-      log: logs.log,
-      spec: { stream: STREAM.name, durable, filter: 'kit.batchfail.*' },
-      batch: 10,
-      handle,
-    });
+    const batched = await consumeInBatches(durable, 'kit.batchfail', 10, handle);
     try {
       await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
       for (const event of events) expect(await appliedCount(event.id)).toBe(1);
