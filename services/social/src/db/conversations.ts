@@ -176,14 +176,14 @@ export function conversationsQuery(userId: string, which: { onlyId: string } | K
         ORDER BY m.id DESC LIMIT 1) AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
      WHERE me.user_id = $1 AND ${onlyId === null ? '$2::uuid IS NULL' : 'c.id = $2'} AND ${k.where} ${k.orderLimit}`;
-  // Prepared: one statement for the list and one for a single conversation, each with its plan.
-  return { ...prepared(text), params: [userId, onlyId, ...k.params], finish: k.finish };
+  return { text, params: [userId, onlyId, ...k.params], finish: k.finish };
 }
 
 /** One page of the caller's conversations by id, or the one `onlyId`. */
 export async function conversationsOf(db: Queryable, userId: string, which: { onlyId: string } | KeyPage): Promise<ConversationView[]> {
   const query = conversationsQuery(userId, which);
-  const rows = query.finish(await many<ViewRow>(db, query, query.params));
+  // Prepared: the list and a single conversation are statements of their own, each with its plan.
+  const rows = query.finish(await many<ViewRow>(db, prepared(query.text), query.params));
   return rows.map((row) => ({
     id: row.id,
     type: row.is_group ? 'group' : 'direct',

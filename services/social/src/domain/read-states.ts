@@ -94,7 +94,7 @@ async function ack(deps: ReadStateDeps, ctx: RequestContext, kind: ReadStateKind
 
 /**
  * Posted channel messages: each channel's newest id moves, and each author has read up to their
- * message (as on Discord); a webhook reads nothing. Two statements however many messages.
+ * message (as on Discord); a webhook reads nothing. Three statements however many messages.
  */
 export async function channelMessagesPosted(tx: Queryable, messages: z.output<typeof MessageEventData>[]): Promise<void> {
   await advanceChannelHeads(
