@@ -380,21 +380,21 @@ function eventApplier(options: ConsumeOptions, log: Logger) {
       if (event) ready.push({ msg, event });
     }
     if (ready.length <= 1) return ready[0] && applyAlone(ready[0].msg, ready[0].event);
-    const spans = ready.map(({ msg, event }) => spanOf(msg, event));
+    const spans = new Map(ready.map(({ msg, event }) => [event, spanOf(msg, event)]));
     const events = ready.map((r) => r.event);
     const eachInTurn = async (fresh: EventEnvelope[], tx: Queryable) => {
-      for (const event of fresh) await withSpan(spans[events.indexOf(event)], () => options.handle(event, tx));
+      for (const event of fresh) await withSpan(spans.get(event), () => options.handle(event, tx));
     };
     try {
       await applyBatchOnce(pool, spec.durable, events, options.handleBatch ?? eachInTurn);
     } catch (err) {
       log.warn({ err, events: ready.length }, 'batch of events failed; applying them one by one');
-      for (const span of spans) endSpan(span, err);
+      for (const span of spans.values()) endSpan(span, err);
       for (const { msg, event } of ready) await applyAlone(msg, event);
       return;
     }
     for (const { msg } of ready) msg.ack();
-    for (const span of spans) endSpan(span);
+    for (const span of spans.values()) endSpan(span);
   };
   return { prepare, applyAlone, applyTogether };
 }

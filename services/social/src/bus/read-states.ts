@@ -116,13 +116,20 @@ function eachOf(name: ConsumerName): ApplyEvent {
   };
 }
 
+type ApplyEvents = (events: EventEnvelope[], tx: Queryable) => Promise<void>;
+
+/** Events of one consumer in order: the shared work once, then `each` for every event. */
+function applyInOrder(name: ConsumerName, each: ApplyEvent): ApplyEvents {
+  return async (events, tx) => {
+    await applyShared(name, tx, events);
+    for (const event of events) await each(event, tx);
+  };
+}
+
 /** What one consumer does with one event of its filter, shared work included. */
 export function applierOf(name: ConsumerName): ApplyEvent {
-  const each = eachOf(name);
-  return async (event, tx) => {
-    await applyShared(name, tx, [event]);
-    await each(event, tx);
-  };
+  const apply = applyInOrder(name, eachOf(name));
+  return (event, tx) => apply([event], tx);
 }
 
 /** Starts one consumer (`wrap` lets tests watch each run of its handler). */
@@ -132,25 +139,16 @@ export function consumeForReadStates(
   wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
 ): Promise<ConsumerHandle> {
   const { stream, durable, filter, batch }: ReadStateConsumer = READ_STATE_CONSUMERS[name];
-  const each = wrap(eachOf(name));
+  const apply = applyInOrder(name, wrap(eachOf(name)));
   return consumeEvents({
     ...deps,
     // The publisher creates its stream too; whoever starts first creates it.
     stream,
     spec: { stream: stream.name, durable, filter },
-    handle: async (event, tx) => {
-      await applyShared(name, tx, [event]);
-      await each(event, tx);
-    },
+    handle: (event, tx) => apply([event], tx),
     // Other subjects of the filter (edits, reactions) change nothing here: acked without a transaction.
     relevant: (event) => event.subject in HANDLERS[name] || event.subject === SHARED[name]?.subject,
-    ...(batch && {
-      batch,
-      handleBatch: async (events, tx) => {
-        await applyShared(name, tx, events);
-        for (const event of events) await each(event, tx);
-      },
-    }),
+    ...(batch && { batch, handleBatch: apply }),
   });
 }
 
