@@ -3,7 +3,10 @@
 # that is installed but stopped, builds MinIO from its Go module the first time, and creates one
 # database per service. Idempotent: run it as often as you like. `backing.sh nats-server` only
 # prints the path of the nats-server v2.15 that the fault suite's JetStream cluster runs (building it
-# from its Go module the first time), and starts nothing.
+# from its Go module the first time), and starts nothing. `backing.sh tune-postgres` gives the local
+# PostgreSQL the memory the deployments give theirs (shared_buffers, PG_SHARED_BUFFERS, default
+# 1GB) and restarts it when that changes: Debian's default of 128MB holds less than the search bench's
+# million messages, so every search would copy its pages from the OS cache.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${PLATFORM_DATA_DIR:-$ROOT/.data}
@@ -95,8 +98,19 @@ ensure_databases() {
   done
 }
 
+tune_postgres() {
+  local want=${PG_SHARED_BUFFERS:-1GB} has
+  has=$(psql "$PG_URL/postgres" -tAc "SELECT setting::bigint * 8192 = pg_size_bytes('$want') FROM pg_settings WHERE name = 'shared_buffers'")
+  if [ "$has" = t ]; then say "PostgreSQL shared_buffers is already $want"; return; fi
+  psql "$PG_URL/postgres" -qc "ALTER SYSTEM SET shared_buffers = '$want'"
+  say "restarting PostgreSQL with shared_buffers $want"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main restart
+  wait_port 5432 PostgreSQL
+}
+
 # `backing.sh nats-server`: only the nats-server of the cluster fault (built when missing); its path.
 if [ "${1:-}" = nats-server ]; then nats_server_binary; exit; fi
+if [ "${1:-}" = tune-postgres ]; then ensure_postgres; tune_postgres; exit; fi
 
 ensure_postgres
 ensure_redis

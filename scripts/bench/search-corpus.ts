@@ -166,18 +166,22 @@ export async function seedSearchCorpus(
   }
 }
 
-/** What a million messages cost on disk: the table with its indexes and TOAST, and the GIN index alone. */
+/**
+ * What a million messages cost on disk: the table with its indexes and TOAST, and the GIN index
+ * alone; and the database's shared_buffers beside it, because a table that does not fit there is
+ * copied from the OS cache page by page on every search (see `backing.sh tune-postgres`).
+ */
 export async function corpusSizes(databaseUrl: string, messages: number): Promise<string> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query<{ total: number; heap: number; gin: number }>(
+    const { rows } = await db.query<{ total: number; heap: number; gin: number; buffers: string }>(
       `SELECT pg_total_relation_size('messages')::float8 AS total, pg_table_size('messages')::float8 AS heap,
-              pg_relation_size('messages_search')::float8 AS gin`,
+              pg_relation_size('messages_search')::float8 AS gin, current_setting('shared_buffers') AS buffers`,
     );
     const perMillion = (bytes: number) => `${((bytes / messages) * 1e6) / 2 ** 20}`.replace(/(\.\d).*/, '$1');
-    const { total, heap, gin } = rows[0]!;
-    return `messages per million: ${perMillion(total)} MiB in all (table ${perMillion(heap)} MiB, GIN index ${perMillion(gin)} MiB)`;
+    const { total, heap, gin, buffers } = rows[0]!;
+    return `messages per million: ${perMillion(total)} MiB in all (table ${perMillion(heap)} MiB, GIN index ${perMillion(gin)} MiB); PostgreSQL shared_buffers ${buffers}`;
   } finally {
     await db.end();
   }
@@ -185,22 +189,34 @@ export async function corpusSizes(databaseUrl: string, messages: number): Promis
 
 /**
  * How many messages each query finds for a plain member, as a share of the corpus, and the plan
- * of the first one: the very statement the service runs (searchStatement).
+ * of the first one: the statement guilds runs for them (searchStatement with guilds' `except` scope,
+ * the server's channels the member may not read; its version guard, one key lookup, aside).
  */
 export async function explainSearch(databaseUrl: string, seeded: SeededServer, queries: string[]): Promise<string[]> {
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   const source = { table: 'messages', scope: 'm.channel_id' };
   try {
+    const { rows: unreadable } = await db.query<{ id: string }>(
+      'SELECT id FROM channels WHERE server_id = $1 AND NOT (id = ANY($2::uuid[]))',
+      [seeded.serverId, seeded.readableIds],
+    );
+    const statementOf = (text: string) =>
+      searchStatement(source, {
+        scope: { except: unreadable.map((r) => r.id), current: 'true' },
+        text,
+        page: { limit: 25 },
+        filter: { where: 'm.server_id = $6', params: [seeded.serverId] },
+      });
     const lines: string[] = [];
     for (const text of queries) {
-      const statement = searchStatement(source, { scopeIds: seeded.readableIds, text, page: { limit: 25 } });
+      const statement = statementOf(text);
       const { rows } = await db.query<{ total: number }>(statement.sql, statement.params);
       lines.push(`"${text}": ${rows[0]!.total} hits (${((100 * rows[0]!.total) / seeded.messages).toFixed(2)}% of messages)`);
     }
-    const first = searchStatement(source, { scopeIds: seeded.readableIds, text: queries[0]!, page: { limit: 25 } });
+    const first = statementOf(queries[0]!);
     const plan = await db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${first.sql}`, first.params);
-    // The visible-channel array makes one line of tens of kilobytes: its start says enough.
+    // The channel array makes one line of kilobytes: its start says enough.
     const clip = (line: string) => (line.length > 160 ? `${line.slice(0, 160)}...` : line);
     return [...lines, `plan of "${queries[0]}":`, ...plan.rows.map((r) => `  ${clip(r['QUERY PLAN'])}`)];
   } finally {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Permission, toMask } from '@chat/contracts';
 import { countRoundTrips, startMediaStandIn } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { searchMessages } from '../src/db/messages.ts';
 import { newId, startGuilds } from './harness.ts';
 
 /** GET /v1/servers/{id}/messages/search: full-text search drawn only from what the caller may read. */
@@ -117,7 +118,8 @@ describe('what the caller may read', () => {
     const { result, statements } = await countRoundTrips(() => search(alice, { q: w }));
     expect(result.body.total).toBe(1);
     expect(statements.filter((sql) => /\b(channels|channel_overrides)\b/.test(sql))).toEqual([]);
-    expect(statements).toHaveLength(4);
+    // Membership, the search with its page of messages, their reactions.
+    expect(statements).toHaveLength(3);
   });
 
   it('answers 404 to a stranger and 401 without a token, as every route of a private server', async () => {
@@ -127,6 +129,59 @@ describe('what the caller may read', () => {
     expect(res.body).toEqual({ error: expect.any(String) });
     expect((await search(alice, { q: 'anything' }, newId())).status).toBe(404);
     expect((await search(null, { q: 'anything' })).status).toBe(401);
+  });
+});
+
+describe('the channels a search names', () => {
+  /** A server where carol may read four text channels and not the fifth. */
+  async function wideServer() {
+    const carol = await g.knownUser(`carol${randomBytes(3).toString('hex')}`);
+    const wide = (await g.call(owner, 'POST', '/v1/servers', { name: 'Wide', isPublic: true })).body as { id: string };
+    expect((await g.call(carol, 'POST', `/v1/servers/${wide.id}/join`)).status).toBe(200);
+    const create = async (name: string) =>
+      (await g.call(owner, 'POST', `/v1/servers/${wide.id}/channels`, { name, channelType: 'text' })).body.id as string;
+    const channels = (await g.call(owner, 'GET', `/v1/servers/${wide.id}/channels`)).body as { id: string; channelType: string }[];
+    const open = [channels.find((c) => c.channelType === 'text')!.id, await create('a'), await create('b'), await create('c')];
+    const closed = await create('staff');
+    const res = await g.call(owner, 'PUT', `/v1/channels/${closed}/permissions`, {
+      roleId: wide.id,
+      allowBits: toMask(0n),
+      denyBits: toMask(Permission.VIEW_CHANNEL),
+    });
+    expect(res.status).toBe(200);
+    return { carol, wide, open, closed, overrideId: res.body.id as string };
+  }
+  const listVersion = async (serverId: string) =>
+    Number((await g.db.query('SELECT version FROM channel_list_versions WHERE server_id = $1', [serverId])).rows[0].version);
+
+  it('names the channels a member may not read when they are fewer, and still never finds them', async () => {
+    const { carol, wide, open, closed, overrideId } = await wideServer();
+    const w = word();
+    for (const channel of [...open, closed, closed]) await post(owner, channel, w);
+    const { result, statements } = await countRoundTrips(() => search(carol, { q: w }, wide.id));
+    expect(result.body.total).toBe(4);
+    expect(new Set(result.body.messages.map((m) => m.channelId))).toEqual(new Set(open));
+    expect(statements.filter((sql) => sql.includes('<> ALL'))).toHaveLength(1);
+    // Lifting the override shows its hits at once: the list's version moved with it.
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${closed}/permissions/${overrideId}`)).status).toBe(204);
+    expect((await search(carol, { q: w }, wide.id)).body.total).toBe(6);
+  });
+
+  it('answers stale for channels drawn from an older list, so a channel created since is never read unchecked', async () => {
+    const { wide, open } = await wideServer();
+    const drawnAt = await listVersion(wide.id);
+    const late = (await g.call(owner, 'POST', `/v1/servers/${wide.id}/channels`, { name: 'late', channelType: 'text' })).body.id;
+    const w = word();
+    await post(owner, late, w);
+    await post(owner, open[0]!, w);
+    const page = { limit: 25 };
+    expect(await searchMessages(g.db, { except: [], serverId: wide.id, listVersion: drawnAt }, { text: w, page })).toBe('stale');
+    const current = await searchMessages(
+      g.db,
+      { except: [late], serverId: wide.id, listVersion: await listVersion(wide.id) },
+      { text: w, page },
+    );
+    expect(current).toMatchObject({ total: 1, messages: [{ channelId: open[0] }] });
   });
 });
 

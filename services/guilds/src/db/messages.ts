@@ -6,6 +6,7 @@ import {
   pageOfMessages as pageOf,
   type SearchRequest,
   type SearchResult,
+  type SearchScope,
   type StoredFile,
   searchMessages as searchIn,
 } from '@chat/messaging';
@@ -183,17 +184,33 @@ const HAS: Record<MessageHas, string> = {
 
 export type ChannelSearch = Pick<SearchRequest, 'text' | 'page'> & { authorId?: string | undefined; has?: MessageHas | undefined };
 
-/** The messages of these channels (those the caller may read) that match, newest first, and how many match in all. */
-export function searchMessages(db: Queryable, channelIds: string[], search: ChannelSearch): Promise<SearchResult<StoredMessage>> {
+/**
+ * The channels a search reads: `only` these, or every channel of the server `except` these while
+ * the server's channel list is still at `listVersion` (the version they were drawn from), so that a
+ * channel created since is never read (migrations/0212_channel_list_versions.sql).
+ */
+export type ChannelScope = { only: string[] } | { except: string[]; serverId: string; listVersion: number };
+
+/**
+ * The messages in scope (the channels the caller may read) that match, newest first, and how many
+ * match in all; `stale` when the channel list moved on from the one an `except` scope was drawn from.
+ */
+export function searchMessages(db: Queryable, scope: ChannelScope, search: ChannelSearch): Promise<SearchResult<StoredMessage> | 'stale'> {
   const conditions: string[] = [];
   const params: unknown[] = [];
-  if (search.authorId) {
-    params.push(search.authorId);
-    conditions.push(`m.author_id = $${5 + params.length}`);
-  }
+  const placeholder = (value: unknown) => `$${5 + params.push(value)}`;
+  if (search.authorId) conditions.push(`m.author_id = ${placeholder(search.authorId)}`);
   if (search.has) conditions.push(HAS[search.has]);
+  let searchScope: SearchScope;
+  if ('only' in scope) searchScope = scope;
+  else {
+    const serverId = placeholder(scope.serverId);
+    conditions.push(`m.server_id = ${serverId}`);
+    const current = `COALESCE((SELECT v.version FROM channel_list_versions v WHERE v.server_id = ${serverId}), 0) = ${placeholder(scope.listVersion)}`;
+    searchScope = { except: scope.except, current };
+  }
   const filter = conditions.length ? { where: conditions.join(' AND '), params } : undefined;
-  return searchIn(db, CHANNEL_MESSAGES, { scopeIds: channelIds, text: search.text, page: search.page, ...(filter && { filter }) });
+  return searchIn(db, CHANNEL_MESSAGES, { scope: searchScope, text: search.text, page: search.page, ...(filter && { filter }) });
 }
 
 export async function updateContent(tx: Queryable, id: string, content: string, mentions: MessageMentions): Promise<StoredMessage> {

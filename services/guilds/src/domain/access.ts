@@ -6,7 +6,7 @@ import { findChannel, findChannels, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
-import type { ChannelLists } from './channel-list.ts';
+import type { ChannelList, ChannelLists } from './channel-list.ts';
 import {
   type ApplicableOverrides,
   channelPermissions,
@@ -197,10 +197,7 @@ export async function visibleChannels(
   access: ServerAccess,
   lists?: ChannelLists,
 ): Promise<{ channel: Channel; permissions: bigint }[]> {
-  if (lists) {
-    const list = await lists.of(db, access.server.id, access.channelListVersion);
-    return viewable(access, list.channels, list.overridesOf);
-  }
+  if (lists) return (await keptChannels(db, access, lists)).visible;
   const channels = await listChannels(db, access.server.id);
   const overrides = await overridesConcerning(
     db,
@@ -209,6 +206,16 @@ export async function visibleChannels(
     access.userId,
   );
   return viewable(access, channels, (channelId) => overrides.filter((o) => o.channelId === channelId));
+}
+
+/** The server's kept channel list at the version read with the membership, and the channels of it the member may view. */
+export async function keptChannels(
+  db: Queryable,
+  access: ServerAccess,
+  lists: ChannelLists,
+): Promise<{ list: ChannelList; visible: { channel: Channel; permissions: bigint }[] }> {
+  const list = await lists.of(db, access.server.id, access.channelListVersion);
+  return { list, visible: viewable(access, list.channels, list.overridesOf) };
 }
 
 function viewable(

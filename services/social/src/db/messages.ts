@@ -200,7 +200,7 @@ export function searchMessages(
   search: Pick<SearchRequest, 'text' | 'page'>,
 ): Promise<SearchResult<StoredMessage>> {
   return searchIn(db, DIRECT_MESSAGES, {
-    scopeIds: conversationIds,
+    scope: { only: conversationIds },
     ...search,
     filter: { where: NOT_FROM_BLOCKED('m', '$6'), params: [viewerId] },
   });
