@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createSessionStore, dispatchFrame, parsePublished } from '../src/domain/session-store.ts';
+import { createSessionStore, DUPLICATE, dispatchFrame, parsePublished, STALE_AUDIENCE } from '../src/domain/session-store.ts';
 
 /** The socket's sessions in a real Redis, on a clock the test moves. */
 
@@ -64,6 +64,24 @@ describe('delivery', () => {
       publishedAtMs: undefined,
     });
     expect(dispatchFrame('MESSAGE_CREATE', 2, '{"content":"a"}')).toBe(frames[1]?.frame);
+  });
+
+  it('refuses an audience whose versions moved, numbering nothing, and takes the same event from a fresh one', async () => {
+    const s = await session();
+    const versionKey = `gwtest:${randomUUID()}:v:server`;
+    await redis.set(versionKey, 'v2');
+    const event = randomUUID();
+    const asCached = { userIds: [s.userId], guard: [[versionKey, 'v1']] as const };
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', asCached, event)).toBe(STALE_AUDIENCE);
+    // An empty cached audience is checked too: the change may have let someone in.
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', { userIds: [], guard: [[versionKey, 'v1']] }, event)).toBe(STALE_AUDIENCE);
+    expect((await store.framesAfter(s.sessionId, 0)).map((f) => f.seq)).toEqual([1]);
+    // Not marked as delivered: the fresh audience gets it, once.
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', { userIds: [s.userId], guard: [[versionKey, 'v2']] }, event)).toBe(1);
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', { userIds: [s.userId] }, event)).toBe(DUPLICATE);
+    // A version never set reads as empty, as the audience reads it.
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":2}', { userIds: [s.userId], guard: [[`${versionKey}:none`, '']] })).toBe(1);
+    expect((await store.framesAfter(s.sessionId, 0)).map((f) => f.seq)).toEqual([1, 2, 3]);
   });
 });
 

@@ -21,6 +21,7 @@ import {
 } from '@chat/contracts';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
+import type { VersionGuard } from './session-store.ts';
 
 /** Asks a service a typed question (requestRpc on the bus, parsed by the reply's schema). */
 /** Asks another service over its typed RPC contract; the reply comes back parsed by it. */
@@ -35,6 +36,16 @@ type Data = any;
 const CACHE_TTL_MS = 10 * 60_000;
 const MAX_CACHED = 20_000;
 const VERSION_TTL_S = 86_400;
+
+/**
+ * Who receives a dispatch. A list served from the cache carries the versions it was computed at:
+ * the delivery checks them in its own script (one Redis round trip per event, not two) and refuses
+ * when one moved, and the dispatcher then asks again with `fresh`.
+ */
+export interface Recipients {
+  userIds: string[];
+  guard?: VersionGuard;
+}
 
 interface Cached {
   serverVersion: string;
@@ -71,19 +82,30 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     cache.set(key, entry);
   }
 
-  async function cached(key: string, serverId: string, channelId: string | undefined, load: () => Promise<string[]>) {
-    const [serverVersion, channelVersion] = await versions(serverId, channelId);
+  async function cached(
+    key: string,
+    serverId: string,
+    channelId: string | undefined,
+    load: () => Promise<string[]>,
+    fresh: boolean,
+  ): Promise<Recipients> {
     const hit = cache.get(key);
-    if (hit && hit.serverVersion === serverVersion && hit.channelVersion === channelVersion && now() - hit.at < CACHE_TTL_MS)
-      return hit.userIds;
+    if (!fresh && hit && now() - hit.at < CACHE_TTL_MS) {
+      const guard: VersionGuard = [
+        [serverKey(serverId), hit.serverVersion],
+        [channelKey(channelId ?? '-'), hit.channelVersion],
+      ];
+      return { userIds: hit.userIds, guard };
+    }
     // Versions read before asking: a change that lands meanwhile leaves this entry outdated, not wrong for ever.
+    const [serverVersion, channelVersion] = await versions(serverId, channelId);
     const userIds = await load();
     remember(key, { serverVersion, channelVersion, serverId, userIds, at: now() });
-    return userIds;
+    return { userIds };
   }
 
   /** Members who may view the channel now; empty for a channel that no longer exists. */
-  async function viewers(channelId: string, serverId?: string): Promise<string[]> {
+  async function viewers(channelId: string, serverId: string | undefined, fresh: boolean): Promise<Recipients> {
     const load = async () => {
       try {
         return (await ask(ChannelViewersRpc, { channelId })).userIds;
@@ -93,19 +115,25 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       }
     };
     const known = serverId ?? cache.get(`c:${channelId}`)?.serverId;
-    return known ? cached(`c:${channelId}`, known, channelId, load) : load();
+    return known ? cached(`c:${channelId}`, known, channelId, load, fresh) : { userIds: await load() };
   }
 
-  async function members(serverId: string, permission?: bigint): Promise<string[]> {
+  async function members(serverId: string, fresh: boolean, permission?: bigint): Promise<Recipients> {
     const mask = permission === undefined ? undefined : toMask(permission);
-    return cached(`s:${serverId}:${mask ?? ''}`, serverId, undefined, async () => {
-      try {
-        return (await ask(ServerMembersRpc, { serverId, permission: mask })).userIds;
-      } catch (err) {
-        if ((err as { status?: number }).status === 404) return [];
-        throw err;
-      }
-    });
+    return cached(
+      `s:${serverId}:${mask ?? ''}`,
+      serverId,
+      undefined,
+      async () => {
+        try {
+          return (await ask(ServerMembersRpc, { serverId, permission: mask })).userIds;
+        } catch (err) {
+          if ((err as { status?: number }).status === 404) return [];
+          throw err;
+        }
+      },
+      fresh,
+    );
   }
 
   /** Friends and co-members (and the user's own other sessions with `self`): who sees presence and profile changes. */
@@ -151,10 +179,18 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     }
   }
 
-  const plus = async (list: Promise<string[]>, ...more: string[]) => [...(await list), ...more];
+  const plus = async (list: Promise<Recipients>, ...more: string[]): Promise<Recipients> => {
+    const { userIds, guard } = await list;
+    return { userIds: [...userIds, ...more], ...(guard && { guard }) };
+  };
+  const just = async (userIds: string[] | Promise<string[]>): Promise<Recipients> => ({ userIds: await userIds });
 
-  /** The users who receive the dispatch of this event. */
-  async function recipients(subject: string, data: Data): Promise<string[]> {
+  /**
+   * The users who receive the dispatch of this event; `fresh` after a delivery refused a cached
+   * list whose versions had moved.
+   */
+  async function recipients(subject: string, data: Data, options: { fresh?: boolean } = {}): Promise<Recipients> {
+    const fresh = options.fresh ?? false;
     switch (subject) {
       case MESSAGES_SUBJECTS.messageCreated:
       case MESSAGES_SUBJECTS.messageUpdated:
@@ -163,23 +199,25 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       case MESSAGES_SUBJECTS.reactionRemoved:
       case MESSAGES_SUBJECTS.pinAdded:
       case MESSAGES_SUBJECTS.pinRemoved:
-        return viewers(data.channelId, data.serverId);
+        return viewers(data.channelId, data.serverId, fresh);
       case GUILDS_SUBJECTS.channelCreated:
       case GUILDS_SUBJECTS.channelUpdated:
-        return viewers(data.id, data.serverId);
+        return viewers(data.id, data.serverId, fresh);
       case GUILDS_SUBJECTS.overrideUpdated:
       case GUILDS_SUBJECTS.overrideDeleted:
-        return viewers(data.channelId);
+        return viewers(data.channelId, undefined, fresh);
       case MUSIC_SUBJECTS.playerUpdated:
-        return viewers(data.player.channelId, data.player.serverId);
-      case REALTIME_SUBJECTS.channelTyping:
-        return (await viewers(data.channelId, data.serverId)).filter((id) => id !== data.userId);
+        return viewers(data.player.channelId, data.player.serverId, fresh);
+      case REALTIME_SUBJECTS.channelTyping: {
+        const { userIds, guard } = await viewers(data.channelId, data.serverId, fresh);
+        return { userIds: userIds.filter((id) => id !== data.userId), ...(guard && { guard }) };
+      }
       case GUILDS_SUBJECTS.serverCreated:
-        return [data.ownerId];
+        return just([data.ownerId]);
       case GUILDS_SUBJECTS.serverUpdated:
-        return members(data.id);
+        return members(data.id, fresh);
       case GUILDS_SUBJECTS.serverDeleted:
-        return data.memberIds ?? [];
+        return just(data.memberIds ?? []);
       case GUILDS_SUBJECTS.channelDeleted:
       case GUILDS_SUBJECTS.categoryCreated:
       case GUILDS_SUBJECTS.categoryUpdated:
@@ -193,37 +231,37 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       case VOICE_SUBJECTS.left:
       case VOICE_SUBJECTS.moved:
       case VOICE_SUBJECTS.updated:
-        return members(data.serverId);
+        return members(data.serverId, fresh);
       // The member who left, was kicked or banned is told once; nothing of the server follows.
       case GUILDS_SUBJECTS.memberLeft:
-        return plus(members(data.serverId), data.userId);
+        return plus(members(data.serverId, fresh), data.userId);
       case GUILDS_SUBJECTS.memberBanned:
       case GUILDS_SUBJECTS.memberUnbanned:
-        return members(data.serverId, Permission.BAN_MEMBERS);
+        return members(data.serverId, fresh, Permission.BAN_MEMBERS);
       case GUILDS_SUBJECTS.joinRequestCreated:
       case GUILDS_SUBJECTS.joinRequestReviewed:
-        return plus(members(data.serverId, Permission.MANAGE_GUILD), data.userId);
+        return plus(members(data.serverId, fresh, Permission.MANAGE_GUILD), data.userId);
       case SOCIAL_SUBJECTS.conversationCreated:
       case SOCIAL_SUBJECTS.dmCreated:
       case SOCIAL_SUBJECTS.dmUpdated:
       case SOCIAL_SUBJECTS.dmDeleted:
       case SOCIAL_SUBJECTS.dmReactionAdded:
       case SOCIAL_SUBJECTS.dmReactionRemoved:
-        return data.participantIds;
+        return just(data.participantIds);
       case REALTIME_SUBJECTS.conversationTyping:
-        return data.participantIds.filter((id: string) => id !== data.userId);
+        return just(data.participantIds.filter((id: string) => id !== data.userId));
       // Friend and block events go to each side with its own record (personal.ts).
       case KEYS_SUBJECTS.keysChanged:
-        return keyContacts(data.userId);
+        return just(keyContacts(data.userId));
       case AUTH_SUBJECTS.userUpdated:
-        return acquaintances(data.id, { self: true });
+        return just(acquaintances(data.id, { self: true }));
       // A read state and a notification are the user's own: every session of theirs, nobody else.
       case READ_STATE_SUBJECTS.readStateUpdated:
-        return [data.userId];
+        return just([data.userId]);
       case READ_STATE_SUBJECTS.notificationCreated:
-        return data.userIds;
+        return just(data.userIds);
       default:
-        return [];
+        return just([]);
     }
   }
 

@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import type { Audience } from './audience.ts';
 import { type PersonalDispatch, personalDispatches } from './personal.ts';
 import type { Presence } from './presence.ts';
-import type { SessionStore } from './session-store.ts';
+import { type SessionStore, STALE_AUDIENCE } from './session-store.ts';
 
 /** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
 const WRAPPED: Readonly<Record<string, string>> = {
@@ -28,7 +28,8 @@ type Deps = { store: SessionStore; audience: Audience; presence: Presence; log: 
 /**
  * Turns one domain event into dispatches: outdated audiences first, then the payload parsed by its
  * dispatch schema (nothing the contract does not name leaves the gateway), then one numbered
- * dispatch into each recipient's sessions. The event id makes a redelivery change nothing.
+ * dispatch into each recipient's sessions, refused when a cached audience's versions moved (then
+ * computed again). The event id makes a redelivery change nothing.
  */
 export function createDispatcher(deps: Deps) {
   /** `publishedAtMs`: the event's time on JetStream, from which the replicas measure the dispatch lag. */
@@ -43,8 +44,10 @@ export function createDispatcher(deps: Deps) {
     const raw = field ? (event.data as Record<string, unknown>)[field] : event.data;
     const payload = parsePayload(deps.log, event, name, raw);
     if (payload === undefined) return;
-    const userIds = await deps.audience.recipients(event.subject, event.data);
-    await deps.store.deliver(name, payload, { userIds }, event.id, publishedAtMs);
+    const cached = await deps.audience.recipients(event.subject, event.data);
+    if ((await deps.store.deliver(name, payload, cached, event.id, publishedAtMs)) !== STALE_AUDIENCE) return;
+    const fresh = await deps.audience.recipients(event.subject, event.data, { fresh: true });
+    await deps.store.deliver(name, payload, fresh, event.id, publishedAtMs);
   };
 }
 

@@ -20,6 +20,11 @@ import type { Redis } from 'ioredis';
 
 const DELIVER = `
 local p = ARGV[1]
+-- The audience was computed at these versions (key, value pairs): if one moved, nothing is done.
+local guarded = tonumber(ARGV[8])
+for i = 9, 8 + 2 * guarded, 2 do
+  if (redis.call('GET', ARGV[i]) or '') ~= ARGV[i + 1] then return -2 end
+end
 if ARGV[2] ~= '' then
   if not redis.call('SET', p .. 'e:' .. ARGV[2], '1', 'NX', 'EX', 600) then return -1 end
 end
@@ -45,7 +50,7 @@ local function deliver(sid)
   sent = sent + 1
   return true
 end
-for i = 8, #ARGV do
+for i = 9 + 2 * guarded, #ARGV do
   if mode == 's' then
     deliver(ARGV[i])
   else
@@ -76,6 +81,13 @@ type ScriptedRedis = Redis & {
   socketDeliver(...args: (string | number)[]): Promise<number>;
   socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
 };
+
+/** Version keys and the values an audience was computed at (domain/audience.ts). */
+export type VersionGuard = readonly (readonly [key: string, value: string])[];
+
+/** What deliver answers for a redelivered event, and for an audience whose versions moved. */
+export const DUPLICATE = -1;
+export const STALE_AUDIENCE = -2;
 
 /** A user's set of sessions outlives any of them (refreshed by heartbeats); dead members are dropped on delivery. */
 const USER_SET_TTL_S = 86_400;
@@ -211,21 +223,36 @@ export function createSessionStore(options: SessionStoreOptions) {
 
     /**
      * Numbers, buffers and publishes one dispatch for every session of `userIds` (or for the
-     * sessions named, with `toSessions`). `dedupeId` (an event id) makes a redelivered event a no-op;
-     * `publishedAtMs` (the event's JetStream time) travels to the replicas, which measure the lag.
-     * Answers how many sessions got it, -1 for a duplicate.
+     * sessions named, with `sessionIds`). With a `guard` (the versions a cached audience was
+     * computed at) nothing is done when one of them moved: the caller computes the audience again.
+     * `dedupeId` (an event id) makes a redelivered event a no-op; `publishedAtMs` (the event's
+     * JetStream time) travels to the replicas, which measure the lag. Answers how many sessions got
+     * it, DUPLICATE or STALE_AUDIENCE.
      */
     deliver(
       t: string,
       payloadJson: string,
-      targets: { userIds?: string[]; sessionIds?: string[] },
+      targets: { userIds?: string[]; sessionIds?: string[]; guard?: VersionGuard },
       dedupeId = '',
       publishedAtMs?: number,
     ): Promise<number> {
       const ids = targets.sessionIds ?? [...new Set(targets.userIds ?? [])];
-      if (ids.length === 0) return Promise.resolve(0);
+      const guard = targets.guard ?? [];
+      // An empty audience is checked too: the versions may have moved to let someone in.
+      if (ids.length === 0 && guard.length === 0) return Promise.resolve(0);
       const mode = targets.sessionIds ? 's' : 'u';
-      return redis.socketDeliver(prefix, dedupeId, t, payloadJson, bufferSize, mode, publishedAtMs ?? '', ...ids);
+      return redis.socketDeliver(
+        prefix,
+        dedupeId,
+        t,
+        payloadJson,
+        bufferSize,
+        mode,
+        publishedAtMs ?? '',
+        guard.length,
+        ...guard.flat(),
+        ...ids,
+      );
     },
 
     /** A heartbeat: the session is alive on `node`. */
