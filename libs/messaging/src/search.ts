@@ -10,6 +10,8 @@ import type { MessageSource, PageFilter } from './paging.ts';
  * the shorter list: a member who may read 900 channels of 1,000 names the 100 others.
  */
 export type SearchScope = { only: readonly string[] } | { except: readonly string[]; current: string };
+/** What a search in this scope may answer besides its result: only an `except` scope goes stale. */
+type StaleIn<Scope extends SearchScope> = Scope extends { except: readonly string[] } ? 'stale' : never;
 
 /** One search: where it may read, what it looks for, which page. */
 export type SearchRequest = {
@@ -80,7 +82,7 @@ export async function searchMessages<Row extends Record<string, unknown>, Messag
   db: Queryable,
   source: MessageSource<Row, Message>,
   request: SearchRequest & { scope: Scope },
-): Promise<SearchResult<Message> | (Scope extends { except: readonly string[] } ? 'stale' : never)> {
+): Promise<SearchResult<Message> | StaleIn<Scope>> {
   const statement = searchStatement(source, request);
   const rows = await many<Row & { searchable: boolean; current: boolean; total: number; id: string | null }>(
     db,
@@ -92,6 +94,6 @@ export async function searchMessages<Row extends Record<string, unknown>, Messag
   );
   const found = rows[0]!;
   if (!found.searchable) throw badRequest('query.q: name at least one word to find (punctuation or excluded words alone find nothing)');
-  if (!found.current) return 'stale' as Scope extends { except: readonly string[] } ? 'stale' : never;
+  if (!found.current) return 'stale' as StaleIn<Scope>;
   return { total: found.total, messages: rows.filter((row) => row.id !== null).map((row) => source.toMessage(row)) };
 }
