@@ -117,6 +117,21 @@ describe('resume', () => {
     expect(verdict.ok && verdict.frames.map((f) => f.seq)).toEqual([3, 4]);
   });
 
+  it('numbers RESUMED right after the frames it replays, so later dispatches come after it', async () => {
+    const s = await session();
+    for (const c of ['a', 'b', 'c']) await store.deliver('MESSAGE_CREATE', JSON.stringify({ c }), { userIds: [s.userId] });
+    const replayed = await store.replay(s.sessionId, 2);
+    expect(replayed?.map((f) => [f.seq, JSON.parse(f.frame)])).toEqual([
+      [3, { op: 0, t: 'MESSAGE_CREATE', s: 3, d: { c: 'b' } }],
+      [4, { op: 0, t: 'MESSAGE_CREATE', s: 4, d: { c: 'c' } }],
+      [5, { op: 0, t: 'RESUMED', s: 5, d: { replayed: 2 } }],
+    ]);
+    await store.deliver('MESSAGE_CREATE', '{"c":"d"}', { userIds: [s.userId] });
+    // RESUMED is buffered like any dispatch: a second resume replays it in its place.
+    expect((await store.framesAfter(s.sessionId, 4)).map((f) => JSON.parse(f.frame).t)).toEqual(['RESUMED', 'MESSAGE_CREATE']);
+    expect(await store.replay(randomUUID(), 0)).toBeUndefined();
+  });
+
   it('refuses once the window has passed since the drop', async () => {
     const s = await session();
     await store.detach(s.sessionId, 'node-a');

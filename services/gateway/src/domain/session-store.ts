@@ -67,6 +67,24 @@ end
 return sent
 `;
 
+/**
+ * The frames a resume replays and RESUMED numbered right after them, in one step: no dispatch can
+ * be numbered between the last frame replayed and RESUMED, so `replayed` counts exactly the frames
+ * the client gets before it, and whatever is dispatched later comes after it. Nil for a session gone.
+ */
+const REPLAY = `
+local skey, bkey = ARGV[1] .. 's:' .. ARGV[2], ARGV[1] .. 'b:' .. ARGV[2]
+if redis.call('EXISTS', skey) == 0 then return nil end
+local frames = redis.call('ZRANGEBYSCORE', bkey, '(' .. ARGV[3], '+inf', 'WITHSCORES')
+local seq = redis.call('HINCRBY', skey, 'seq', 1)
+local resumed = '{"op":0,"t":"RESUMED","s":' .. seq .. ',"d":{"replayed":' .. (#frames / 2) .. '}}'
+redis.call('ZADD', bkey, seq, resumed)
+if seq > tonumber(ARGV[4]) then redis.call('ZREMRANGEBYSCORE', bkey, '-inf', seq - tonumber(ARGV[4])) end
+table.insert(frames, resumed)
+table.insert(frames, tostring(seq))
+return frames
+`;
+
 /** Detaches only when this node still holds the session (a resume elsewhere took it over otherwise). */
 const DETACH = `
 local skey = ARGV[1] .. 's:' .. ARGV[2]
@@ -80,6 +98,7 @@ return 1
 type ScriptedRedis = Redis & {
   socketDeliver(...args: (string | number)[]): Promise<number>;
   socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
+  socketReplay(prefix: string, sid: string, after: number, cap: number): Promise<string[] | null>;
 };
 
 /** Version keys and the values an audience was computed at (domain/audience.ts). */
@@ -118,6 +137,13 @@ export interface SessionStoreOptions {
 export type ResumeVerdict =
   | { ok: true; session: StoredSession; frames: { seq: number; frame: string }[] }
   | { ok: false; reason: 'unknown' | 'expired' | 'wrong-user' | 'gap' | 'future-seq' };
+
+/** Frames from a WITHSCORES reply of the buffer: frame, seq, frame, seq... */
+function framesOf(raw: string[]): { seq: number; frame: string }[] {
+  const frames: { seq: number; frame: string }[] = [];
+  for (let i = 0; i < raw.length; i += 2) frames.push({ frame: raw[i] as string, seq: Number(raw[i + 1]) });
+  return frames;
+}
 
 /** A dispatch frame as the buffer holds it and a socket sends it. */
 export const dispatchFrame = (t: string, seq: number, d: string) => `{"op":0,"t":"${t}","s":${seq},"d":${d}}`;
@@ -169,6 +195,7 @@ export function createSessionStore(options: SessionStoreOptions) {
   const redis = options.redis as ScriptedRedis;
   redis.defineCommand('socketDeliver', { numberOfKeys: 0, lua: DELIVER });
   redis.defineCommand('socketDetach', { numberOfKeys: 0, lua: DETACH });
+  redis.defineCommand('socketReplay', { numberOfKeys: 0, lua: REPLAY });
   const { prefix, bufferSize } = options;
   const now = options.now ?? Date.now;
   const key = (kind: string, id: string) => `${prefix}${kind}:${id}`;
@@ -190,10 +217,7 @@ export function createSessionStore(options: SessionStoreOptions) {
   }
 
   async function framesAfter(sessionId: string, seq: number): Promise<{ seq: number; frame: string }[]> {
-    const raw = await redis.zrangebyscore(key('b', sessionId), `(${seq}`, '+inf', 'WITHSCORES');
-    const frames: { seq: number; frame: string }[] = [];
-    for (let i = 0; i < raw.length; i += 2) frames.push({ frame: raw[i] as string, seq: Number(raw[i + 1]) });
-    return frames;
+    return framesOf(await redis.zrangebyscore(key('b', sessionId), `(${seq}`, '+inf', 'WITHSCORES'));
   }
 
   return {
@@ -291,6 +315,15 @@ export function createSessionStore(options: SessionStoreOptions) {
       // The buffer keeps the last bufferSize dispatches: anything older is lost, so no exact replay.
       if (session.seq > seq && frames[0]?.seq !== seq + 1) return { ok: false, reason: 'gap' };
       return { ok: true, session, frames };
+    },
+
+    /**
+     * What a resume from `seq` sends: the buffered frames after it, then RESUMED `{replayed}`,
+     * numbered in the same step; undefined when the session is gone meanwhile.
+     */
+    async replay(sessionId: string, seq: number): Promise<{ seq: number; frame: string }[] | undefined> {
+      const raw = await redis.socketReplay(prefix, sessionId, seq, bufferSize);
+      return raw ? framesOf(raw) : undefined;
     },
 
     /** `node` holds the session now; answers the node that held it before ('' when none). */

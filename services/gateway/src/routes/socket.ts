@@ -236,13 +236,14 @@ export function createSocketServer(deps: SocketDeps) {
     const previousNode = await store.attach(d.sessionId, node);
     if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), kickMessage(d.sessionId));
     // Read after attaching: what was delivered meanwhile went to the old replica, and is in the buffer.
-    const frames = await store.framesAfter(d.sessionId, d.seq);
+    // The replayed frames end with RESUMED, numbered with them; later dispatches wait in pending.
+    const frames = await store.replay(d.sessionId, d.seq);
+    if (!frames) return send(conn, INVALID_SESSION);
     for (const f of frames) sendInOrder(conn, f);
     flushPending(conn);
     socketMetrics.resumes.inc();
-    socketMetrics.dispatchesReplayed.inc(frames.length);
+    socketMetrics.dispatchesReplayed.inc(frames.length - 1);
     await showConnected(identity.id, d.sessionId);
-    await store.deliver('RESUMED', JSON.stringify({ replayed: frames.length }), { sessionIds: [d.sessionId] });
   }
 
   /**
