@@ -243,6 +243,8 @@ export function createSocketServer(deps: SocketDeps) {
     flushPending(conn);
     socketMetrics.resumes.inc();
     socketMetrics.dispatchesReplayed.inc(frames.length - 1);
+    // Written here rather than through the node's stream: counted as every dispatch is.
+    socketMetrics.countDispatchWritten('RESUMED', undefined);
     await showConnected(identity.id, d.sessionId);
   }
 
