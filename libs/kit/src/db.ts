@@ -33,7 +33,9 @@ export function timestamptzToIso(value: string): string {
 }
 
 export function createPool(url: string, max = 10): Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000 });
+  // Pipelined: a query is written at once, not after the one before it is answered. Code that
+  // awaits each query sees no difference; pipelinedTx sends a whole transaction in one write.
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000, pipeline: true });
   // An idle client that errors (e.g. PostgreSQL restarted) must not crash the process.
   pool.on('error', () => {});
   watchPool(pool);
@@ -217,6 +219,39 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
     // A broken connection is closed, not handed to the next caller.
     client.release(broken);
   }
+}
+
+/** A statement and its values, for pipelinedTx. */
+export type Statement = { sql: Sql; params: unknown[] };
+
+/**
+ * Runs `statements` as one transaction written in one go and answers each one's rows. PostgreSQL
+ * runs them back to back, so a lock the first one takes is held while they run, not across round
+ * trips to this process and its event loop (a page read under its channel's lock). Inside a
+ * request's transaction they run on it, one after the other.
+ */
+export async function pipelinedTx(pool: Pool, statements: Statement[]): Promise<Row[][]> {
+  const store = ambient.getStore();
+  if (store && store.pool === pool) {
+    const answers: Row[][] = [];
+    for (const { sql, params } of statements) answers.push(await many(store.client, sql, params));
+    return answers;
+  }
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (err) {
+    throw translatePgError(err);
+  }
+  const send = (sql: Sql, params: unknown[] = []) =>
+    typeof sql === 'string' ? client.query(sql, params) : client.query({ ...sql, values: params });
+  const answers = await Promise.allSettled([send('BEGIN'), ...statements.map((s) => send(s.sql, s.params)), send('COMMIT')]);
+  const failure = answers.find((a) => a.status === 'rejected');
+  const error = failure && translatePgError(failure.reason);
+  // A failed statement turns the COMMIT behind it into a rollback; a lost connection is not reused.
+  client.release(error instanceof AppError && error.status === 503 ? (failure?.reason as Error) : undefined);
+  if (failure) throw error;
+  return answers.slice(1, -1).map((a) => (a as PromiseFulfilledResult<pg.QueryResult<Row>>).value.rows);
 }
 
 /** Serialisable retry for transactions that may lose a race (40001/40P01). */

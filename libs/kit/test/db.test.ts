@@ -1,6 +1,6 @@
 import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createPool, exec, many, maybeOne, one, prepared, translatePgError, withRequestTx, withTx } from '../src/db.ts';
+import { createPool, exec, many, maybeOne, one, pipelinedTx, prepared, translatePgError, withRequestTx, withTx } from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
 
 const db = await createTestDatabase(inject('backing').postgresUrl, 'kitdb');
@@ -165,6 +165,65 @@ describe('withTx', () => {
     }
     expect(pool.totalCount).toBeLessThanOrEqual(4);
     expect(pool.idleCount).toBe(pool.totalCount);
+  });
+});
+
+/** Keeps this process's event loop busy for `ms`, so that it neither reads nor writes meanwhile. */
+function blockEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {}
+}
+
+describe('pipelinedTx', () => {
+  it('answers each statement’s rows, in one transaction', async () => {
+    const [inserted, seen, txids] = await pipelinedTx(pool, [
+      { sql: "INSERT INTO items (id, name) VALUES (40, 'pipelined forty') RETURNING id", params: [] },
+      { sql: prepared('SELECT name FROM items WHERE id = $1'), params: [40] },
+      { sql: 'SELECT txid_current() AS a, txid_current() AS b', params: [] },
+    ]);
+    expect(inserted).toEqual([{ id: 40 }]);
+    expect(seen).toEqual([{ name: 'pipelined forty' }]);
+    expect(txids?.[0]?.a).toBe(txids?.[0]?.b);
+  });
+
+  it('runs every statement while this process does nothing: they are all sent before the first answer', async () => {
+    await pool.query('SELECT 1'); // an idle connection, so that the statements leave at once
+    const answered = pipelinedTx(pool, [
+      { sql: 'SELECT pg_advisory_xact_lock(4242)', params: [] },
+      { sql: 'SELECT pg_sleep(0.05)', params: [] },
+      { sql: "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at, 'x' AS last", params: [] },
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Sent one after another, the last statement would wait for this loop to read the sleep's answer.
+    blockEventLoop(400);
+    const unblockedAt = Date.now();
+    const [, , [last]] = await answered;
+    expect(last?.last).toBe('x');
+    expect(last?.at as number).toBeLessThan(unblockedAt - 100);
+    // And the lock went with the transaction.
+    expect(await maybeOne(pool, 'SELECT pg_try_advisory_xact_lock(4242) AS free')).toEqual({ free: true });
+  });
+
+  it('rolls back every statement when one fails, answers its error, and gives the connection back', async () => {
+    const failed = pipelinedTx(pool, [
+      { sql: "INSERT INTO items (id, name) VALUES (41, 'pipelined twice')", params: [] },
+      { sql: "INSERT INTO items (id, name) VALUES (42, 'pipelined twice')", params: [] },
+      { sql: 'SELECT 1', params: [] },
+    ]);
+    expect((await appError(failed)).status).toBe(409);
+    expect(await many(pool, 'SELECT id FROM items WHERE id IN (41, 42)')).toEqual([]);
+    expect(pool.idleCount).toBe(pool.totalCount);
+    expect(await pipelinedTx(pool, [{ sql: 'SELECT 3 AS three', params: [] }])).toEqual([[{ three: 3 }]]);
+  });
+
+  it('runs on a request’s transaction and rolls back with it', async () => {
+    const failed = withRequestTx(pool, async () => {
+      await pipelinedTx(pool, [{ sql: "INSERT INTO items (id, name) VALUES (43, 'forty-three')", params: [] }]);
+      expect(await many(pool, 'SELECT id FROM items WHERE id = 43')).toEqual([{ id: 43 }]);
+      throw new AppError(400, 'changed my mind');
+    });
+    expect((await appError(failed)).status).toBe(400);
+    expect(await many(pool, 'SELECT id FROM items WHERE id = 43')).toEqual([]);
   });
 });
 

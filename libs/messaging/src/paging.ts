@@ -1,4 +1,4 @@
-import { many, prepared, type Queryable } from '@chat/kit';
+import { type Pool, pipelinedTx, prepared, type Sql, type Statement } from '@chat/kit';
 
 /**
  * Where one kind of message is read from. `select` is `SELECT <columns> FROM <table> m [JOIN ...]`
@@ -19,25 +19,42 @@ export type PageFilter = { where: string; params: unknown[] };
 export type Page = { limit: number; before?: string | undefined; after?: string | undefined; around?: string | undefined };
 
 /**
+ * How a page is read: `readLock` takes the scope's read lock (`$1` the scope id), which waits for
+ * the posts in flight (see nextMessageId); `filter` is the service's own condition, if any.
+ */
+export type PageReading = { readLock: Sql; filter?: PageFilter | undefined };
+
+/**
  * A page of one channel or conversation, newest first. Ids are UUID v7 issued in commit order per
  * scope (see nextMessageId), so `before`/`after` an id neither skip nor repeat a message while
- * others arrive. `after` takes the messages right after the cursor, then answers them newest first.
+ * others arrive, as long as the page is read under the scope's read lock, taken before its
+ * snapshot. The lock and the reads go to PostgreSQL in one pipelined transaction, so the lock,
+ * which keeps posts and other readers of the scope waiting, is held only while they run.
+ * `after` takes the messages right after the cursor, then answers them newest first.
  */
 export async function pageOfMessages<Row extends Record<string, unknown>, Message>(
-  db: Queryable,
+  pool: Pool,
   source: MessageSource<Row, Message>,
   scopeId: string,
   page: Page,
-  filter?: PageFilter,
+  reading: PageReading,
 ): Promise<Message[]> {
-  const read = (cursor: string | null, limit: number, which: Side) => side(db, source, { scopeId, cursor, limit, which, filter });
-  if (page.after) return (await read(page.after, page.limit, 'after')).reverse();
+  const read = (cursor: string | null, limit: number, which: Side) =>
+    side(source, { scopeId, cursor, limit, which, filter: reading.filter });
+  const lock = { sql: reading.readLock, params: [scopeId] };
+  const rowsOf = async (...reads: Statement[]) => (await pipelinedTx(pool, [lock, ...reads])).slice(1) as Row[][];
   if (page.around) {
-    const newer = await read(page.around, Math.floor(page.limit / 2), 'after');
-    const rest = await read(page.around, page.limit - newer.length, 'through');
-    return [...newer.reverse(), ...rest];
+    // Both sides in the one transaction: the older side reads up to the whole limit and is cut to what the newer leaves.
+    const half = Math.floor(page.limit / 2);
+    const [newer = [], older = []] = await rowsOf(read(page.around, half, 'after'), read(page.around, page.limit, 'through'));
+    return [...newer.reverse(), ...older.slice(0, page.limit - newer.length)].map((r) => source.toMessage(r));
   }
-  return read(page.before ?? null, page.limit, 'before');
+  if (page.after) {
+    const [newer = []] = await rowsOf(read(page.after, page.limit, 'after'));
+    return newer.reverse().map((r) => source.toMessage(r));
+  }
+  const [older = []] = await rowsOf(read(page.before ?? null, page.limit, 'before'));
+  return older.map((r) => source.toMessage(r));
 }
 
 type Side = 'before' | 'through' | 'after';
@@ -46,17 +63,14 @@ type Side = 'before' | 'through' | 'after';
  * One side of a cursor: `before` (newest first), `through` (the cursor and older, newest first) or
  * `after` (oldest first, the ones right after the cursor).
  */
-async function side<Row extends Record<string, unknown>, Message>(
-  db: Queryable,
+function side<Row extends Record<string, unknown>, Message>(
   source: MessageSource<Row, Message>,
   q: { scopeId: string; cursor: string | null; limit: number; which: Side; filter: PageFilter | undefined },
-): Promise<Message[]> {
-  if (q.limit === 0) return [];
+): Statement {
   // The newest page has no cursor: its own statement, so that each statement has one plan for all values.
   const where = q.cursor === null ? '$2::uuid IS NULL' : { before: 'm.id < $2', through: 'm.id <= $2', after: 'm.id > $2' }[q.which];
   const extra = q.filter ? ` AND ${q.filter.where}` : '';
   const order = q.which === 'after' ? 'ASC' : 'DESC';
   const sql = prepared(`${source.select} WHERE ${source.scope} = $1 AND ${where}${extra} ORDER BY m.id ${order} LIMIT $3`);
-  const rows = await many<Row>(db, sql, [q.scopeId, q.cursor, q.limit, ...(q.filter?.params ?? [])]);
-  return rows.map((r) => source.toMessage(r));
+  return { sql, params: [q.scopeId, q.cursor, q.limit, ...(q.filter?.params ?? [])] };
 }

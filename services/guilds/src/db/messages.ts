@@ -1,5 +1,5 @@
 import type { ChannelMessage, LinkPreview, MessageHas, MessageMentions, MessageType } from '@chat/contracts';
-import { exec, many, maybeOne, type OutboxRow, one, prepared, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, type OutboxRow, one, type Pool, prepared, type Queryable } from '@chat/kit';
 import {
   type MessageSource,
   type Page,
@@ -82,10 +82,6 @@ const CHANNEL_MESSAGES: MessageSource<MessageRow, StoredMessage> = {
 const channelLockKey = `hashtextextended('messages:' || $1, 0)`;
 
 const LOCK_CHANNEL_FOR_READ = prepared(`SELECT pg_advisory_xact_lock(${channelLockKey})`);
-
-export async function lockChannelForRead(tx: Queryable, channelId: string): Promise<void> {
-  await exec(tx, LOCK_CHANNEL_FOR_READ, [channelId]);
-}
 
 export type NewMessage = {
   /** A fresh UUID v7: the message's id unless the channel's latest does not sort before it. */
@@ -171,9 +167,12 @@ export async function findMessage(
   return row && toMessage(row);
 }
 
-/** A page of a channel, newest first: before/after a cursor, around a message (it included), or the newest. */
-export function pageOfMessages(db: Queryable, channelId: string, page: Page): Promise<StoredMessage[]> {
-  return pageOf(db, CHANNEL_MESSAGES, channelId, page);
+/**
+ * A page of a channel, newest first: before/after a cursor, around a message (it included), or the
+ * newest; read under the channel's read lock, so its cursors never skip a post in flight.
+ */
+export function pageOfMessages(pool: Pool, channelId: string, page: Page): Promise<StoredMessage[]> {
+  return pageOf(pool, CHANNEL_MESSAGES, channelId, page, { readLock: LOCK_CHANNEL_FOR_READ });
 }
 
 /** What a message has (Discord's `has:`), as a condition on `m`; a link as media's linksIn finds one. */

@@ -1,5 +1,5 @@
 import type { DirectMessageRecord as DirectMessage, LinkPreview, MessageCall, MessageType } from '@chat/contracts';
-import { many, maybeOne, type OutboxRow, one, prepared, type Queryable } from '@chat/kit';
+import { many, maybeOne, type OutboxRow, one, type Pool, prepared, type Queryable } from '@chat/kit';
 import {
   type MessageSource,
   type Page,
@@ -140,10 +140,6 @@ export async function postMessageRow(db: Queryable, m: NewMessage, event: Outbox
  */
 const LOCK_FOR_READ = prepared(`SELECT pg_advisory_xact_lock(hashtextextended('direct_messages:' || $1, 0))`);
 
-export async function lockConversationForRead(tx: Queryable, conversationId: string): Promise<void> {
-  await tx.query(LOCK_FOR_READ, [conversationId]);
-}
-
 /**
  * A message the platform writes itself (a call's), inside the caller's transaction: numbered under
  * the same lock rule as post_direct_message (the conversation's lock held shared from before the
@@ -187,9 +183,13 @@ export async function messagesByIds(db: Queryable, ids: string[]): Promise<Store
   return rows.map(toMessage);
 }
 
-/** A page of the conversation as `viewerId` sees it (without messages of people they blocked), newest first. */
-export function pageOfMessages(db: Queryable, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
-  return pageOf(db, DIRECT_MESSAGES, conversationId, page, { where: NOT_FROM_BLOCKED('m', '$4'), params: [viewerId] });
+/**
+ * A page of the conversation as `viewerId` sees it (without messages of people they blocked),
+ * newest first, read under the conversation's read lock.
+ */
+export function pageOfMessages(pool: Pool, conversationId: string, viewerId: string, page: Page): Promise<StoredMessage[]> {
+  const filter = { where: NOT_FROM_BLOCKED('m', '$4'), params: [viewerId] };
+  return pageOf(pool, DIRECT_MESSAGES, conversationId, page, { readLock: LOCK_FOR_READ, filter });
 }
 
 /** The messages of these conversations that match, as `viewerId` sees them (as in paging: none from people they blocked). */
