@@ -197,7 +197,7 @@ describe('pipelinedTx', () => {
     // Sent one after another, the last statement would wait for this loop to read the sleep's answer.
     blockEventLoop(400);
     const unblockedAt = Date.now();
-    const [, , [last]] = await answered;
+    const last = (await answered)[2]?.[0];
     expect(last?.last).toBe('x');
     expect(last?.at as number).toBeLessThan(unblockedAt - 100);
     // And the lock went with the transaction.
