@@ -204,9 +204,13 @@ export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T
     broken = err;
   };
   client.on('error', onError);
+  // BEGIN goes out with the first statement instead of a round trip ahead of it (the connection
+  // pipelines); should it fail, so do the statements behind it, and it is awaited before COMMIT.
+  const begun = client.query('BEGIN');
+  begun.catch(() => {});
   try {
-    await client.query('BEGIN');
     const result = await fn(client);
+    await begun;
     await client.query('COMMIT');
     if (eventWriters.delete(client)) notifyEventsCommitted();
     return result;

@@ -123,6 +123,12 @@ describe('prepared', () => {
   });
 });
 
+/** Keeps this process's event loop busy for `ms`, so that it neither reads nor writes meanwhile. */
+function blockEventLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {}
+}
+
 describe('withTx', () => {
   it('commits when the function resolves and answers its result', async () => {
     const result = await withTx(pool, async (tx) => {
@@ -157,6 +163,24 @@ describe('withTx', () => {
     expect(await maybeOne(pool, 'SELECT id FROM items WHERE id = 50')).toBeUndefined();
   });
 
+  it('sends BEGIN with the first statement, not a round trip ahead of it', async () => {
+    await pool.query('SELECT 1'); // an idle connection, so that BEGIN leaves at once
+    const answered = withTx(pool, async (tx) =>
+      maybeOne<{ at: number; inside: boolean }>(
+        tx,
+        'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at, now() <> statement_timestamp() AS inside',
+      ),
+    );
+    // Let the transaction start without reading any answer (no I/O phase of the event loop)...
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => process.nextTick(resolve));
+    // ...then keep this loop busy: were BEGIN answered first, the statement would only leave after this.
+    blockEventLoop(300);
+    const unblockedAt = Date.now();
+    const ran = await answered;
+    expect(ran?.at).toBeLessThan(unblockedAt - 100);
+    expect(ran?.inside).toBe(true);
+  });
+
   it('gives its connection back to the pool even after failures', async () => {
     for (let i = 0; i < 10; i++) {
       await withTx(pool, async () => {
@@ -167,12 +191,6 @@ describe('withTx', () => {
     expect(pool.idleCount).toBe(pool.totalCount);
   });
 });
-
-/** Keeps this process's event loop busy for `ms`, so that it neither reads nor writes meanwhile. */
-function blockEventLoop(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {}
-}
 
 describe('pipelinedTx', () => {
   it('answers each statement’s rows, in one transaction', async () => {
