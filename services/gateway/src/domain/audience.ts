@@ -1,6 +1,5 @@
 import {
   AUTH_SUBJECTS,
-  ChannelViewersReply,
   ChannelViewersRpc,
   GUILDS_SUBJECTS,
   KEYS_SUBJECTS,
@@ -16,7 +15,6 @@ import {
   UserComembersRpc,
   UserContactsRpc,
   UserFriendsRpc,
-  UserIdsReply,
   VOICE_SUBJECTS,
 } from '@chat/contracts';
 import type { Redis } from 'ioredis';

@@ -6,11 +6,8 @@ import {
   type CloseCode,
   OP,
   ReadyData,
-  UserConversationsReply,
   UserConversationsRpc,
-  UserGetReply,
   UserGetRpc,
-  UserServersReply,
   UserServersRpc,
 } from '@chat/contracts';
 import type { TokenVerifier } from '@chat/kit';

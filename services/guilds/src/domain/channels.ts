@@ -29,7 +29,7 @@ async function lockCategoryLayout(tx: Queryable, ctx: Ctx, serverId: string, giv
 
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
   return inLayoutTx(d.pool, async (tx) => {
-    const { access, categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
+    const { categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
     const channel = await insertChannel(tx, {
       id: uuidv7(),
       serverId,

@@ -1,4 +1,4 @@
-import { serversRoutes as r, toMask } from '@chat/contracts';
+import { serversRoutes as r } from '@chat/contracts';
 import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import { memberChannelPermissions, myChannelPermissions } from '../domain/channel-permissions.ts';
