@@ -299,7 +299,9 @@ async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> 
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   const log = options.log.child({ consumer: spec.durable });
-  const { prepare, applyAlone, applyTogether } = eventApplier(options, log);
+  // A consumer allowed fewer unacked messages would stall on acks that wait.
+  const ignored = lingeringAcks(Math.min(ACKS_AT_MOST, spec.maxAckPending ?? ACKS_AT_MOST));
+  const { prepare, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);
   const unwatch = watchConsumer(bus, spec);
   const done = (
     options.batch
@@ -316,12 +318,44 @@ async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> 
       unwatch();
       await messages.close();
       await done;
+      ignored.flush();
     },
   };
 }
 
+/** How long the ack of an ignored event may wait for others to go with it. */
+const ACK_LINGER_MS = 5;
+/** The most acks that wait: beyond, they go at once. */
+const ACKS_AT_MOST = 100;
+
+/**
+ * The acks of ignored events, sent together. Each ack on its own costs a write to the server (the
+ * client flushes per microtask), and a consumer that ignores most of a busy subject (link previews
+ * of messages without links) would spend most of its time on those writes. An ignored event needs
+ * no record, so an ack that waits a few ms changes nothing but how often the server is written to:
+ * a crash before it only redelivers events that are ignored again.
+ */
+function lingeringAcks(atMost: number) {
+  let waiting: JsMsg[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const acks = waiting;
+    waiting = [];
+    // In one tick: the client sends them in one write.
+    for (const msg of acks) msg.ack();
+  };
+  const ack = (msg: JsMsg) => {
+    waiting.push(msg);
+    if (waiting.length >= atMost) flush();
+    else timer ??= setTimeout(flush, ACK_LINGER_MS);
+  };
+  return { ack, flush };
+}
+
 /** What a consumer does with its messages: read each, then apply it alone or in a batch, and ack. */
-function eventApplier(options: ConsumeOptions, log: Logger) {
+function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: JsMsg) => void) {
   const { bus, pool, spec } = options;
   const deadLetter = async (msg: JsMsg, subject: string, reason: string, details: object) => {
     // Created on the first dead letter only: a healthy namespace gets no extra stream.
@@ -349,7 +383,7 @@ function eventApplier(options: ConsumeOptions, log: Logger) {
     }
     const event = { ...envelope, data: parsed.data };
     if (options.relevant && !options.relevant(event)) {
-      msg.ack();
+      ackIgnored(msg);
       return undefined;
     }
     return event;

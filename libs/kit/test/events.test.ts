@@ -1,9 +1,11 @@
 import { AsyncResource } from 'node:async_hooks';
+import { Buffer } from 'node:buffer';
 import { mkdtemp, writeFile } from 'node:fs/promises';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
 import { createPool, exec, many, markEventsWritten, one, type Pool, type Queryable, withRequestTx, withTx } from '../src/db.ts';
 import {
@@ -359,6 +361,29 @@ describe('consumeEvents and applyOnce', () => {
       });
     } finally {
       await picky.stop();
+    }
+  });
+
+  it('acks the events it ignores together, in a few writes to the server rather than one each', async () => {
+    const durable = 'kit-ignoring';
+    await waitingEvents(durable, 'kit.ignored', 60);
+    const writes = vi.spyOn(Socket.prototype, 'write');
+    const ignoring = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: STREAM.name, durable, filter: 'kit.ignored.*' },
+      relevant: () => false,
+      handle,
+    });
+    try {
+      await expect.poll(() => consumerState(durable), { timeout: 5_000 }).toEqual({ pending: 0, unacked: 0 });
+      const ackWrites = writes.mock.calls.filter(([chunk]) => Buffer.from(chunk as Uint8Array).includes('+ACK'));
+      expect(ackWrites.length).toBeGreaterThan(0);
+      expect(ackWrites.length).toBeLessThanOrEqual(6);
+    } finally {
+      writes.mockRestore();
+      await ignoring.stop();
     }
   });
 
