@@ -103,6 +103,25 @@ describe('the kept channel list', () => {
     expect(Number(rows[0].version)).toBeGreaterThan(0);
   });
 
+  it('shows a channel that only a role may view once the member is given the role, and hides it once the role is taken', async () => {
+    const channelId = await newChannel('for-the-role');
+    const role = await g.call(owner, 'POST', `/v1/servers/${serverId}/roles`, { name: 'insiders', permissions: 0 });
+    expect(role.status).toBe(201);
+    for (const [roleId, allowBits, denyBits] of [
+      [serverId, 0, toMask(Permission.VIEW_CHANNEL)],
+      [role.body.id, toMask(Permission.VIEW_CHANNEL), 0],
+    ] as const) {
+      expect((await g.call(owner, 'PUT', `/v1/channels/${channelId}/permissions`, { roleId, allowBits, denyBits })).status).toBe(200);
+    }
+    // Both replicas keep the list and what this member sees of it.
+    for (const call of [g.call, other.call]) expect(await names(call)).not.toContain('for-the-role');
+    const roleOfMember = `/v1/servers/${serverId}/members/${member}/roles/${role.body.id}`;
+    expect((await g.call(owner, 'PUT', roleOfMember)).status).toBe(204);
+    for (const call of [g.call, other.call]) expect(await names(call)).toContain('for-the-role');
+    expect((await g.call(owner, 'DELETE', roleOfMember)).status).toBe(204);
+    for (const call of [g.call, other.call]) expect(await names(call)).not.toContain('for-the-role');
+  });
+
   it('still refuses a stranger and a non-member, whatever it keeps', async () => {
     await readOnBoth();
     expect((await g.call(newId(), 'GET', `/v1/servers/${serverId}/channels`)).status).toBe(403);

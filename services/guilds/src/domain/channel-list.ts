@@ -10,7 +10,19 @@ export interface ChannelList {
   /** One of the channels, by id; undefined when the server has no such channel at this version. */
   channel(channelId: string): Channel | undefined;
   overridesOf(channelId: string): readonly PermissionOverride[];
+  /**
+   * What `compute` answers for one member, kept with this version of the list: `key` must name
+   * every input of the member's side (a channel-list change makes a new list, so the list's side
+   * needs no key). The answer is shared between requests; callers must not change it.
+   */
+  memo<T>(key: string, compute: () => T): T;
 }
+
+/**
+ * Members whose answers a list keeps (the oldest go first): a busy server's active readers, not all
+ * its members. A thousand channels take about 64 KB an answer, so a big server keeps some 16 MB.
+ */
+const MEMBERS_KEPT = 256;
 
 /**
  * Each server's channel list kept in this process between reads, so that listing a server's
@@ -58,8 +70,26 @@ export class ChannelLists {
 /** The server's channels and every override of them, read after `version` was. */
 export async function loadChannelList(db: Queryable, serverId: string, version: number): Promise<ChannelList> {
   const [channels, overrides] = await Promise.all([listChannels(db, serverId), overridesOfServer(db, serverId)]);
+  return channelList(version, channels, overrides);
+}
+
+/** A list from its rows: channels in list order, and the overrides of any of them. */
+export function channelList(version: number, channels: Channel[], overrides: readonly PermissionOverride[]): ChannelList {
   const byChannel = new Map<string, PermissionOverride[]>();
   for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
   const byId = new Map(channels.map((c) => [c.id, c]));
-  return { version, channels, channel: (channelId) => byId.get(channelId), overridesOf: (channelId) => byChannel.get(channelId) ?? [] };
+  const answers = new Map<string, unknown>();
+  return {
+    version,
+    channels,
+    channel: (channelId) => byId.get(channelId),
+    overridesOf: (channelId) => byChannel.get(channelId) ?? [],
+    memo<T>(key: string, compute: () => T): T {
+      if (answers.has(key)) return answers.get(key) as T;
+      if (answers.size >= MEMBERS_KEPT) answers.delete(answers.keys().next().value as string);
+      const answer = compute();
+      answers.set(key, answer);
+      return answer;
+    },
+  };
 }
