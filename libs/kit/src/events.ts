@@ -16,7 +16,7 @@ import {
   type StreamSpec,
   whenConnected,
 } from './bus.ts';
-import { markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
+import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
 import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
@@ -26,6 +26,9 @@ const UNSENT_EVENTS = prepared(
   'SELECT seq, id, subject, payload, headers FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
 );
 const MARK_SENT = prepared('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)');
+// Oldest first along the primary key: the published rows are the oldest, so the walk stops early.
+const PURGE_SENT =
+  'DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at < now() - make_interval(secs => $1) ORDER BY seq LIMIT $2)';
 const RECORD_PROCESSED = prepared('INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING');
 const RECORD_PROCESSED_BATCH = prepared(
   'INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
@@ -99,6 +102,12 @@ export interface Relay {
   stop(): Promise<void>;
 }
 
+/** How long a published event stays in the outbox (to inspect what was sent), then it is deleted. */
+const SENT_RETENTION_MS = 60 * 60_000;
+const PURGE_EVERY_MS = 5 * 60_000;
+/** Rows one purge statement deletes: short locks and bounded WAL, repeated until the backlog is gone. */
+const PURGE_BATCH = 10_000;
+
 /**
  * Publishes outbox rows to JetStream in commit order, with the event id as Nats-Msg-Id so a
  * republish after a crash is deduplicated by the stream. Wakes after each commit that wrote
@@ -114,6 +123,10 @@ export function startOutboxRelay(options: {
   stream?: StreamSpec;
   batchSize?: number;
   pollMs?: number;
+  /** How long published events are kept; the outbox would otherwise grow by every event ever written. */
+  retentionMs?: number;
+  /** How often the relay deletes the published events past their retention. */
+  purgeEveryMs?: number;
 }): Relay {
   const { pool, bus, log } = options;
   let streamReady = !options.stream;
@@ -125,6 +138,9 @@ export function startOutboxRelay(options: {
   });
   const batchSize = options.batchSize ?? 200;
   const pollMs = options.pollMs ?? 250;
+  const retentionSeconds = (options.retentionMs ?? SENT_RETENTION_MS) / 1000;
+  const purgeEveryMs = options.purgeEveryMs ?? PURGE_EVERY_MS;
+  let lastPurge = Date.now();
   let running = true;
   // Set by every commit that wrote events: a commit that lands while a batch is publishing must not wait for the poll.
   let committedSinceDrain = false;
@@ -223,9 +239,27 @@ export function startOutboxRelay(options: {
     });
   }
 
+  /** Deletes the events published longer ago than the retention, in batches; answers how many. */
+  async function purge(): Promise<number> {
+    let purged = 0;
+    for (;;) {
+      const deleted = await exec(pool, PURGE_SENT, [retentionSeconds, PURGE_BATCH]);
+      purged += deleted;
+      if (deleted < PURGE_BATCH || !running) return purged;
+    }
+  }
+
+  async function purgeWhenDue() {
+    if (Date.now() - lastPurge < purgeEveryMs) return;
+    lastPurge = Date.now();
+    const purged = await purge();
+    if (purged > 0) log.debug({ purged }, 'outbox: published events past their retention deleted');
+  }
+
   async function loop() {
     while (running) {
       await drain().catch(logFailure);
+      await purgeWhenDue().catch((err) => log.warn({ err }, 'outbox relay could not purge published events; will retry'));
       if (running && !committedSinceDrain) await nextWake();
     }
   }

@@ -145,15 +145,45 @@ describe('outbox and relay', () => {
   });
 });
 
+describe('relay retention', () => {
+  // Polls and purges all the time, keeps published events for 10 s; nothing else writes to its database.
+  const fixture = relayFixture(20, { retentionMs: 10_000, purgeEveryMs: 0 });
+  const sentFlags = async () =>
+    (await many<{ id: string; sent: boolean }>(fixture.pool, 'SELECT id, sent_at IS NOT NULL AS sent FROM outbox ORDER BY seq')).map(
+      (r) => [r.id, r.sent],
+    );
+
+  it('deletes by itself the events published longer ago than the retention, and keeps the recent ones however old', async () => {
+    const old = await withTx(fixture.pool, (tx) => enqueueEvent(tx, 'kit.retained.created', { n: 1 }));
+    await fixture.relay.flush();
+    // Written an hour ago and published only now (the bus was down): kept, as it was just sent.
+    const late = crypto.randomUUID();
+    await exec(
+      fixture.pool,
+      "INSERT INTO outbox (id, subject, payload, created_at) VALUES ($1, 'kit.retained.created', '{}', now() - interval '1 hour')",
+      [late],
+    );
+    const recent = await withTx(fixture.pool, (tx) => enqueueEvent(tx, 'kit.retained.created', { n: 2 }));
+    await fixture.relay.flush();
+    await exec(fixture.pool, "UPDATE outbox SET sent_at = now() - interval '20 seconds' WHERE id = $1", [old]);
+
+    await expect.poll(sentFlags, { timeout: 5_000 }).toEqual([
+      [late, true],
+      [recent, true],
+    ]);
+    expect(await storedIds()).toContain(old);
+  });
+});
+
 /** A database of its own with one relay, so that only that relay publishes its events. */
-function relayFixture(pollMs: number) {
+function relayFixture(pollMs: number, retention: { retentionMs?: number; purgeEveryMs?: number } = {}) {
   const fixture = { pool: undefined as unknown as Pool, relay: undefined as unknown as Relay };
   let db: TestDatabase;
   beforeAll(async () => {
     db = await createTestDatabase(backing.postgresUrl, 'kitrelay');
     fixture.pool = createPool(db.url, 4);
     await migrate(fixture.pool, migrationsDir);
-    fixture.relay = startOutboxRelay({ pool: fixture.pool, bus: runtime.bus, log: captureLogs('warn').log, pollMs });
+    fixture.relay = startOutboxRelay({ pool: fixture.pool, bus: runtime.bus, log: captureLogs('warn').log, pollMs, ...retention });
   });
   afterAll(async () => {
     await fixture.relay.stop();
