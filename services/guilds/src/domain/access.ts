@@ -196,7 +196,7 @@ export async function visibleChannels(
   db: Queryable,
   access: ServerAccess,
   lists?: ChannelLists,
-): Promise<{ channel: Channel; permissions: bigint }[]> {
+): Promise<readonly { channel: Channel; permissions: bigint }[]> {
   if (lists) return (await keptChannels(db, access, lists)).visible;
   const channels = await listChannels(db, access.server.id);
   const overrides = await overridesConcerning(
@@ -213,7 +213,7 @@ export async function keptChannels(
   db: Queryable,
   access: ServerAccess,
   lists: ChannelLists,
-): Promise<{ list: ChannelList; visible: { channel: Channel; permissions: bigint }[] }> {
+): Promise<{ list: ChannelList; visible: readonly { channel: Channel; permissions: bigint }[] }> {
   const list = await lists.of(db, access.server.id, access.channelListVersion);
   // Computed once per member and list version: a search of a server with a thousand channels would
   // otherwise run the permission function a thousand times per request.

@@ -35,7 +35,7 @@ export async function searchServerMessages(
  * A channel named that the caller cannot read simply has no hits for them.
  */
 async function readableScope(d: Domain, access: ServerAccess, channelId: string | undefined, mayExclude: boolean): Promise<ChannelScope> {
-  const readable = (channels: { channel: Channel; permissions: bigint }[]) =>
+  const readable = (channels: readonly { channel: Channel; permissions: bigint }[]) =>
     channels
       .filter(({ channel, permissions }) => has(permissions, Permission.READ_MESSAGE_HISTORY) && channel.channelType === 'text')
       .map(({ channel }) => channel.id)
