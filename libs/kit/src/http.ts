@@ -1,10 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
 import type { Span } from '@opentelemetry/api';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
-import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import type { Pool } from './db.ts';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
@@ -78,7 +78,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : uuidv7();
+      // Node's randomUUID draws from a cache of random bytes; uuid's v7 makes a getrandom call for each id.
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     trustProxy: options.trustProxy ?? false,
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { defineRoute } from '@chat/contracts';
 import { createTestIssuer } from '@chat/testkit';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../src/errors.ts';
 import { contextOf, createHttpApp, route } from '../src/http.ts';
@@ -265,6 +265,18 @@ describe('request ids', () => {
     expect(a.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(b.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(a.headers['x-request-id']).not.toBe(b.headers['x-request-id']);
+  });
+
+  it('draws no random bytes of its own for each generated id (a syscall a request on the hot path)', async () => {
+    const draws = vi.spyOn(globalThis.crypto, 'getRandomValues');
+    try {
+      const ids = new Set<string>();
+      for (let i = 0; i < 32; i++) ids.add(String((await get({})).headers['x-request-id']));
+      expect(ids.size).toBe(32);
+      expect(draws).not.toHaveBeenCalled();
+    } finally {
+      draws.mockRestore();
+    }
   });
 });
 
