@@ -1,3 +1,4 @@
+export * from './bounded.ts';
 export * from './bus.ts';
 export * from './config.ts';
 export * from './db.ts';

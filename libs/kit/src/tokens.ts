@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, decodeJwt, errors, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { setBounded } from './bounded.ts';
 import { unauthorized, unavailable } from './errors.ts';
 import type { RevocationList } from './revocations.ts';
 
@@ -72,8 +73,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     if (cached && cached.exp + CLOCK_TOLERANCE_S > now) return cached;
     if (cached) cache.delete(token);
     const identity = await verifyUncached(token);
-    if (cache.size >= maxEntries) cache.delete(cache.keys().next().value as string);
-    cache.set(token, identity);
+    setBounded(cache, token, identity, maxEntries);
     return identity;
   }
 

@@ -17,6 +17,7 @@ import {
   UserFriendsRpc,
   VOICE_SUBJECTS,
 } from '@chat/contracts';
+import { setBounded } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { VersionGuard } from './session-store.ts';
@@ -76,8 +77,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
   }
 
   function remember(key: string, entry: Cached) {
-    if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value as string);
-    cache.set(key, entry);
+    setBounded(cache, key, entry, MAX_CACHED);
   }
 
   async function cached(

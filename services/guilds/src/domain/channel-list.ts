@@ -1,5 +1,5 @@
 import type { Channel, PermissionOverride } from '@chat/contracts';
-import type { Queryable } from '@chat/kit';
+import { type Queryable, setBounded } from '@chat/kit';
 import { listChannels } from '../db/channels.ts';
 import { overridesOfServer } from '../db/overrides.ts';
 
@@ -57,13 +57,10 @@ export class ChannelLists {
   }
 
   private keep(serverId: string, list: ChannelList): void {
+    // Deleted first: the newest list goes last, so the servers read most recently stay longest.
     this.lists.delete(serverId);
-    if (this.lists.size >= this.capacity) this.lists.delete(this.lists.keys().next().value as string);
-    this.lists.set(serverId, list);
-    for (const channel of list.channels) {
-      if (this.servers.size >= this.capacity * 10) this.servers.delete(this.servers.keys().next().value as string);
-      this.servers.set(channel.id, serverId);
-    }
+    setBounded(this.lists, serverId, list, this.capacity);
+    for (const channel of list.channels) setBounded(this.servers, channel.id, serverId, this.capacity * 10);
   }
 }
 
@@ -86,9 +83,8 @@ export function channelList(version: number, channels: Channel[], overrides: rea
     overridesOf: (channelId) => byChannel.get(channelId) ?? [],
     memo<T>(key: string, compute: () => T): T {
       if (answers.has(key)) return answers.get(key) as T;
-      if (answers.size >= MEMBERS_KEPT) answers.delete(answers.keys().next().value as string);
       const answer = compute();
-      answers.set(key, answer);
+      setBounded(answers, key, answer, MEMBERS_KEPT);
       return answer;
     },
   };
