@@ -139,8 +139,6 @@ export function startOutboxRelay(options: {
   const batchSize = options.batchSize ?? 200;
   const pollMs = options.pollMs ?? 250;
   const retentionSeconds = (options.retentionMs ?? SENT_RETENTION_MS) / 1000;
-  const purgeEveryMs = options.purgeEveryMs ?? PURGE_EVERY_MS;
-  let lastPurge = Date.now();
   let running = true;
   // Set by every commit that wrote events: a commit that lands while a batch is publishing must not wait for the poll.
   let committedSinceDrain = false;
@@ -249,28 +247,31 @@ export function startOutboxRelay(options: {
     }
   }
 
-  async function purgeWhenDue() {
-    if (Date.now() - lastPurge < purgeEveryMs) return;
-    lastPurge = Date.now();
-    const purged = await purge();
-    if (purged > 0) log.debug({ purged }, 'outbox: published events past their retention deleted');
-  }
-
   async function loop() {
     while (running) {
       await drain().catch(logFailure);
-      await purgeWhenDue().catch((err) => log.warn({ err }, 'outbox relay could not purge published events; will retry'));
       if (running && !committedSinceDrain) await nextWake();
     }
   }
   void loop();
 
+  // Beside the publishing loop, not in it: a long delete never holds back the events just committed.
+  let purging: Promise<unknown> = Promise.resolve();
+  const purgeTimer = setInterval(() => {
+    purging = purging
+      .then(purge)
+      .then((purged) => purged > 0 && log.debug({ purged }, 'outbox: published events past their retention deleted'))
+      .catch((err) => log.warn({ err }, 'outbox relay could not purge published events; will retry'));
+  }, options.purgeEveryMs ?? PURGE_EVERY_MS);
+  purgeTimer.unref();
+
   return {
     flush: drain,
     async stop() {
       running = false;
+      clearInterval(purgeTimer);
       wake?.();
-      await queue;
+      await Promise.all([queue, purging]);
       unsubscribe();
       unwatch();
       unwatchOutbox();

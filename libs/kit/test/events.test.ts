@@ -147,7 +147,7 @@ describe('outbox and relay', () => {
 
 describe('relay retention', () => {
   // Polls and purges all the time, keeps published events for 10 s; nothing else writes to its database.
-  const fixture = relayFixture(20, { retentionMs: 10_000, purgeEveryMs: 0 });
+  const fixture = relayFixture(20, { retentionMs: 10_000, purgeEveryMs: 20 });
   const sentFlags = async () =>
     (await many<{ id: string; sent: boolean }>(fixture.pool, 'SELECT id, sent_at IS NOT NULL AS sent FROM outbox ORDER BY seq')).map(
       (r) => [r.id, r.sent],
