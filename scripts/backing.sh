@@ -6,7 +6,10 @@
 # from its Go module the first time), and starts nothing. `backing.sh tune-postgres` gives the local
 # PostgreSQL the memory the deployments give theirs (shared_buffers, PG_SHARED_BUFFERS, default
 # 1GB) and restarts it when that changes: Debian's default of 128MB holds less than the search bench's
-# million messages, so every search would copy its pages from the OS cache.
+# million messages, so every search would copy its pages from the OS cache. As root it also reserves
+# the huge pages that shared memory needs (PostgreSQL's `huge_pages = try` then maps its buffers in
+# 2 MB pages, with far fewer TLB misses: a search that reads a heap page per hit costs about a fifth
+# less CPU); the reservation lasts until the machine restarts, so run it again after a reboot.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${PLATFORM_DATA_DIR:-$ROOT/.data}
@@ -98,14 +101,38 @@ ensure_databases() {
   done
 }
 
+restart_postgres() {
+  say "restarting PostgreSQL ($1)"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main restart
+  wait_port 5432 PostgreSQL
+}
+
 tune_postgres() {
   local want=${PG_SHARED_BUFFERS:-1GB} has
   has=$(psql "$PG_URL/postgres" -tAc "SELECT setting::bigint * 8192 = pg_size_bytes('$want') FROM pg_settings WHERE name = 'shared_buffers'")
-  if [ "$has" = t ]; then say "PostgreSQL shared_buffers is already $want"; return; fi
-  psql "$PG_URL/postgres" -qc "ALTER SYSTEM SET shared_buffers = '$want'"
-  say "restarting PostgreSQL with shared_buffers $want"
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main restart
-  wait_port 5432 PostgreSQL
+  if [ "$has" = t ]; then say "PostgreSQL shared_buffers is already $want"; else
+    psql "$PG_URL/postgres" -qc "ALTER SYSTEM SET shared_buffers = '$want'"
+    restart_postgres "shared_buffers $want"
+  fi
+  reserve_huge_pages
+}
+
+# PostgreSQL reports how many huge pages its shared memory takes at the running settings; it uses
+# them only if they are free when it starts, so a new reservation takes a restart.
+reserve_huge_pages() {
+  local need used free
+  need=$(psql "$PG_URL/postgres" -tAc "SHOW shared_memory_size_in_huge_pages")
+  read -r used free < <(awk '/^HugePages_(Total|Free|Rsvd)/ {n[$1] = $2} END {
+    print n["HugePages_Total:"] - n["HugePages_Free:"] + n["HugePages_Rsvd:"], n["HugePages_Free:"] - n["HugePages_Rsvd:"]}' /proc/meminfo)
+  if [ "$used" -ge "$need" ]; then say "PostgreSQL's shared memory is already in huge pages ($need of 2 MB)"; return; fi
+  if [ "$free" -lt "$need" ]; then
+    if [ ! -w /proc/sys/vm/nr_hugepages ]; then
+      say "not reserving huge pages (needs root): PostgreSQL stays on small pages, and searches cost more CPU"
+      return
+    fi
+    echo $(($(cat /proc/sys/vm/nr_hugepages) + need - free)) >/proc/sys/vm/nr_hugepages
+  fi
+  restart_postgres "shared memory in $need huge pages of 2 MB"
 }
 
 # `backing.sh nats-server`: only the nats-server of the cluster fault (built when missing); its path.

@@ -259,6 +259,18 @@ describe('the prod overlay', () => {
     }
     expect(find('Tenant', 'media-store')?.spec.buckets).toContainEqual({ name: 'db-backups' });
   });
+
+  it("maps the message stores' shared memory in huge pages that hold it, and fails rather than falls back", () => {
+    const mebibytes = (size: string) => Number(size.match(/^(\d+)(Mi|GB)$/)![1]) * (size.endsWith('GB') ? 1024 : 1);
+    for (const name of ['guilds-db', 'social-db']) {
+      const { postgresql, resources } = find('Cluster', name)!.spec;
+      expect(postgresql.parameters.huge_pages).toBe('on');
+      expect(resources.limits['hugepages-2Mi']).toBe(resources.requests['hugepages-2Mi']);
+      // Shared memory is shared_buffers and about 10% more (connection slots, WAL buffers, locks).
+      expect(mebibytes(resources.limits['hugepages-2Mi'])).toBeGreaterThanOrEqual(mebibytes(postgresql.parameters.shared_buffers) * 1.15);
+    }
+    expect(find('Cluster', 'auth-db')!.spec.postgresql.parameters.huge_pages).toBeUndefined();
+  });
 });
 
 describe('the offline validation', () => {
