@@ -117,6 +117,12 @@ tune_postgres() {
   reserve_huge_pages
 }
 
+# The machine's huge pages: held (mapped, or reserved for a mapping) and free for a new one.
+huge_pages_held_and_free() {
+  awk '/^HugePages_(Total|Free|Rsvd)/ {n[$1] = $2} END {
+    print n["HugePages_Total:"] - n["HugePages_Free:"] + n["HugePages_Rsvd:"], n["HugePages_Free:"] - n["HugePages_Rsvd:"]}' /proc/meminfo
+}
+
 # PostgreSQL (15 and later) reports how many huge pages its shared memory takes at the running
 # settings; it maps them only if they are free when it starts, so a new reservation takes a restart.
 # Which process holds the machine's huge pages is not visible, so "held" counts all of them.
@@ -124,18 +130,14 @@ reserve_huge_pages() {
   local need held free
   need=$(psql "$PG_URL/postgres" -tAc "SHOW shared_memory_size_in_huge_pages" 2>/dev/null || echo 0)
   if [ "${need:-0}" -le 0 ]; then say "PostgreSQL cannot tell how many huge pages it needs; leaving them alone"; return; fi
-  huge_pages() {
-    awk '/^HugePages_(Total|Free|Rsvd)/ {n[$1] = $2} END {
-      print n["HugePages_Total:"] - n["HugePages_Free:"] + n["HugePages_Rsvd:"], n["HugePages_Free:"] - n["HugePages_Rsvd:"]}' /proc/meminfo
-  }
-  read -r held free < <(huge_pages)
+  read -r held free < <(huge_pages_held_and_free)
   if [ "$held" -ge "$need" ]; then say "PostgreSQL's shared memory is already in huge pages ($need of 2 MB)"; return; fi
   if [ "$free" -lt "$need" ] && ! echo $(($(cat /proc/sys/vm/nr_hugepages) + need - free)) 2>/dev/null >/proc/sys/vm/nr_hugepages; then
     say "could not reserve $need huge pages (it takes root): PostgreSQL stays on small pages, and searches cost more CPU"
     return
   fi
   restart_postgres "shared memory in $need huge pages of 2 MB"
-  read -r held free < <(huge_pages)
+  read -r held free < <(huge_pages_held_and_free)
   if [ "$held" -lt "$need" ]; then say "the kernel found only part of the huge pages: PostgreSQL runs on small pages"; fi
 }
 

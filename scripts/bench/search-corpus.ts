@@ -177,14 +177,14 @@ export async function corpusSizes(databaseUrl: string, messages: number): Promis
   const db = new pg.Client({ connectionString: databaseUrl });
   await db.connect();
   try {
-    const { rows } = await db.query<{ total: number; heap: number; gin: number; buffers: string; pages: string }>(
+    const { rows } = await db.query<{ total: number; heap: number; gin: number; buffers: string; pages: string | null }>(
       `SELECT pg_total_relation_size('messages')::float8 AS total, pg_table_size('messages')::float8 AS heap,
               pg_relation_size('messages_search')::float8 AS gin, current_setting('shared_buffers') AS buffers,
-              current_setting('shared_memory_size_in_huge_pages') AS pages`,
+              current_setting('shared_memory_size_in_huge_pages', true) AS pages`,
     );
     const perMillion = (bytes: number) => `${((bytes / messages) * 1e6) / 2 ** 20}`.replace(/(\.\d).*/, '$1');
     const { total, heap, gin, buffers, pages } = rows[0]!;
-    return `messages per million: ${perMillion(total)} MiB in all (table ${perMillion(heap)} MiB, GIN index ${perMillion(gin)} MiB); PostgreSQL shared_buffers ${buffers}, its shared memory ${pages} huge pages; ${hugePagesHeld()}`;
+    return `messages per million: ${perMillion(total)} MiB in all (table ${perMillion(heap)} MiB, GIN index ${perMillion(gin)} MiB); PostgreSQL shared_buffers ${buffers}, its shared memory ${pages ?? 'an unreported number of'} huge pages; ${hugePagesHeld()}`;
   } finally {
     await db.end();
   }

@@ -256,12 +256,15 @@ export function startOutboxRelay(options: {
   void loop();
 
   // Beside the publishing loop, not in it: a long delete never holds back the events just committed.
-  let purging: Promise<unknown> = Promise.resolve();
+  // A tick while a purge runs is skipped: that purge goes on until the backlog is gone.
+  let purging: Promise<void> | undefined;
   const purgeTimer = setInterval(() => {
-    purging = purging
-      .then(purge)
-      .then((purged) => purged > 0 && log.debug({ purged }, 'outbox: published events past their retention deleted'))
-      .catch((err) => log.warn({ err }, 'outbox relay could not purge published events; will retry'));
+    purging ??= purge()
+      .then((purged) => void (purged > 0 && log.debug({ purged }, 'outbox: published events past their retention deleted')))
+      .catch((err) => log.warn({ err }, 'outbox relay could not purge published events; will retry'))
+      .finally(() => {
+        purging = undefined;
+      });
   }, options.purgeEveryMs ?? PURGE_EVERY_MS);
   purgeTimer.unref();
 
