@@ -155,7 +155,7 @@ describe('a trace', () => {
       chat.socket.close();
     }
     const dispatch = await eventually(childOf(publish, { service: 'gateway', kind: KIND.consumer }), "the gateway's dispatch");
-    expect(dispatch.name).toBe('gateway-fanout dispatch auth.user.updated');
+    expect(dispatch.name).toBe('gateway dispatch auth.user.updated');
 
     // The trace id is logged next to the request id.
     const logged = readFileSync(run.platform.logFile('auth'), 'utf8')

@@ -41,6 +41,11 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   GATEWAY_FRAME_WINDOW_MS: env.int(60_000),
   /** IDENTIFYs per user per UTC day (Discord allows about 1,000). */
   GATEWAY_IDENTIFY_PER_DAY: env.int(1_000),
+  /**
+   * The dispatch lease: one replica at a time reads the streams. Renewed every third of it; when its
+   * holder dies, dispatches wait at most this long (plus a third) for another replica to take over.
+   */
+  GATEWAY_DISPATCH_LEASE_MS: env.int(5_000),
 });
 
 export type GatewayConfig = z.output<typeof GatewayConfig>;

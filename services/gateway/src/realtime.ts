@@ -11,11 +11,12 @@ import {
 } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { consumeForDispatch, listenForRevocations } from './bus/events.ts';
+import { dispatchFromStreams, listenForRevocations } from './bus/events.ts';
 import type { GatewayConfig } from './config.ts';
 import { type Ask, createAudience } from './domain/audience.ts';
 import { createClientIpResolver } from './domain/client-ip.ts';
 import { createDispatcher } from './domain/dispatch.ts';
+import { createDispatchLease } from './domain/dispatch-lease.ts';
 import { createPresence } from './domain/presence.ts';
 import type { RateLimiter } from './domain/rate-limit.ts';
 import { createSessionStore } from './domain/session-store.ts';
@@ -94,12 +95,18 @@ export async function startRealtime(deps: {
   // Social shows the seen status in its friend lists.
   serveRpc(bus, log, PresenceSeenRpc, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
   listenForRevocations(bus, log, (sessionId) => sockets.revoke(sessionId));
-  const consumers: ConsumerHandle[] = await consumeForDispatch(bus, log, createDispatcher({ store, audience, presence, log }));
+  const reader: ConsumerHandle = dispatchFromStreams({
+    bus,
+    log,
+    lease: createDispatchLease({ redis, prefix, ttlMs: config.GATEWAY_DISPATCH_LEASE_MS }),
+    dispatch: createDispatcher({ store, audience, presence, log }),
+    leaseTtlMs: config.GATEWAY_DISPATCH_LEASE_MS,
+  });
   return {
     sockets,
     async stop() {
       await sockets.shutdown();
-      await Promise.all(consumers.map((c) => c.stop()));
+      await reader.stop();
     },
   };
 }

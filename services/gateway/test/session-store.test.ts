@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createSessionStore, DUPLICATE, dispatchFrame, parsePublished, STALE_AUDIENCE } from '../src/domain/session-store.ts';
+import { createSessionStore, DUPLICATE, dispatchFrame, FENCED_OFF, parsePublished, STALE_AUDIENCE } from '../src/domain/session-store.ts';
 
 /** The socket's sessions in a real Redis, on a clock the test moves. */
 
@@ -82,6 +82,31 @@ describe('delivery', () => {
     // A version never set reads as empty, as the audience reads it.
     expect(await store.deliver('MESSAGE_CREATE', '{"n":2}', { userIds: [s.userId], guard: [[`${versionKey}:none`, '']] })).toBe(1);
     expect((await store.framesAfter(s.sessionId, 0)).map((f) => f.seq)).toEqual([1, 2, 3]);
+  });
+
+  it('refuses a delivery fenced by a lease another tenure holds now, numbering and marking nothing', async () => {
+    const s = await session();
+    const leaseKey = `gwtest:${randomUUID()}:dispatch:lease`;
+    await redis.set(leaseKey, 'successor');
+    const event = randomUUID();
+    const fenced = (token: string) => ({ userIds: [s.userId], fence: [leaseKey, token] as const });
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', fenced('predecessor'), event)).toBe(FENCED_OFF);
+    // Even with nobody to deliver to, nor when the lease expired: only its holder's token passes.
+    expect(
+      await store.deliver(
+        'MESSAGE_CREATE',
+        '{"n":1}',
+        { userIds: [], fence: [leaseKey, 'predecessor'], guard: [[leaseKey, 'successor']] },
+        event,
+      ),
+    ).toBe(FENCED_OFF);
+    await redis.del(leaseKey);
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', fenced('predecessor'), event)).toBe(FENCED_OFF);
+    expect((await store.framesAfter(s.sessionId, 0)).map((f) => f.seq)).toEqual([1]);
+    await redis.set(leaseKey, 'successor');
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', fenced('successor'), event)).toBe(1);
+    expect(await store.deliver('MESSAGE_CREATE', '{"n":1}', fenced('successor'), event)).toBe(DUPLICATE);
+    expect((await store.framesAfter(s.sessionId, 0)).map((f) => f.seq)).toEqual([1, 2]);
   });
 });
 

@@ -1,77 +1,162 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import { DISPATCH_NAMES, REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
+  type EventEnvelope,
   endSpan,
-  ensureConsumer,
   ensureStream,
   envelopeOf,
   extractContext,
   headerRecord,
   redeliveryDelayMs,
   SpanKind,
+  type StreamSpec,
   startSpan,
   whenConnected,
   withSpan,
 } from '@chat/kit';
+import { DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import type { Dispatcher } from '../domain/dispatch.ts';
+import { type EventSource, FencedOff } from '../domain/dispatch.ts';
+import type { DispatchLease, Fence } from '../domain/dispatch-lease.ts';
 
 /** The streams whose events become dispatches (media's uploads show nowhere by themselves). */
 const SOURCES = [STREAMS.auth, STREAMS.guilds, STREAMS.social, STREAMS.music];
-const DURABLE = 'gateway-fanout';
+/** The durable consumer every replica shared before the lease: removed when a tenure starts. */
+const SHARED_DURABLE = 'gateway-fanout';
 const DISPATCH_NAMES_BY_SUBJECT: Record<string, string> = DISPATCH_NAMES;
+// How often a tenure saves its positions: what a successor reads twice (and drops by event id).
+const SAVE_EVERY_MS = 200;
+const BATCH = 256;
 
-/**
- * One durable consumer per stream, shared by every replica: whichever replica pulls an event
- * delivers it to every session in Redis, wherever its socket is. One event in flight at a time
- * (max_ack_pending 1) keeps the stream's order for every session; the ack follows the delivery, and
- * a redelivery after a crash is dropped by the event id. A new consumer starts at new events.
- */
-export async function consumeForDispatch(bus: Bus, log: Logger, dispatch: Dispatcher): Promise<ConsumerHandle[]> {
-  // Started once the bus is up (the gateway serves HTTP without it), retried until it works.
-  return Promise.all(
-    SOURCES.map((spec) => whenConnected(bus, log, `dispatch from ${spec.name}`, () => consumeStream(bus, log, spec, dispatch))),
-  );
+export interface DispatchReaderDeps {
+  bus: Bus;
+  log: Logger;
+  lease: DispatchLease;
+  dispatch: (event: EventEnvelope, source: EventSource) => Promise<void>;
+  /** The lease's lifetime: renewed every third of it, and how long a dead holder's streams wait at most. */
+  leaseTtlMs: number;
 }
 
-async function consumeStream(bus: Bus, log: Logger, spec: { name: string; subjects: readonly string[] }, dispatch: Dispatcher) {
-  await ensureStream(bus, spec);
-  // A replica that dies holding an event: another gets it after the 5 s ack wait.
-  await ensureConsumer(bus, { stream: spec.name, durable: DURABLE, deliverNewOnly: true, maxAckPending: 1, ackWaitSeconds: 5 });
-  const consumer = await bus.js.consumers.get(bus.name(spec.name), bus.name(DURABLE));
-  const messages = await consumer.consume({ max_messages: 64 });
-  const clog = log.child({ consumer: `${DURABLE}-${spec.name}` });
+/**
+ * Turns every stream's events into dispatches, in each stream's order, on whichever replica holds
+ * the dispatch lease (domain/dispatch-lease.ts); the others stand by and ask for it every third of
+ * its lifetime. The holder reads each stream with an ordered consumer of its own: events come in
+ * batches and need no ack, where a consumer shared by every replica had to keep one event in flight
+ * (and an ack per event) to keep the order. Each delivery is fenced by the lease, so a holder that
+ * lost it delivers nothing more; a successor starts after the saved positions.
+ */
+export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
+  const log = deps.log.child({ reader: 'dispatch' });
+  const standby = new AbortController();
+  let tenure: AbortController | undefined;
   const done = (async () => {
-    for await (const msg of messages) {
-      const event = envelopeOf(msg.data, bus.logical(msg.subject));
-      if (!event) {
-        msg.term();
-        continue;
+    while (!standby.signal.aborted) {
+      const fence = deps.bus.connected ? await deps.lease.acquire().catch(() => undefined) : undefined;
+      if (fence) {
+        tenure = new AbortController();
+        await lead(deps, log, fence, tenure);
+        tenure = undefined;
       }
-      // The dispatch continues the trace of the change that wrote the event (outbox -> JetStream headers).
-      const span = startSpan(`${DURABLE} dispatch ${event.subject}`, {
-        kind: SpanKind.CONSUMER,
-        parent: extractContext(headerRecord(msg.headers)),
-        attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
-      });
-      try {
-        await withSpan(span, () => dispatch(event, Number(msg.timestampNanos / 1_000_000n)));
-        endSpan(span);
-        msg.ack();
-      } catch (err) {
-        endSpan(span, err);
-        clog.error({ err, eventId: event.id, subject: event.subject }, 'dispatch failed; will be redelivered');
-        msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
-      }
+      await sleep(deps.leaseTtlMs / 3, standby.signal);
     }
-  })().catch((err) => clog.error({ err }, 'dispatch consumer stopped'));
+  })();
   return {
     async stop() {
-      await messages.close();
+      standby.abort();
+      tenure?.abort();
       await done;
     },
   };
+}
+
+/** One tenure: every stream read until the lease is lost, a stream fails, or the replica stops; then the lease is given up. */
+async function lead(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure: AbortController): Promise<void> {
+  log.info('holding the dispatch lease');
+  const renewal = setInterval(() => {
+    deps.lease.renew(fence).then(
+      (held) => held || tenure.abort(),
+      () => tenure.abort(),
+    );
+  }, deps.leaseTtlMs / 3);
+  try {
+    await Promise.all(
+      SOURCES.map((spec) =>
+        readStream(deps, log, spec, fence, tenure).catch((err) => {
+          log.error({ err, stream: spec.name }, 'dispatch reader stopped; giving the lease up');
+          tenure.abort();
+        }),
+      ),
+    );
+  } finally {
+    clearInterval(renewal);
+    await deps.lease.release(fence).catch(() => {});
+    log.info('gave the dispatch lease up');
+  }
+}
+
+async function readStream(deps: DispatchReaderDeps, log: Logger, spec: StreamSpec, fence: Fence, tenure: AbortController) {
+  const { bus, lease } = deps;
+  await ensureStream(bus, spec);
+  const stream = bus.name(spec.name);
+  await bus.jsm.consumers.delete(stream, bus.name(SHARED_DURABLE)).catch(() => {});
+  const latest = (await bus.jsm.streams.info(stream)).state.last_seq;
+  let position = await lease.position(stream, latest);
+  const consumer = await bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position + 1 });
+  const messages = await consumer.consume({ max_messages: BATCH });
+  const close = () => void messages.close();
+  if (tenure.signal.aborted) close();
+  tenure.signal.addEventListener('abort', close, { once: true });
+  let saved = position;
+  const save = async () => {
+    if (position === saved) return;
+    const at = position;
+    if (await lease.savePosition(fence, stream, at)) saved = at;
+    else tenure.abort();
+  };
+  const saving = setInterval(() => void save().catch(() => {}), SAVE_EVERY_MS);
+  try {
+    for await (const msg of messages) {
+      await dispatchOne(deps, log, msg, fence, tenure);
+      if (tenure.signal.aborted) break;
+      position = msg.seq;
+    }
+    if (!tenure.signal.aborted) throw new Error('the ordered consumer ended by itself');
+  } finally {
+    clearInterval(saving);
+    tenure.signal.removeEventListener('abort', close);
+    await save().catch(() => {});
+  }
+}
+
+/** Dispatches one event, again and again while it fails (the next must not overtake it), until done or the tenure ends. */
+async function dispatchOne(deps: DispatchReaderDeps, log: Logger, msg: JsMsg, fence: Fence, tenure: AbortController) {
+  const event = envelopeOf(msg.data, deps.bus.logical(msg.subject));
+  if (!event) return void log.error({ seq: msg.seq, subject: msg.subject }, 'not an event envelope; skipped');
+  const publishedAtMs = Number(msg.timestampNanos / 1_000_000n);
+  for (let attempt = 1; !tenure.signal.aborted; attempt++) {
+    // The dispatch continues the trace of the change that wrote the event (outbox -> JetStream headers).
+    const span = startSpan(`gateway dispatch ${event.subject}`, {
+      kind: SpanKind.CONSUMER,
+      parent: extractContext(headerRecord(msg.headers)),
+      attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
+    });
+    try {
+      await withSpan(span, () => deps.dispatch(event, { publishedAtMs, fence }));
+      return endSpan(span);
+    } catch (err) {
+      endSpan(span, err);
+      if (err instanceof FencedOff) return tenure.abort();
+      log.error({ err, eventId: event.id, subject: event.subject, attempt }, 'dispatch failed; trying again');
+      await sleep(redeliveryDelayMs(attempt), tenure.signal);
+    }
+  }
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return wait(ms, undefined, { signal }).catch(() => {});
 }
 
 /**

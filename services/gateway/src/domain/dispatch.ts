@@ -10,10 +10,11 @@ import {
 } from '@chat/contracts';
 import type { EventEnvelope } from '@chat/kit';
 import type { Logger } from 'pino';
-import type { Audience } from './audience.ts';
+import type { Audience, Recipients } from './audience.ts';
+import type { Fence } from './dispatch-lease.ts';
 import { type PersonalDispatch, personalDispatches } from './personal.ts';
 import type { Presence } from './presence.ts';
-import { type SessionStore, STALE_AUDIENCE } from './session-store.ts';
+import { FENCED_OFF, type SessionStore, STALE_AUDIENCE } from './session-store.ts';
 
 /** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
 const WRAPPED: Readonly<Record<string, string>> = {
@@ -25,30 +26,45 @@ const WRAPPED: Readonly<Record<string, string>> = {
 
 type Deps = { store: SessionStore; audience: Audience; presence: Presence; log: Logger };
 
+/** A delivery was refused because another replica holds the stream readers' lease now. */
+export class FencedOff extends Error {
+  constructor() {
+    super('the dispatch lease is held by another replica');
+  }
+}
+
+/** Where an event came from: its time on JetStream (the replicas measure the dispatch lag from it) and the reader's fence. */
+export type EventSource = { publishedAtMs?: number; fence?: Fence };
+
 /**
  * Turns one domain event into dispatches: outdated audiences first, then the payload parsed by its
  * dispatch schema (nothing the contract does not name leaves the gateway), then one numbered
  * dispatch into each recipient's sessions, refused when a cached audience's versions moved (then
- * computed again). The event id makes a redelivery change nothing.
+ * computed again). The event id makes a redelivery change nothing; a fence that no longer holds
+ * makes it throw FencedOff, having delivered nothing.
  */
 export function createDispatcher(deps: Deps) {
-  /** `publishedAtMs`: the event's time on JetStream, from which the replicas measure the dispatch lag. */
-  return async function dispatch(event: EventEnvelope, publishedAtMs?: number): Promise<void> {
+  return async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
     if (await updatePresence(deps.presence, event)) return;
     const name = (DISPATCH_NAMES as Record<string, DispatchName>)[event.subject];
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
-    if (personal) return deliverPersonal(deps, event, name, personal, publishedAtMs);
+    if (personal) return deliverPersonal(deps, event, name, personal, source);
     const field = WRAPPED[event.subject];
     const raw = field ? (event.data as Record<string, unknown>)[field] : event.data;
     const payload = parsePayload(deps.log, event, name, raw);
     if (payload === undefined) return;
-    const cached = await deps.audience.recipients(event.subject, event.data);
-    if ((await deps.store.deliver(name, payload, cached, event.id, publishedAtMs)) !== STALE_AUDIENCE) return;
-    const fresh = await deps.audience.recipients(event.subject, event.data, { fresh: true });
-    await deps.store.deliver(name, payload, fresh, event.id, publishedAtMs);
+    const deliver = (recipients: Recipients) =>
+      deps.store.deliver(name, payload, { ...recipients, fence: source.fence }, event.id, source.publishedAtMs).then(unlessFencedOff);
+    if ((await deliver(await deps.audience.recipients(event.subject, event.data))) !== STALE_AUDIENCE) return;
+    await deliver(await deps.audience.recipients(event.subject, event.data, { fresh: true }));
   };
+}
+
+function unlessFencedOff(outcome: number): number {
+  if (outcome === FENCED_OFF) throw new FencedOff();
+  return outcome;
 }
 
 /** The events that change what others see of a user (PRESENCE_UPDATE follows from the change). */
@@ -75,20 +91,16 @@ function parsePayload(log: Logger, event: EventEnvelope, name: DispatchName, raw
 }
 
 /** Each side's own record, showing the other user as others see them now (status, activity). */
-async function deliverPersonal(
-  deps: Deps,
-  event: EventEnvelope,
-  name: DispatchName,
-  dispatches: PersonalDispatch[],
-  publishedAtMs: number | undefined,
-) {
+async function deliverPersonal(deps: Deps, event: EventEnvelope, name: DispatchName, dispatches: PersonalDispatch[], source: EventSource) {
   const shown = await deps.presence.shown(dispatches.map((p) => p.record.user.id));
   for (const { userId, record, withActivity } of dispatches) {
     const other = shown[record.user.id];
     const activity = withActivity && other?.activity ? { activity: other.activity } : {};
     const raw = { ...record, ...activity, user: { ...record.user, status: other?.status ?? 'offline' } };
     const payload = parsePayload(deps.log, event, name, raw);
-    if (payload !== undefined) await deps.store.deliver(name, payload, { userIds: [userId] }, `${event.id}:${userId}`, publishedAtMs);
+    if (payload === undefined) continue;
+    const targets = { userIds: [userId], fence: source.fence };
+    unlessFencedOff(await deps.store.deliver(name, payload, targets, `${event.id}:${userId}`, source.publishedAtMs));
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import type { Fence } from './dispatch-lease.ts';
 
 /**
  * Sessions of the real-time socket, kept in Redis so that any replica can resume them:
@@ -20,9 +21,12 @@ import type { Redis } from 'ioredis';
 
 const DELIVER = `
 local p = ARGV[1]
+-- A dispatch of the stream readers' lease (ARGV[8] its key, ARGV[9] the tenure's token): refused
+-- once another tenure holds it, so a reader that lost the lease never delivers behind its successor.
+if ARGV[8] ~= '' and redis.call('GET', ARGV[8]) ~= ARGV[9] then return -3 end
 -- The audience was computed at these versions (key, value pairs): if one moved, nothing is done.
-local guarded = tonumber(ARGV[8])
-for i = 9, 8 + 2 * guarded, 2 do
+local guarded = tonumber(ARGV[10])
+for i = 11, 10 + 2 * guarded, 2 do
   if (redis.call('GET', ARGV[i]) or '') ~= ARGV[i + 1] then return -2 end
 end
 if ARGV[2] ~= '' then
@@ -50,7 +54,7 @@ local function deliver(sid)
   sent = sent + 1
   return true
 end
-for i = 9 + 2 * guarded, #ARGV do
+for i = 11 + 2 * guarded, #ARGV do
   if mode == 's' then
     deliver(ARGV[i])
   else
@@ -104,9 +108,10 @@ type ScriptedRedis = Redis & {
 /** Version keys and the values an audience was computed at (domain/audience.ts). */
 export type VersionGuard = readonly (readonly [key: string, value: string])[];
 
-/** What deliver answers for a redelivered event, and for an audience whose versions moved. */
+/** What deliver answers for a redelivered event, for an audience whose versions moved, and for a fence that no longer holds. */
 export const DUPLICATE = -1;
 export const STALE_AUDIENCE = -2;
+export const FENCED_OFF = -3;
 
 /** A user's set of sessions outlives any of them (refreshed by heartbeats); dead members are dropped on delivery. */
 const USER_SET_TTL_S = 86_400;
@@ -250,13 +255,14 @@ export function createSessionStore(options: SessionStoreOptions) {
      * sessions named, with `sessionIds`). With a `guard` (the versions a cached audience was
      * computed at) nothing is done when one of them moved: the caller computes the audience again.
      * `dedupeId` (an event id) makes a redelivered event a no-op; `publishedAtMs` (the event's
-     * JetStream time) travels to the replicas, which measure the lag. Answers how many sessions got
-     * it, DUPLICATE or STALE_AUDIENCE.
+     * JetStream time) travels to the replicas, which measure the lag. With a `fence` (the stream
+     * readers' lease) nothing is done once another tenure holds it. Answers how many sessions got
+     * it, DUPLICATE, STALE_AUDIENCE or FENCED_OFF.
      */
     deliver(
       t: string,
       payloadJson: string,
-      targets: { userIds?: string[]; sessionIds?: string[]; guard?: VersionGuard },
+      targets: { userIds?: string[]; sessionIds?: string[]; guard?: VersionGuard; fence?: Fence },
       dedupeId = '',
       publishedAtMs?: number,
     ): Promise<number> {
@@ -273,6 +279,8 @@ export function createSessionStore(options: SessionStoreOptions) {
         bufferSize,
         mode,
         publishedAtMs ?? '',
+        targets.fence?.[0] ?? '',
+        targets.fence?.[1] ?? '',
         guard.length,
         ...guard.flat(),
         ...ids,

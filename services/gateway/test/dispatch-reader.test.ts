@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { MESSAGES_SUBJECTS, STREAMS } from '@chat/contracts';
+import { connectBus, createLogger, type EventEnvelope, ensureStream } from '@chat/kit';
+import { deleteNamespaceStreams } from '@chat/testkit';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { dispatchFromStreams } from '../src/bus/events.ts';
+import { type EventSource, FencedOff } from '../src/domain/dispatch.ts';
+import { createDispatchLease } from '../src/domain/dispatch-lease.ts';
+import { createSessionStore, FENCED_OFF } from '../src/domain/session-store.ts';
+import { newNamespace } from './helpers.ts';
+
+/** The dispatch lease and the stream readers, on the real Redis and NATS. */
+
+const log = createLogger({ service: 'test', level: 'silent' });
+const namespace = newNamespace();
+const bus = await connectBus({ url: inject('backing').natsUrl, namespace, name: 'gateway-dispatch-reader-test', log });
+await ensureStream(bus, STREAMS.guilds);
+const redis = new Redis(inject('backing').redisUrl);
+afterAll(async () => {
+  await deleteNamespaceStreams(bus, namespace);
+  await bus.nc.drain();
+  redis.disconnect();
+});
+
+const TTL_MS = 600;
+const newPrefix = () => `gwtest:${randomUUID()}:`;
+const leaseOf = (prefix: string) => createDispatchLease({ redis, prefix, ttlMs: TTL_MS });
+
+async function publish(content: string): Promise<string> {
+  const event = { id: randomUUID(), subject: MESSAGES_SUBJECTS.messageCreated, occurredAt: new Date().toISOString(), data: { content } };
+  await bus.js.publish(bus.subject(event.subject), JSON.stringify(event), { msgID: event.id });
+  return event.id;
+}
+
+type Dispatch = (event: EventEnvelope, source: EventSource) => Promise<void>;
+
+/** A reader, once it holds the lease and knows where to start: a stream never read starts at its last event. */
+async function reader(prefix: string, dispatch: Dispatch) {
+  const started = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch, leaseTtlMs: TTL_MS });
+  const position = `${prefix}dispatch:pos:${bus.name(STREAMS.guilds.name)}`;
+  await expect.poll(() => redis.exists(position), { timeout: 10_000 }).toBe(1);
+  return started;
+}
+
+/** A dispatcher that notes what it was given. */
+function recorder() {
+  const seen: string[] = [];
+  const dispatch: Dispatch = async (event) => void seen.push(event.id);
+  return { seen, dispatch };
+}
+
+describe('the dispatch lease', () => {
+  it('is held by one tenure at a time, renewed and saved only by it, and free again once given up', async () => {
+    const prefix = newPrefix();
+    const [a, b] = [leaseOf(prefix), leaseOf(prefix)];
+    const first = await a.acquire();
+    expect(first).toBeDefined();
+    expect(await b.acquire()).toBeUndefined();
+    if (!first) return;
+    expect(await a.renew(first)).toBe(true);
+    expect(await a.savePosition(first, 'S', 7)).toBe(true);
+    await a.release(first);
+    const second = await b.acquire();
+    expect(second).toBeDefined();
+    if (!second) return;
+    // The first tenure is over: it can neither renew, nor save, nor give up its successor's lease.
+    expect(await a.renew(first)).toBe(false);
+    expect(await a.savePosition(first, 'S', 9)).toBe(false);
+    await a.release(first);
+    expect(await b.renew(second)).toBe(true);
+    expect(await b.position('S', 100)).toBe(7);
+  });
+
+  it('expires when its holder stops renewing it', async () => {
+    const prefix = newPrefix();
+    const [a, b] = [leaseOf(prefix), leaseOf(prefix)];
+    expect(await a.acquire()).toBeDefined();
+    await expect.poll(() => b.acquire(), { timeout: TTL_MS * 4, interval: 100 }).toBeDefined();
+  });
+
+  it('starts a stream never read at its last sequence, and one emptied since at its new last', async () => {
+    const lease = leaseOf(newPrefix());
+    expect(await lease.position('S', 41)).toBe(41);
+    expect(await lease.position('S', 50)).toBe(41);
+    // The stream was made again and holds fewer events than were read of the old one.
+    expect(await lease.position('S', 3)).toBe(3);
+  });
+});
+
+describe('the stream readers', () => {
+  it('dispatch on one replica at a time, in order, and a stopped holder hands over where it left off', async () => {
+    const prefix = newPrefix();
+    const [a, b] = [recorder(), recorder()];
+    const first = await reader(prefix, a.dispatch);
+    const second = await reader(prefix, b.dispatch);
+    const before = [];
+    for (let i = 0; i < 20; i++) before.push(await publish(`before ${i}`));
+    await expect.poll(() => a.seen.length + b.seen.length, { timeout: 10_000 }).toBe(20);
+    const [holder, standby, holding, waiting] = a.seen.length ? [a, b, first, second] : [b, a, second, first];
+    expect(holder.seen).toEqual(before);
+    expect(standby.seen).toEqual([]);
+
+    await holding.stop();
+    const after = [];
+    for (let i = 0; i < 20; i++) after.push(await publish(`after ${i}`));
+    await expect.poll(() => standby.seen.length, { timeout: 10_000 }).toBe(20);
+    expect(standby.seen).toEqual(after);
+    expect(holder.seen).toEqual(before);
+    await waiting.stop();
+  });
+
+  it('gives the lease up when a delivery is fenced off, and the next tenure dispatches that event, in order', async () => {
+    const prefix = newPrefix();
+    const delivered: { content: string; token: string }[] = [];
+    let refused = false;
+    const holder = await reader(prefix, async (event, { fence }) => {
+      const content = (event.data as { content: string }).content;
+      if (content === 'second' && !refused) {
+        refused = true;
+        throw new FencedOff();
+      }
+      delivered.push({ content, token: fence?.[1] ?? '' });
+    });
+    for (const content of ['first', 'second', 'third']) await publish(content);
+    await expect.poll(() => delivered.length, { timeout: 10_000 }).toBe(3);
+    expect(delivered.map((d) => d.content)).toEqual(['first', 'second', 'third']);
+    const [first, second] = delivered;
+    expect(second?.token).not.toBe(first?.token);
+    await holder.stop();
+  });
+
+  it('lets nothing of a holder land once another tenure holds the lease, and its successor delivers it', async () => {
+    const prefix = newPrefix();
+    const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 100 });
+    const user = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node: 'node-x' };
+    await store.create({ ...user, readyJson: '{}' });
+    const contents = async () => (await store.framesAfter(user.sessionId, 1)).map((f) => JSON.parse(f.frame).d.content);
+    const holder = await reader(prefix, async (event, { fence }) => {
+      const outcome = await store.deliver('MESSAGE_CREATE', JSON.stringify(event.data), { userIds: [user.userId], fence }, event.id);
+      if (outcome === FENCED_OFF) throw new FencedOff();
+    });
+    await publish('first');
+    await expect.poll(contents, { timeout: 10_000 }).toEqual(['first']);
+
+    // Another tenure took the lease (as if this holder paused past it).
+    await redis.set(`${prefix}dispatch:lease`, 'intruder', 'PX', 1_500);
+    await publish('second');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await contents()).toEqual(['first']);
+
+    // Once the intruder's lease lapses, the next tenure starts after the saved position.
+    await publish('third');
+    await expect.poll(contents, { timeout: 10_000 }).toEqual(['first', 'second', 'third']);
+    await holder.stop();
+  });
+});
