@@ -16,7 +16,7 @@ import {
   whenConnected,
   withSpan,
 } from '@chat/kit';
-import { DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
+import { type ConsumerMessages, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import { type EventSource, FencedOff } from '../domain/dispatch.ts';
 import type { DispatchLease, Fence } from '../domain/dispatch-lease.ts';
@@ -29,6 +29,7 @@ const DISPATCH_NAMES_BY_SUBJECT: Record<string, string> = DISPATCH_NAMES;
 // How often a tenure saves its positions: what a successor reads twice (and drops by event id).
 const SAVE_EVERY_MS = 200;
 const BATCH = 256;
+const PULL_EXPIRES_MS = 5_000;
 
 export interface DispatchReaderDeps {
   bus: Bus;
@@ -104,7 +105,9 @@ async function readStream(deps: DispatchReaderDeps, log: Logger, spec: StreamSpe
   const latest = (await bus.jsm.streams.info(stream)).state.last_seq;
   let position = await lease.position(stream, latest);
   const consumer = await bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position + 1 });
-  const messages = await consumer.consume({ max_messages: BATCH });
+  // A pull that is lost shows as missed heartbeats (every half of `expires`), and the consumer is made again.
+  const messages = await consumer.consume({ max_messages: BATCH, expires: PULL_EXPIRES_MS });
+  void logTrouble(messages, log.child({ stream }));
   const close = () => void messages.close();
   if (tenure.signal.aborted) close();
   tenure.signal.addEventListener('abort', close, { once: true });
@@ -127,6 +130,15 @@ async function readStream(deps: DispatchReaderDeps, log: Logger, spec: StreamSpe
     clearInterval(saving);
     tenure.signal.removeEventListener('abort', close);
     await save().catch(() => {});
+  }
+}
+
+/** What an operator should see of a stream reader's consumer: the library recovers from each by itself. */
+const TROUBLE = new Set(['heartbeats_missed', 'reset', 'stream_not_found', 'consumer_not_found', 'consumer_deleted', 'no_responders']);
+
+async function logTrouble(messages: ConsumerMessages, log: Logger): Promise<void> {
+  for await (const status of messages.status()) {
+    if (TROUBLE.has(status.type)) log.warn({ status }, 'dispatch reader: consumer trouble');
   }
 }
 
