@@ -78,5 +78,6 @@ describe('deploy/monitoring', () => {
     expect(graphed('gateway_socket_sessions')).toEqual([expect.stringContaining('sessions')]);
     expect(graphed('gateway_socket_dispatch_lag_seconds_bucket')).toEqual([expect.stringContaining('dispatch lag')]);
     expect(alerts.find((a) => a.alert === 'SocketDispatchLagHigh')?.expr).toContain('gateway_socket_dispatch_lag_seconds_bucket');
+    expect(alerts.find((a) => a.alert === 'NoDispatchReader')?.expr).toBe('sum(gateway_dispatch_lease_held) < 1');
   });
 });

@@ -8,6 +8,7 @@ import { dispatchFromStreams } from '../src/bus/events.ts';
 import { type EventSource, FencedOff } from '../src/domain/dispatch.ts';
 import { createDispatchLease } from '../src/domain/dispatch-lease.ts';
 import { createSessionStore, FENCED_OFF } from '../src/domain/session-store.ts';
+import { dispatchLeaseHeld } from '../src/domain/socket-metrics.ts';
 import { newNamespace } from './helpers.ts';
 
 /** The dispatch lease and the stream readers, on the real Redis and NATS. */
@@ -100,6 +101,7 @@ describe('the stream readers', () => {
     const [holder, standby, holding, waiting] = a.seen.length ? [a, b, first, second] : [b, a, second, first];
     expect(holder.seen).toEqual(before);
     expect(standby.seen).toEqual([]);
+    expect((await dispatchLeaseHeld.get()).values[0]?.value).toBe(1);
 
     await holding.stop();
     const after = [];
@@ -108,6 +110,7 @@ describe('the stream readers', () => {
     expect(standby.seen).toEqual(after);
     expect(holder.seen).toEqual(before);
     await waiting.stop();
+    expect((await dispatchLeaseHeld.get()).values[0]?.value).toBe(0);
   });
 
   it('gives the lease up when a delivery is fenced off, and the next tenure dispatches that event, in order', async () => {

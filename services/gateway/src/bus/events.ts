@@ -20,6 +20,7 @@ import { type ConsumerMessages, DeliverPolicy, type JsMsg } from '@nats-io/jetst
 import type { Logger } from 'pino';
 import { type EventSource, FencedOff } from '../domain/dispatch.ts';
 import type { DispatchLease, Fence } from '../domain/dispatch-lease.ts';
+import { dispatchLeaseHeld } from '../domain/socket-metrics.ts';
 
 /** The streams whose events become dispatches (media's uploads show nowhere by themselves). */
 const SOURCES = [STREAMS.auth, STREAMS.guilds, STREAMS.social, STREAMS.music];
@@ -75,6 +76,7 @@ export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
 /** One tenure: every stream read until the lease is lost, a stream fails, or the replica stops; then the lease is given up. */
 async function lead(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure: AbortController): Promise<void> {
   log.info('holding the dispatch lease');
+  dispatchLeaseHeld.set(1);
   const renewal = setInterval(() => {
     deps.lease.renew(fence).then(
       (held) => held || tenure.abort(),
@@ -92,6 +94,7 @@ async function lead(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure:
     );
   } finally {
     clearInterval(renewal);
+    dispatchLeaseHeld.set(0);
     await deps.lease.release(fence).catch(() => {});
     log.info('gave the dispatch lease up');
   }

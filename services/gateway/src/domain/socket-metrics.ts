@@ -32,6 +32,13 @@ export const dispatchLag = new Histogram({
   registers,
 });
 
+/** 1 while this replica holds the dispatch lease (reads the streams for every replica), else 0. */
+export const dispatchLeaseHeld = new Gauge({
+  name: 'gateway_dispatch_lease_held',
+  help: 'Whether this replica holds the dispatch lease and reads the streams for every replica (1) or stands by (0)',
+  registers,
+});
+
 /** IDENTIFYs answered with READY: sessions started on this replica. */
 export const identifies = new Counter({
   name: 'gateway_socket_identifies_total',
