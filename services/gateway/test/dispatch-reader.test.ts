@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MESSAGES_SUBJECTS, STREAMS } from '@chat/contracts';
-import { connectBus, createLogger, type EventEnvelope, ensureStream } from '@chat/kit';
+import { connectBus, createLogger, type EventEnvelope, ensureConsumer, ensureStream } from '@chat/kit';
 import { deleteNamespaceStreams } from '@chat/testkit';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -111,6 +111,51 @@ describe('the stream readers', () => {
     expect(holder.seen).toEqual(before);
     await waiting.stop();
     expect((await dispatchLeaseHeld.get()).values[0]?.value).toBe(0);
+  });
+
+  it('reads what was published after a replica started, though another replica held the lease then', async () => {
+    const prefix = newPrefix();
+    await redis.set(`${prefix}dispatch:lease`, 'another replica', 'PX', 1_000);
+    const { seen, dispatch } = recorder();
+    const standby = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch, leaseTtlMs: TTL_MS });
+    await expect.poll(() => redis.exists(`${prefix}dispatch:pos:${bus.name(STREAMS.guilds.name)}`), { timeout: 10_000 }).toBe(1);
+    // The holder dies before it reads this event; the standby's mark keeps it.
+    const id = await publish('while standing by');
+    await expect.poll(() => seen, { timeout: 10_000 }).toEqual([id]);
+    await standby.stop();
+  });
+
+  it('takes over from the consumer the replicas shared before, after what it acknowledged, and removes it', async () => {
+    const prefix = newPrefix();
+    const stream = bus.name(STREAMS.guilds.name);
+    const durable = bus.name('gateway-fanout');
+    await ensureConsumer(bus, {
+      stream: STREAMS.guilds.name,
+      durable: 'gateway-fanout',
+      deliverNewOnly: true,
+      maxAckPending: 1,
+      ackWaitSeconds: 5,
+    });
+    const ids = [];
+    for (const content of ['acknowledged', 'pending one', 'pending two']) ids.push(await publish(content));
+    const acknowledged = await (await bus.js.consumers.get(stream, durable)).next({ expires: 5_000 });
+    expect(acknowledged && JSON.parse(new TextDecoder().decode(acknowledged.data)).id).toBe(ids[0]);
+    await acknowledged?.ackAck();
+
+    const { seen, dispatch } = recorder();
+    const holder = await reader(prefix, dispatch);
+    await expect.poll(() => seen, { timeout: 10_000 }).toEqual(ids.slice(1));
+    await expect
+      .poll(
+        () =>
+          bus.jsm.consumers.info(stream, durable).then(
+            () => 'still there',
+            () => 'gone',
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe('gone');
+    await holder.stop();
   });
 
   it('gives the lease up when a delivery is fenced off, and the next tenure dispatches that event, in order', async () => {

@@ -48,18 +48,33 @@ export interface DispatchReaderDeps {
  * batches and need no ack, where a consumer shared by every replica had to keep one event in flight
  * (and an ack per event) to keep the order. Each delivery is fenced by the lease, so a holder that
  * lost it delivers nothing more; a successor starts after the saved positions.
+ *
+ * Every replica marks where the streams start as soon as the bus is there, before it asks for the
+ * lease: an event published after a replica started is read, whoever reads it and however long
+ * the first holder takes to start.
  */
 export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
   const log = deps.log.child({ reader: 'dispatch' });
   const standby = new AbortController();
   let tenure: AbortController | undefined;
   const done = (async () => {
+    await Promise.race([deps.bus.ready, new Promise((resolve) => standby.signal.addEventListener('abort', resolve))]);
+    let marked = false;
     while (!standby.signal.aborted) {
-      const fence = deps.bus.connected ? await deps.lease.acquire().catch(() => undefined) : undefined;
-      if (fence) {
-        tenure = new AbortController();
-        await lead(deps, log, fence, tenure);
-        tenure = undefined;
+      if (deps.bus.connected) {
+        marked ||= await markStarts(deps).then(
+          () => true,
+          (err) => {
+            log.warn({ err }, 'could not mark where the streams start; retrying');
+            return false;
+          },
+        );
+        const fence = marked ? await deps.lease.acquire().catch(() => undefined) : undefined;
+        if (fence) {
+          tenure = new AbortController();
+          await lead(deps, log, fence, tenure);
+          tenure = undefined;
+        }
       }
       await sleep(deps.leaseTtlMs / 3, standby.signal);
     }
@@ -71,6 +86,25 @@ export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
       await done;
     },
   };
+}
+
+async function markStarts(deps: DispatchReaderDeps): Promise<void> {
+  for (const spec of SOURCES) await startOf(deps, spec);
+}
+
+/**
+ * Where reading a stream starts: after the saved position; the first time, after what the shared
+ * consumer of the earlier gateways acknowledged (an upgrade loses nothing), or after the stream's
+ * last event.
+ */
+async function startOf(deps: DispatchReaderDeps, spec: StreamSpec): Promise<{ stream: string; position: number }> {
+  const { bus, lease } = deps;
+  await ensureStream(bus, spec);
+  const stream = bus.name(spec.name);
+  const latest = (await bus.jsm.streams.info(stream)).state.last_seq;
+  const shared = await bus.jsm.consumers.info(stream, bus.name(SHARED_DURABLE)).catch(() => undefined);
+  const first = shared ? Math.min(shared.ack_floor.stream_seq, latest) : latest;
+  return { stream, position: await lease.position(stream, first) };
 }
 
 /** One tenure: every stream read until the lease is lost, a stream fails, or the replica stops; then the lease is given up. */
@@ -102,11 +136,9 @@ async function lead(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure:
 
 async function readStream(deps: DispatchReaderDeps, log: Logger, spec: StreamSpec, fence: Fence, tenure: AbortController) {
   const { bus, lease } = deps;
-  await ensureStream(bus, spec);
-  const stream = bus.name(spec.name);
+  let { stream, position } = await startOf(deps, spec);
+  // Its position is taken over: the earlier gateways' shared consumer is not needed any more.
   await bus.jsm.consumers.delete(stream, bus.name(SHARED_DURABLE)).catch(() => {});
-  const latest = (await bus.jsm.streams.info(stream)).state.last_seq;
-  let position = await lease.position(stream, latest);
   const consumer = await bus.js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: position + 1 });
   // A pull that is lost shows as missed heartbeats (every half of `expires`), and the consumer is made again.
   const messages = await consumer.consume({ max_messages: BATCH, expires: PULL_EXPIRES_MS });
