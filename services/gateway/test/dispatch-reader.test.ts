@@ -70,7 +70,7 @@ describe('the dispatch lease', () => {
     expect(await a.savePosition(first, 'S', 9)).toBe(false);
     await a.release(first);
     expect(await b.renew(second)).toBe(true);
-    expect(await b.position('S', 100)).toBe(7);
+    expect(await b.position('S', { start: 3, latest: 100 })).toBe(7);
   });
 
   it('expires when its holder stops renewing it', async () => {
@@ -80,12 +80,12 @@ describe('the dispatch lease', () => {
     await expect.poll(() => b.acquire(), { timeout: TTL_MS * 4, interval: 100 }).toBeDefined();
   });
 
-  it('starts a stream never read at its last sequence, and one emptied since at its new last', async () => {
+  it('starts a stream never read where it is told, then at the saved position, and one made again since at its new last', async () => {
     const lease = leaseOf(newPrefix());
-    expect(await lease.position('S', 41)).toBe(41);
-    expect(await lease.position('S', 50)).toBe(41);
+    expect(await lease.position('S', { start: 41, latest: 45 })).toBe(41);
+    expect(await lease.position('S', { start: 50, latest: 50 })).toBe(41);
     // The stream was made again and holds fewer events than were read of the old one.
-    expect(await lease.position('S', 3)).toBe(3);
+    expect(await lease.position('S', { start: 3, latest: 3 })).toBe(3);
   });
 });
 

@@ -103,8 +103,8 @@ async function startOf(deps: DispatchReaderDeps, spec: StreamSpec): Promise<{ st
   const stream = bus.name(spec.name);
   const latest = (await bus.jsm.streams.info(stream)).state.last_seq;
   const shared = await bus.jsm.consumers.info(stream, bus.name(SHARED_DURABLE)).catch(() => undefined);
-  const first = shared ? Math.min(shared.ack_floor.stream_seq, latest) : latest;
-  return { stream, position: await lease.position(stream, first) };
+  const start = shared ? Math.min(shared.ack_floor.stream_seq, latest) : latest;
+  return { stream, position: await lease.position(stream, { start, latest }) };
 }
 
 /** One tenure: every stream read until the lease is lost, a stream fails, or the replica stops; then the lease is given up. */

@@ -19,8 +19,11 @@ export interface DispatchLease {
   renew(fence: Fence): Promise<boolean>;
   /** Gives the lease up at once (a graceful stop), so a standby takes over without waiting for it to expire. */
   release(fence: Fence): Promise<void>;
-  /** The last sequence of `stream` dispatched; `latest` (the stream's last sequence now) when none was saved yet. */
-  position(stream: string, latest: number): Promise<number>;
+  /**
+   * The last sequence of `stream` dispatched: the saved one, else `start` (saved now). `latest` is
+   * the stream's last sequence now: a saved position beyond it is from a stream since made again.
+   */
+  position(stream: string, at: { start: number; latest: number }): Promise<number>;
   /** Saves how far this tenure got; false when the lease is no longer this tenure's. */
   savePosition(fence: Fence, stream: string, seq: number): Promise<boolean>;
 }
@@ -71,9 +74,8 @@ export function createDispatchLease(options: { redis: Redis; prefix: string; ttl
     async release([key, token]) {
       await redis.dispatchLeaseRelease(key, token);
     },
-    async position(stream, latest) {
-      // A stream created again (emptied) since the save: its old sequences mean nothing now.
-      await redis.set(positionKey(stream), latest, 'NX');
+    async position(stream, { start, latest }) {
+      await redis.set(positionKey(stream), start, 'NX');
       const saved = Number(await redis.get(positionKey(stream)));
       return Number.isFinite(saved) && saved <= latest ? saved : latest;
     },
