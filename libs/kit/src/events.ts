@@ -132,9 +132,13 @@ export function startOutboxRelay(options: {
   let streamReady = !options.stream;
   // Rejects the batch in flight when the connection drops: its acks will never come.
   let abandonBatch: ((err: Error) => void) | undefined;
+  // Counts the drops, so that a batch can tell that one came before it was ready to be abandoned.
+  let drops = 0;
+  const dropped = () => new AppError(503, 'Message bus disconnected during a publish');
   const unwatch = bus.onConnection((up) => {
-    if (up) wake?.();
-    else abandonBatch?.(new AppError(503, 'Message bus disconnected during a publish'));
+    if (up) return wake?.();
+    drops++;
+    abandonBatch?.(dropped());
   });
   const batchSize = options.batchSize ?? 200;
   const pollMs = options.pollMs ?? 250;
@@ -157,6 +161,7 @@ export function startOutboxRelay(options: {
 
   async function publishBatch(): Promise<number> {
     if (!bus.connected) throw new AppError(503, 'Message bus unavailable');
+    const dropsBefore = drops;
     if (!streamReady && options.stream) {
       await ensureStream(bus, options.stream);
       streamReady = true;
@@ -195,8 +200,10 @@ export function startOutboxRelay(options: {
           }
         }),
       );
+      // A drop while the rows were read (before abandonBatch was set) may have swallowed publishes too.
       const cut = new Promise<never>((_, reject) => {
         abandonBatch = reject;
+        if (drops !== dropsBefore) reject(dropped());
       });
       try {
         await Promise.race([acks, cut]);
