@@ -138,4 +138,31 @@ describe('the relay after a reconnect', () => {
     const arrivedAt = await watcher.arrival(id);
     expect(arrivedAt - reconnectedAt).toBeLessThan(1_000);
   }, 30_000);
+
+  it('sends a batch whose rows were read while the link dropped within a second of the reconnect, not after its publish timeout', async () => {
+    const { proxy, bus } = await proxiedBus();
+    await bus.ready;
+    const watcher = watchEvents();
+    relayOn(bus);
+    await watcher.arrival(await commitEvent({ n: 1 }));
+
+    // Every connection of the pool is taken: the relay's next batch waits for one, past its check of the link.
+    const held = await Promise.all(Array.from({ length: runtime.pool.options.max }, () => runtime.pool.connect()));
+    const writer = held[0]!;
+    await writer.query('BEGIN');
+    const id = await enqueueEvent(writer, 'outage.thing.happened', { n: 2 });
+    await writer.query('COMMIT');
+    await expect.poll(() => runtime.pool.waitingCount, { timeout: 5_000 }).toBeGreaterThan(0);
+    const down = nextConnection(bus, false);
+    proxy.cut();
+    await down;
+    for (const client of held) client.release();
+    // The batch reads its rows and publishes while the link is down.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const up = nextConnection(bus, true);
+    proxy.restore();
+    const reconnectedAt = await up;
+    const arrivedAt = await watcher.arrival(id);
+    expect(arrivedAt - reconnectedAt).toBeLessThan(1_000);
+  }, 30_000);
 });
