@@ -100,7 +100,6 @@ export async function startRealtime(deps: {
     log,
     lease: createDispatchLease({ redis, prefix, ttlMs: config.GATEWAY_DISPATCH_LEASE_MS }),
     dispatch: createDispatcher({ store, audience, presence, log }),
-    leaseTtlMs: config.GATEWAY_DISPATCH_LEASE_MS,
   });
   return {
     sockets,

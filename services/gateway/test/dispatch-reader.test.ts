@@ -38,11 +38,14 @@ type Dispatch = (event: EventEnvelope, source: EventSource) => Promise<void>;
 
 /** A reader, once it holds the lease and knows where to start: a stream never read starts at its last event. */
 async function reader(prefix: string, dispatch: Dispatch) {
-  const started = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch, leaseTtlMs: TTL_MS });
-  const position = `${prefix}dispatch:pos:${bus.name(STREAMS.guilds.name)}`;
-  await expect.poll(() => redis.exists(position), { timeout: 10_000 }).toBe(1);
+  const started = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch });
+  await startMarked(prefix);
   return started;
 }
+
+/** Some replica of `prefix` marked where the streams start. */
+const startMarked = (prefix: string) =>
+  expect.poll(() => redis.exists(`${prefix}dispatch:pos:${bus.name(STREAMS.guilds.name)}`), { timeout: 10_000 }).toBe(1);
 
 /** A dispatcher that notes what it was given. */
 function recorder() {
@@ -117,8 +120,8 @@ describe('the stream readers', () => {
     const prefix = newPrefix();
     await redis.set(`${prefix}dispatch:lease`, 'another replica', 'PX', 1_000);
     const { seen, dispatch } = recorder();
-    const standby = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch, leaseTtlMs: TTL_MS });
-    await expect.poll(() => redis.exists(`${prefix}dispatch:pos:${bus.name(STREAMS.guilds.name)}`), { timeout: 10_000 }).toBe(1);
+    const standby = dispatchFromStreams({ bus, log, lease: leaseOf(prefix), dispatch });
+    await startMarked(prefix);
     // The holder dies before it reads this event; the standby's mark keeps it.
     const id = await publish('while standing by');
     await expect.poll(() => seen, { timeout: 10_000 }).toEqual([id]);

@@ -37,8 +37,6 @@ export interface DispatchReaderDeps {
   log: Logger;
   lease: DispatchLease;
   dispatch: (event: EventEnvelope, source: EventSource) => Promise<void>;
-  /** The lease's lifetime: renewed every third of it, and how long a dead holder's streams wait at most. */
-  leaseTtlMs: number;
 }
 
 /**
@@ -76,7 +74,7 @@ export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
           tenure = undefined;
         }
       }
-      await sleep(deps.leaseTtlMs / 3, standby.signal);
+      await sleep(deps.lease.ttlMs / 3, standby.signal);
     }
   })();
   return {
@@ -116,7 +114,7 @@ async function lead(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure:
       (held) => held || tenure.abort(),
       () => tenure.abort(),
     );
-  }, deps.leaseTtlMs / 3);
+  }, deps.lease.ttlMs / 3);
   try {
     await Promise.all(
       SOURCES.map((spec) =>

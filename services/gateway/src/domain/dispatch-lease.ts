@@ -13,6 +13,8 @@ import type { Redis } from 'ioredis';
  * after it: what was delivered after the last save comes again and is dropped by the event id.
  */
 export interface DispatchLease {
+  /** How long a tenure lasts unless renewed. */
+  readonly ttlMs: number;
   /** Takes the lease when it is free; answers the fence of this tenure, or undefined. */
   acquire(): Promise<Fence | undefined>;
   /** Extends the tenure; false when the lease is no longer this tenure's. */
@@ -63,6 +65,7 @@ export function createDispatchLease(options: { redis: Redis; prefix: string; ttl
   const positionKey = (stream: string) => `${options.prefix}dispatch:pos:${stream}`;
 
   return {
+    ttlMs: options.ttlMs,
     async acquire() {
       const token = randomUUID();
       const taken = await redis.set(leaseKey, token, 'PX', options.ttlMs, 'NX');
