@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { createPool } from '@chat/kit';
 import type { ServiceProcess } from '@chat/testkit';
 import autocannon from 'autocannon';
@@ -13,7 +13,9 @@ import { isSkip } from './scenario.ts';
 // the CPU a request costs each process does not depend on what else runs. Each row sends
 // BENCH_CPU_REQUESTS requests (after a quarter as many to warm up) from BENCH_CONNECTIONS
 // connections and reads utime + stime of every process from /proc before and after, and of the
-// PostgreSQL backends serving each service's database ("pg:guilds": the database's own work).
+// PostgreSQL backends serving each service's database ("pg:guilds": the database's own work), of
+// the NATS and Redis servers when they run on this machine (their work for every namespace, this
+// run's being all there is on a quiet machine), and of the load generator itself ("bench").
 
 const REQUESTS = Number(process.env.BENCH_CPU_REQUESTS ?? 4_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -33,7 +35,12 @@ try {
       'SELECT pid, datname FROM pg_stat_activity WHERE datname = ANY($1)',
       [Object.keys(databaseOf)],
     );
-    return [...Object.entries(pids), ...rows.map((r) => [`pg:${databaseOf[r.datname]}`, r.pid] as [string, number])];
+    return [
+      ...Object.entries(pids),
+      ...rows.map((r) => [`pg:${databaseOf[r.datname]}`, r.pid] as [string, number]),
+      ...(await backingProcesses()),
+      ['bench', process.pid] as [string, number],
+    ];
   };
   for (const scenario of selectScenarios(await loadScenarios(), filter)) {
     const load = await scenario.setup(ctx);
@@ -71,6 +78,19 @@ try {
   await admin.end();
 } finally {
   await platform.stop();
+}
+
+/** The NATS and Redis servers of this machine, by their command name ([] where they run elsewhere). */
+async function backingProcesses(): Promise<[string, number][]> {
+  const names: Record<string, string> = { 'nats-server': 'nats', 'redis-server': 'redis' };
+  const found: [string, number][] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const comm = (await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '')).trim();
+    const name = names[comm];
+    if (name) found.push([name, Number(entry)]);
+  }
+  return found;
 }
 
 /** utime + stime per name, in clock ticks, summed over the processes of a name; a process gone since counts nothing. */
