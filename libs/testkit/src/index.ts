@@ -5,6 +5,7 @@ export * from './build.ts';
 export * from './database.ts';
 export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
+export * from './messages.ts';
 export * from './minio.ts';
 export * from './nats-cluster.ts';
 export * from './platform.ts';

@@ -99,7 +99,7 @@ export async function startRealtime(deps: {
     bus,
     log,
     lease: createDispatchLease({ redis, prefix, ttlMs: config.GATEWAY_DISPATCH_LEASE_MS }),
-    dispatch: createDispatcher({ store, audience, presence, log }),
+    ...createDispatcher({ store, audience, presence, log }),
   });
   return {
     sockets,

@@ -1,28 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { MESSAGES_SUBJECTS, STREAMS } from '@chat/contracts';
-import { connectBus, createLogger, type EventEnvelope, ensureConsumer, ensureStream } from '@chat/kit';
-import { deleteNamespaceStreams } from '@chat/testkit';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { type EventEnvelope, ensureConsumer } from '@chat/kit';
+import { describe, expect, it } from 'vitest';
 import { dispatchFromStreams } from '../src/bus/events.ts';
 import { type EventSource, FencedOff } from '../src/domain/dispatch.ts';
 import { createDispatchLease } from '../src/domain/dispatch-lease.ts';
 import { createSessionStore, FENCED_OFF } from '../src/domain/session-store.ts';
 import { dispatchLeaseHeld } from '../src/domain/socket-metrics.ts';
-import { newNamespace } from './helpers.ts';
+import { streamReaderBacking } from './helpers.ts';
 
 /** The dispatch lease and the stream readers, on the real Redis and NATS. */
 
-const log = createLogger({ service: 'test', level: 'silent' });
-const namespace = newNamespace();
-const bus = await connectBus({ url: inject('backing').natsUrl, namespace, name: 'gateway-dispatch-reader-test', log });
-await ensureStream(bus, STREAMS.guilds);
-const redis = new Redis(inject('backing').redisUrl);
-afterAll(async () => {
-  await deleteNamespaceStreams(bus, namespace);
-  await bus.nc.drain();
-  redis.disconnect();
-});
+const { log, bus, redis } = await streamReaderBacking('gateway-dispatch-reader-test');
 
 const TTL_MS = 600;
 const newPrefix = () => `gwtest:${randomUUID()}:`;

@@ -1,13 +1,23 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import type { RouteContract } from '@chat/contracts';
-import { type Bus, createLogger, createTokenVerifier, loadConfig, optionalCheck, revocationRetentionMs, watchRevocations } from '@chat/kit';
-import { createTestIssuer, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { type RouteContract, STREAMS } from '@chat/contracts';
+import {
+  type Bus,
+  connectBus,
+  createLogger,
+  createTokenVerifier,
+  ensureStream,
+  loadConfig,
+  optionalCheck,
+  revocationRetentionMs,
+  watchRevocations,
+} from '@chat/kit';
+import { createTestIssuer, deleteNamespaceStreams, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import { Redis as IORedis, type Redis } from 'ioredis';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfig } from '../src/config.ts';
 import { createRedis, redisReady } from '../src/db/redis.ts';
@@ -116,4 +126,22 @@ export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<vo
       await exited;
     },
   };
+}
+
+/**
+ * A bus namespace of its own with the GUILDS stream, and a Redis connection, for the stream
+ * readers' tests; both are removed after the file's tests.
+ */
+export async function streamReaderBacking(name: string) {
+  const log = createLogger({ service: 'test', level: 'silent' });
+  const namespace = newNamespace();
+  const bus = await connectBus({ url: inject('backing').natsUrl, namespace, name, log });
+  await ensureStream(bus, STREAMS.guilds);
+  const redis = new IORedis(inject('backing').redisUrl);
+  afterAll(async () => {
+    await deleteNamespaceStreams(bus, namespace);
+    await bus.nc.drain();
+    redis.disconnect();
+  });
+  return { log, bus, redis };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, MESSAGES_SUBJECTS, SOCIAL_SUBJECTS } from '@chat/contracts';
 import type { ConsumerHandle } from '@chat/kit';
+import { channelMessageRecord } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumeMessagesForEmbeds } from '../src/bus/embeds.ts';
 import { addressPolicy } from '../src/domain/address-policy.ts';
@@ -41,23 +42,7 @@ async function resolvedFor(messageId: string) {
   return rows.map((r) => r.data);
 }
 
-const channelMessage = (content: string) => ({
-  id: randomUUID(),
-  channelId: randomUUID(),
-  serverId: randomUUID(),
-  authorId: randomUUID(),
-  authorName: 'someone',
-  authorAvatar: null,
-  content,
-  attachments: {},
-  replyToId: null,
-  mentions: { users: [], roles: [], everyone: false },
-  pinned: false,
-  editedAt: null,
-  createdAt: new Date().toISOString(),
-  webhookId: null,
-  type: 'default',
-});
+const channelMessage = (content: string) => channelMessageRecord({ content });
 
 describe('embeds of posted messages', () => {
   it('finds the first five distinct links, skipping <wrapped> ones and trailing punctuation', () => {

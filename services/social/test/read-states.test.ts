@@ -1,5 +1,6 @@
 import { READ_STATE_SUBJECTS, type ReadState, STREAMS } from '@chat/contracts';
 import { applyOnce, type EventEnvelope } from '@chat/kit';
+import { channelMessageRecord } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApplyEvent, applierOf, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
@@ -24,24 +25,8 @@ let bob: User;
 const serverId = uuidv7();
 
 function channelMessage(channelId: string, author: User, content = 'hello') {
-  return {
-    id: uuidv7(),
-    channelId,
-    serverId,
-    authorId: author.id,
-    authorName: 'Author',
-    authorAvatar: null,
-    content,
-    attachments: {},
-    replyToId: null,
-    mentions: { users: [], roles: [], everyone: false },
-    pinned: false,
-    editedAt: null,
-    createdAt: new Date().toISOString(),
-    webhookId: null,
-    type: 'default',
-    embeds: [],
-  };
+  // Ids in time order: the read marks compare them.
+  return { ...channelMessageRecord({ channelId, serverId, authorId: author.id, content }), id: uuidv7() };
 }
 
 const applied = (event: { id: string }) =>

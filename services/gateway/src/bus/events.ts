@@ -18,8 +18,9 @@ import {
 } from '@chat/kit';
 import { type ConsumerMessages, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { type EventSource, FencedOff } from '../domain/dispatch.ts';
+import { type EventSource, FencedOff, type Sent } from '../domain/dispatch.ts';
 import type { DispatchLease, Fence } from '../domain/dispatch-lease.ts';
+import { DUPLICATE, FENCED_OFF } from '../domain/session-store.ts';
 import { dispatchLeaseHeld } from '../domain/socket-metrics.ts';
 
 /** The streams whose events become dispatches (media's uploads show nowhere by themselves). */
@@ -31,12 +32,19 @@ const DISPATCH_NAMES_BY_SUBJECT: Record<string, string> = DISPATCH_NAMES;
 const SAVE_EVERY_MS = 200;
 const BATCH = 256;
 const PULL_EXPIRES_MS = 5_000;
+// Deliveries of one stream sent and not answered yet, at most.
+const IN_FLIGHT = 64;
 
 export interface DispatchReaderDeps {
   bus: Bus;
   log: Logger;
   lease: DispatchLease;
   dispatch: (event: EventEnvelope, source: EventSource) => Promise<void>;
+  /**
+   * Sends an event's delivery without waiting for the answers of those before it (domain/dispatch.ts);
+   * undefined: the event is dispatched on its own. Without it, every event is.
+   */
+  send?: (event: EventEnvelope, source: EventSource & { after?: string }) => Promise<Sent | undefined>;
 }
 
 /**
@@ -152,14 +160,17 @@ async function readStream(deps: DispatchReaderDeps, log: Logger, spec: StreamSpe
     else tenure.abort();
   };
   const saving = setInterval(() => void save().catch(() => {}), SAVE_EVERY_MS);
+  const inOrder = orderedDispatch(deps, log, fence, tenure, (seq) => {
+    position = seq;
+  });
   try {
     for await (const msg of messages) {
-      await dispatchOne(deps, log, msg, fence, tenure);
+      await inOrder.take(msg);
       if (tenure.signal.aborted) break;
-      position = msg.seq;
     }
     if (!tenure.signal.aborted) throw new Error('the ordered consumer ended by itself');
   } finally {
+    await inOrder.answered();
     clearInterval(saving);
     tenure.signal.removeEventListener('abort', close);
     await save().catch(() => {});
@@ -175,18 +186,90 @@ async function logTrouble(messages: ConsumerMessages, log: Logger): Promise<void
   }
 }
 
+/**
+ * A stream's events dispatched in order, their deliveries pipelined: each is sent as soon as the one
+ * before it was sent, naming it (`after`), and the store refuses it unless that one landed. Answers
+ * are taken in order, and an event whose delivery did not land (a stale audience, a lost link, a
+ * predecessor that had not landed) is dispatched again on its own, in its place: what lands is what
+ * dispatching one event at a time would deliver, in the same order, with one Redis round trip for
+ * many events instead of one each. An event that send leaves to dispatch waits until everything
+ * before it is answered. `done` gets the sequence of each event dispatched, in order.
+ */
+function orderedDispatch(deps: DispatchReaderDeps, log: Logger, fence: Fence, tenure: AbortController, done: (seq: number) => void) {
+  const inFlight: Promise<void>[] = [];
+  let last: Promise<void> = Promise.resolve();
+  let after: string | undefined;
+
+  async function take(msg: JsMsg): Promise<void> {
+    if (inFlight.length >= IN_FLIGHT) await inFlight[0];
+    // Nothing in flight: the last mark is answered, no need to name it.
+    if (inFlight.length === 0) after = undefined;
+    const event = envelopeOf(msg.data, deps.bus.logical(msg.subject));
+    if (!event) log.error({ seq: msg.seq, subject: msg.subject }, 'not an event envelope; skipped');
+    const publishedAtMs = Number(msg.timestampNanos / 1_000_000n);
+    const sent = event && deps.send ? await sendTraced(deps, msg, event, { publishedAtMs, fence, after }) : undefined;
+    if (event && !sent) {
+      await last;
+      await dispatchOne(deps, log, msg, event, fence, tenure);
+      if (!tenure.signal.aborted) done(msg.seq);
+      return;
+    }
+    if (sent?.mark) after = sent.mark;
+    const landed = sent ? sent.outcome.then(landing, () => 'failed' as const) : Promise.resolve('landed' as const);
+    const answered = last
+      .then(async () => {
+        const verdict = await landed;
+        if (verdict === 'fenced off') return void tenure.abort();
+        if (verdict === 'failed' && event) await dispatchOne(deps, log, msg, event, fence, tenure);
+        if (!tenure.signal.aborted) done(msg.seq);
+      })
+      // Not the shifted promise itself: finally would wait for it, that is for itself.
+      .finally(() => void inFlight.shift());
+    inFlight.push(answered);
+    last = answered;
+  }
+
+  return { take, answered: () => last };
+}
+
+function landing(outcome: number): 'landed' | 'fenced off' | 'failed' {
+  if (outcome >= 0 || outcome === DUPLICATE) return 'landed';
+  return outcome === FENCED_OFF ? 'fenced off' : 'failed';
+}
+
+/** A send that fails before its delivery leaves (an audience it could not ask) counts as sent and not landed: those after it wait. */
+async function sendTraced(deps: DispatchReaderDeps, msg: JsMsg, event: EventEnvelope, source: EventSource & { after?: string }) {
+  const span = dispatchSpan(msg, event);
+  let sent: Sent | undefined;
+  try {
+    const send = deps.send as NonNullable<DispatchReaderDeps['send']>;
+    sent = await withSpan(span, () => send(event, source));
+  } catch (err) {
+    sent = { mark: event.id, outcome: Promise.reject(err) };
+  }
+  if (!sent) endSpan(span);
+  else
+    sent.outcome.then(
+      () => endSpan(span),
+      (err) => endSpan(span, err),
+    );
+  return sent;
+}
+
+/** The dispatch continues the trace of the change that wrote the event (outbox -> JetStream headers). */
+function dispatchSpan(msg: JsMsg, event: EventEnvelope) {
+  return startSpan(`gateway dispatch ${event.subject}`, {
+    kind: SpanKind.CONSUMER,
+    parent: extractContext(headerRecord(msg.headers)),
+    attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
+  });
+}
+
 /** Dispatches one event, again and again while it fails (the next must not overtake it), until done or the tenure ends. */
-async function dispatchOne(deps: DispatchReaderDeps, log: Logger, msg: JsMsg, fence: Fence, tenure: AbortController) {
-  const event = envelopeOf(msg.data, deps.bus.logical(msg.subject));
-  if (!event) return void log.error({ seq: msg.seq, subject: msg.subject }, 'not an event envelope; skipped');
+async function dispatchOne(deps: DispatchReaderDeps, log: Logger, msg: JsMsg, event: EventEnvelope, fence: Fence, tenure: AbortController) {
   const publishedAtMs = Number(msg.timestampNanos / 1_000_000n);
   for (let attempt = 1; !tenure.signal.aborted; attempt++) {
-    // The dispatch continues the trace of the change that wrote the event (outbox -> JetStream headers).
-    const span = startSpan(`gateway dispatch ${event.subject}`, {
-      kind: SpanKind.CONSUMER,
-      parent: extractContext(headerRecord(msg.headers)),
-      attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
-    });
+    const span = dispatchSpan(msg, event);
     try {
       await withSpan(span, () => deps.dispatch(event, { publishedAtMs, fence }));
       return endSpan(span);

@@ -54,6 +54,27 @@ interface Cached {
   at: number;
 }
 
+/** The events that change who sees what, and whose version they replace: a server's or a channel's. */
+const OUTDATES: Readonly<Record<string, 'server' | 'channel'>> = {
+  [GUILDS_SUBJECTS.memberJoined]: 'server',
+  [GUILDS_SUBJECTS.memberLeft]: 'server',
+  [GUILDS_SUBJECTS.memberUpdated]: 'server',
+  [GUILDS_SUBJECTS.memberBanned]: 'server',
+  [GUILDS_SUBJECTS.memberUnbanned]: 'server',
+  [GUILDS_SUBJECTS.roleCreated]: 'server',
+  [GUILDS_SUBJECTS.roleUpdated]: 'server',
+  [GUILDS_SUBJECTS.roleDeleted]: 'server',
+  [GUILDS_SUBJECTS.serverUpdated]: 'server',
+  [GUILDS_SUBJECTS.channelCreated]: 'channel',
+  [GUILDS_SUBJECTS.channelUpdated]: 'channel',
+  [GUILDS_SUBJECTS.channelDeleted]: 'channel',
+  [GUILDS_SUBJECTS.overrideUpdated]: 'channel',
+  [GUILDS_SUBJECTS.overrideDeleted]: 'channel',
+};
+
+/** Whether the event replaces a version (invalidate does something for it). */
+export const outdatesAudiences = (subject: string): boolean => subject in OUTDATES;
+
 /**
  * Who receives each event: a channel's events go to the members who may VIEW_CHANNEL it now (asked
  * of guilds, which applies the permission function of REST), server events to its members, DM and
@@ -154,27 +175,9 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
 
   /** Replaces the versions an event makes outdated; runs before the event's own audience is computed. */
   async function invalidate(subject: string, data: Data): Promise<void> {
-    switch (subject) {
-      case GUILDS_SUBJECTS.memberJoined:
-      case GUILDS_SUBJECTS.memberLeft:
-      case GUILDS_SUBJECTS.memberUpdated:
-      case GUILDS_SUBJECTS.memberBanned:
-      case GUILDS_SUBJECTS.memberUnbanned:
-      case GUILDS_SUBJECTS.roleCreated:
-      case GUILDS_SUBJECTS.roleUpdated:
-      case GUILDS_SUBJECTS.roleDeleted:
-      case GUILDS_SUBJECTS.serverUpdated:
-        await bump(serverKey(data.serverId ?? data.id));
-        return;
-      case GUILDS_SUBJECTS.channelCreated:
-      case GUILDS_SUBJECTS.channelUpdated:
-      case GUILDS_SUBJECTS.channelDeleted:
-      case GUILDS_SUBJECTS.overrideUpdated:
-      case GUILDS_SUBJECTS.overrideDeleted:
-        await bump(channelKey(data.channelId ?? data.id));
-        return;
-      default:
-    }
+    const outdated = OUTDATES[subject];
+    if (outdated === 'server') await bump(serverKey(data.serverId ?? data.id));
+    if (outdated === 'channel') await bump(channelKey(data.channelId ?? data.id));
   }
 
   const plus = async (list: Promise<Recipients>, ...more: string[]): Promise<Recipients> => {

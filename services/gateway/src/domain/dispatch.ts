@@ -10,7 +10,7 @@ import {
 } from '@chat/contracts';
 import type { EventEnvelope } from '@chat/kit';
 import type { Logger } from 'pino';
-import type { Audience, Recipients } from './audience.ts';
+import { type Audience, outdatesAudiences, type Recipients } from './audience.ts';
 import type { Fence } from './dispatch-lease.ts';
 import { type PersonalDispatch, personalDispatches } from './personal.ts';
 import type { Presence } from './presence.ts';
@@ -36,30 +36,66 @@ export class FencedOff extends Error {
 /** Where an event came from: its time on JetStream (the replicas measure the dispatch lag from it) and the reader's fence. */
 export type EventSource = { publishedAtMs?: number; fence?: Fence };
 
+/** A delivery sent before those in flight were answered (see send). */
+export type Sent = {
+  /** The event id the delivery marks when it lands: a later one sent meanwhile names it as `after`. */
+  mark?: string;
+  /** The store's answer: sessions reached, or DUPLICATE, STALE_AUDIENCE, FENCED_OFF, OUT_OF_ORDER. */
+  outcome: Promise<number>;
+};
+
+const PRESENCE_SUBJECTS = new Set<string>([REALTIME_SUBJECTS.presenceUpdated, REALTIME_SUBJECTS.activityUpdated]);
+const dispatchNameOf = (subject: string): DispatchName | undefined => (DISPATCH_NAMES as Record<string, DispatchName>)[subject];
+
 /**
- * Turns one domain event into dispatches: outdated audiences first, then the payload parsed by its
- * dispatch schema (nothing the contract does not name leaves the gateway), then one numbered
- * dispatch into each recipient's sessions, refused when a cached audience's versions moved (then
- * computed again). The event id makes a redelivery change nothing; a fence that no longer holds
- * makes it throw FencedOff, having delivered nothing.
+ * Turns one domain event into dispatches (`dispatch`): outdated audiences first, then the payload
+ * parsed by its dispatch schema (nothing the contract does not name leaves the gateway), then one
+ * numbered dispatch into each recipient's sessions, refused when a cached audience's versions moved
+ * (then computed again). The event id makes a redelivery change nothing; a fence that no longer
+ * holds makes it throw FencedOff, having delivered nothing. `send` is the pipelined form of the
+ * common case, for the stream readers.
  */
 export function createDispatcher(deps: Deps) {
-  return async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
+  async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
     if (await updatePresence(deps.presence, event)) return;
-    const name = (DISPATCH_NAMES as Record<string, DispatchName>)[event.subject];
+    const name = dispatchNameOf(event.subject);
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
     if (personal) return deliverPersonal(deps, event, name, personal, source);
-    const field = WRAPPED[event.subject];
-    const raw = field ? (event.data as Record<string, unknown>)[field] : event.data;
-    const payload = parsePayload(deps.log, event, name, raw);
+    const payload = parsePayload(deps.log, event, name, recordOf(event));
     if (payload === undefined) return;
     const deliver = (recipients: Recipients) =>
       deps.store.deliver(name, payload, { ...recipients, fence: source.fence }, event.id, source.publishedAtMs).then(unlessFencedOff);
     if ((await deliver(await deps.audience.recipients(event.subject, event.data))) !== STALE_AUDIENCE) return;
     await deliver(await deps.audience.recipients(event.subject, event.data, { fresh: true }));
-  };
+  }
+
+  /**
+   * The event's one delivery, sent without waiting for the answers of those before it: the store
+   * refuses it unless the delivery marked `after` landed, so a stream's dispatches keep their order.
+   * Undefined for an event that changes something before it delivers (presence, the versions of
+   * who sees what) or delivers a record per user: it goes through dispatch, once those before it
+   * are answered. The answer is not awaited here; a refused delivery is dispatched again by the caller.
+   */
+  async function send(event: EventEnvelope, source: EventSource & { after?: string }): Promise<Sent | undefined> {
+    const { subject, data } = event;
+    if (PRESENCE_SUBJECTS.has(subject) || outdatesAudiences(subject) || personalDispatches(subject, data)) return undefined;
+    const name = dispatchNameOf(subject);
+    const payload = name && parsePayload(deps.log, event, name, recordOf(event));
+    if (!name || payload === undefined) return { outcome: Promise.resolve(0) };
+    const recipients = await deps.audience.recipients(subject, data);
+    const targets = { ...recipients, fence: source.fence, after: source.after };
+    return { mark: event.id, outcome: deps.store.deliver(name, payload, targets, event.id, source.publishedAtMs) };
+  }
+
+  return { dispatch, send };
+}
+
+/** The record an event's dispatch shows: its payload, or the field of it that holds the record. */
+function recordOf(event: EventEnvelope): unknown {
+  const field = WRAPPED[event.subject];
+  return field ? (event.data as Record<string, unknown>)[field] : event.data;
 }
 
 function unlessFencedOff(outcome: number): number {

@@ -24,9 +24,12 @@ local p = ARGV[1]
 -- A dispatch of the stream readers' lease (ARGV[8] its key, ARGV[9] the tenure's token): refused
 -- once another tenure holds it, so a reader that lost the lease never delivers behind its successor.
 if ARGV[8] ~= '' and redis.call('GET', ARGV[8]) ~= ARGV[9] then return -3 end
+-- A delivery sent before the one it follows (the event id ARGV[10]) was answered: refused unless
+-- that one landed, so that a stream's dispatches never overtake each other.
+if ARGV[10] ~= '' and redis.call('EXISTS', p .. 'e:' .. ARGV[10]) == 0 then return -4 end
 -- The audience was computed at these versions (key, value pairs): if one moved, nothing is done.
-local guarded = tonumber(ARGV[10])
-for i = 11, 10 + 2 * guarded, 2 do
+local guarded = tonumber(ARGV[11])
+for i = 12, 11 + 2 * guarded, 2 do
   if (redis.call('GET', ARGV[i]) or '') ~= ARGV[i + 1] then return -2 end
 end
 if ARGV[2] ~= '' then
@@ -54,7 +57,7 @@ local function deliver(sid)
   sent = sent + 1
   return true
 end
-for i = 11 + 2 * guarded, #ARGV do
+for i = 12 + 2 * guarded, #ARGV do
   if mode == 's' then
     deliver(ARGV[i])
   else
@@ -108,10 +111,14 @@ type ScriptedRedis = Redis & {
 /** Version keys and the values an audience was computed at (domain/audience.ts). */
 export type VersionGuard = readonly (readonly [key: string, value: string])[];
 
-/** What deliver answers for a redelivered event, for an audience whose versions moved, and for a fence that no longer holds. */
+/**
+ * What deliver answers for a redelivered event, for an audience whose versions moved, for a fence
+ * that no longer holds, and for a delivery whose predecessor (`after`) has not landed.
+ */
 export const DUPLICATE = -1;
 export const STALE_AUDIENCE = -2;
 export const FENCED_OFF = -3;
+export const OUT_OF_ORDER = -4;
 
 /** A user's set of sessions outlives any of them (refreshed by heartbeats); dead members are dropped on delivery. */
 const USER_SET_TTL_S = 86_400;
@@ -256,20 +263,22 @@ export function createSessionStore(options: SessionStoreOptions) {
      * computed at) nothing is done when one of them moved: the caller computes the audience again.
      * `dedupeId` (an event id) makes a redelivered event a no-op; `publishedAtMs` (the event's
      * JetStream time) travels to the replicas, which measure the lag. With a `fence` (the stream
-     * readers' lease) nothing is done once another tenure holds it. Answers how many sessions got
-     * it, DUPLICATE, STALE_AUDIENCE or FENCED_OFF.
+     * readers' lease) nothing is done once another tenure holds it; with `after` (the dedupeId of
+     * the delivery this one follows, sent but not answered yet), nothing is done unless that one
+     * landed. Answers how many sessions got it, DUPLICATE, STALE_AUDIENCE, FENCED_OFF or OUT_OF_ORDER.
      */
     deliver(
       t: string,
       payloadJson: string,
-      targets: { userIds?: string[]; sessionIds?: string[]; guard?: VersionGuard; fence?: Fence },
+      targets: { userIds?: string[]; sessionIds?: string[]; guard?: VersionGuard; fence?: Fence; after?: string },
       dedupeId = '',
       publishedAtMs?: number,
     ): Promise<number> {
       const ids = targets.sessionIds ?? [...new Set(targets.userIds ?? [])];
       const guard = targets.guard ?? [];
-      // An empty audience is checked too: the versions may have moved to let someone in.
-      if (ids.length === 0 && guard.length === 0) return Promise.resolve(0);
+      // An empty audience is checked too: the versions may have moved to let someone in. An event's
+      // delivery always runs: its mark is what the next delivery of its stream may wait for.
+      if (ids.length === 0 && guard.length === 0 && !dedupeId) return Promise.resolve(0);
       const mode = targets.sessionIds ? 's' : 'u';
       return redis.socketDeliver(
         prefix,
@@ -281,6 +290,7 @@ export function createSessionStore(options: SessionStoreOptions) {
         publishedAtMs ?? '',
         targets.fence?.[0] ?? '',
         targets.fence?.[1] ?? '',
+        targets.after ?? '',
         guard.length,
         ...guard.flat(),
         ...ids,
