@@ -217,6 +217,8 @@ function tryOpen(url: string, ip: string, token: string): Promise<Watcher> {
         ws.send(JSON.stringify({ op: 2, d: { token } }));
         // As real clients do: the first heartbeat at a random point of the interval, then one per interval.
         setTimeout(() => {
+          // Closed before its first heartbeat: an interval now would keep the bench from exiting.
+          if (ws.readyState !== WebSocket.OPEN) return;
           ws.send(JSON.stringify({ op: 1, d: seq }));
           watcher.timer = setInterval(() => ws.send(JSON.stringify({ op: 1, d: seq })), heartbeatIntervalMs);
         }, Math.random() * heartbeatIntervalMs).unref();
@@ -323,7 +325,9 @@ async function settleDispatch(
     headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json', 'x-forwarded-for': options.nextClientIp() },
     body: JSON.stringify({ content }),
   });
-  await Promise.race([arrived, new Promise((r) => setTimeout(r, 300_000))]);
+  let gaveUp: NodeJS.Timeout | undefined;
+  await Promise.race([arrived, new Promise((r) => (gaveUp = setTimeout(r, 300_000)))]);
+  clearTimeout(gaveUp);
   closeAll([probe as Watcher]);
 }
 
