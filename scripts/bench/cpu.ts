@@ -28,6 +28,8 @@ try {
   const { urls, pids, databases, backing } = platform.value;
   const ctx = createContext(urls, databases, nextClientIp);
   const admin = createPool(backing.postgresUrl, 1);
+  // Found once: they run for the whole bench.
+  const servers = await backingProcesses();
   const databaseOf = Object.fromEntries(Object.entries(databases).map(([service, url]) => [new URL(url).pathname.slice(1), service]));
   /** The platform's processes and its PostgreSQL backends (named pg:<service>, summed per service). */
   const measured = async () => {
@@ -38,7 +40,7 @@ try {
     return [
       ...Object.entries(pids),
       ...rows.map((r) => [`pg:${databaseOf[r.datname]}`, r.pid] as [string, number]),
-      ...(await backingProcesses()),
+      ...servers,
       ['bench', process.pid] as [string, number],
     ];
   };

@@ -1,5 +1,5 @@
 import { setTimeout as wait } from 'node:timers/promises';
-import { DISPATCH_NAMES, REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
+import { REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -18,7 +18,7 @@ import {
 } from '@chat/kit';
 import { type ConsumerMessages, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import { type EventSource, FencedOff, type Sent } from '../domain/dispatch.ts';
+import { dispatchNameOf, type EventSource, FencedOff, type Sent } from '../domain/dispatch.ts';
 import type { DispatchLease, Fence } from '../domain/dispatch-lease.ts';
 import { DUPLICATE, FENCED_OFF } from '../domain/session-store.ts';
 import { dispatchLeaseHeld } from '../domain/socket-metrics.ts';
@@ -27,7 +27,6 @@ import { dispatchLeaseHeld } from '../domain/socket-metrics.ts';
 const SOURCES = [STREAMS.auth, STREAMS.guilds, STREAMS.social, STREAMS.music];
 /** The durable consumer every replica shared before the lease: removed when a tenure starts. */
 const SHARED_DURABLE = 'gateway-fanout';
-const DISPATCH_NAMES_BY_SUBJECT: Record<string, string> = DISPATCH_NAMES;
 // How often a tenure saves its positions: what a successor reads twice (and drops by event id).
 const SAVE_EVERY_MS = 200;
 const BATCH = 256;
@@ -206,11 +205,11 @@ function orderedDispatch(deps: DispatchReaderDeps, log: Logger, fence: Fence, te
     if (inFlight.length === 0) after = undefined;
     const event = envelopeOf(msg.data, deps.bus.logical(msg.subject));
     if (!event) log.error({ seq: msg.seq, subject: msg.subject }, 'not an event envelope; skipped');
-    const publishedAtMs = Number(msg.timestampNanos / 1_000_000n);
-    const sent = event && deps.send ? await sendTraced(deps, msg, event, { publishedAtMs, fence, after }) : undefined;
+    const source = { publishedAtMs: Number(msg.timestampNanos / 1_000_000n), fence };
+    const sent = event && deps.send ? await sendTraced(deps.send, msg, event, { ...source, after }) : undefined;
     if (event && !sent) {
       await last;
-      await dispatchOne(deps, log, msg, event, fence, tenure);
+      await dispatchOne(deps, log, msg, event, source, tenure);
       if (!tenure.signal.aborted) done(msg.seq);
       return;
     }
@@ -220,7 +219,7 @@ function orderedDispatch(deps: DispatchReaderDeps, log: Logger, fence: Fence, te
       .then(async () => {
         const verdict = await landed;
         if (verdict === 'fenced off') return void tenure.abort();
-        if (verdict === 'failed' && event) await dispatchOne(deps, log, msg, event, fence, tenure);
+        if (verdict === 'failed' && event) await dispatchOne(deps, log, msg, event, source, tenure);
         if (!tenure.signal.aborted) done(msg.seq);
       })
       // Not the shifted promise itself: finally would wait for it, that is for itself.
@@ -238,11 +237,15 @@ function landing(outcome: number): 'landed' | 'fenced off' | 'failed' {
 }
 
 /** A send that fails before its delivery leaves (an audience it could not ask) counts as sent and not landed: those after it wait. */
-async function sendTraced(deps: DispatchReaderDeps, msg: JsMsg, event: EventEnvelope, source: EventSource & { after?: string }) {
+async function sendTraced(
+  send: NonNullable<DispatchReaderDeps['send']>,
+  msg: JsMsg,
+  event: EventEnvelope,
+  source: EventSource & { after?: string },
+) {
   const span = dispatchSpan(msg, event);
   let sent: Sent | undefined;
   try {
-    const send = deps.send as NonNullable<DispatchReaderDeps['send']>;
     sent = await withSpan(span, () => send(event, source));
   } catch (err) {
     sent = { mark: event.id, outcome: Promise.reject(err) };
@@ -261,17 +264,23 @@ function dispatchSpan(msg: JsMsg, event: EventEnvelope) {
   return startSpan(`gateway dispatch ${event.subject}`, {
     kind: SpanKind.CONSUMER,
     parent: extractContext(headerRecord(msg.headers)),
-    attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': DISPATCH_NAMES_BY_SUBJECT[event.subject] ?? '' },
+    attributes: { 'messaging.message.id': event.id, 'chat.dispatch.name': dispatchNameOf(event.subject) ?? '' },
   });
 }
 
 /** Dispatches one event, again and again while it fails (the next must not overtake it), until done or the tenure ends. */
-async function dispatchOne(deps: DispatchReaderDeps, log: Logger, msg: JsMsg, event: EventEnvelope, fence: Fence, tenure: AbortController) {
-  const publishedAtMs = Number(msg.timestampNanos / 1_000_000n);
+async function dispatchOne(
+  deps: DispatchReaderDeps,
+  log: Logger,
+  msg: JsMsg,
+  event: EventEnvelope,
+  source: EventSource,
+  tenure: AbortController,
+) {
   for (let attempt = 1; !tenure.signal.aborted; attempt++) {
     const span = dispatchSpan(msg, event);
     try {
-      await withSpan(span, () => deps.dispatch(event, { publishedAtMs, fence }));
+      await withSpan(span, () => deps.dispatch(event, source));
       return endSpan(span);
     } catch (err) {
       endSpan(span, err);

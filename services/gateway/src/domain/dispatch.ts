@@ -44,8 +44,8 @@ export type Sent = {
   outcome: Promise<number>;
 };
 
-const PRESENCE_SUBJECTS = new Set<string>([REALTIME_SUBJECTS.presenceUpdated, REALTIME_SUBJECTS.activityUpdated]);
-const dispatchNameOf = (subject: string): DispatchName | undefined => (DISPATCH_NAMES as Record<string, DispatchName>)[subject];
+/** The dispatch an event's subject becomes, if any. */
+export const dispatchNameOf = (subject: string): DispatchName | undefined => (DISPATCH_NAMES as Record<string, DispatchName>)[subject];
 
 /**
  * Turns one domain event into dispatches (`dispatch`): outdated audiences first, then the payload
@@ -58,7 +58,8 @@ const dispatchNameOf = (subject: string): DispatchName | undefined => (DISPATCH_
 export function createDispatcher(deps: Deps) {
   async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
-    if (await updatePresence(deps.presence, event)) return;
+    const presenceChange = PRESENCE_CHANGES[event.subject];
+    if (presenceChange) return void (await presenceChange(deps.presence, event.data));
     const name = dispatchNameOf(event.subject);
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
@@ -80,7 +81,7 @@ export function createDispatcher(deps: Deps) {
    */
   async function send(event: EventEnvelope, source: EventSource & { after?: string }): Promise<Sent | undefined> {
     const { subject, data } = event;
-    if (PRESENCE_SUBJECTS.has(subject) || outdatesAudiences(subject) || personalDispatches(subject, data)) return undefined;
+    if (subject in PRESENCE_CHANGES || outdatesAudiences(subject) || personalDispatches(subject, data)) return undefined;
     const name = dispatchNameOf(subject);
     const payload = name && parsePayload(deps.log, event, name, recordOf(event));
     if (!name || payload === undefined) return { outcome: Promise.resolve(0) };
@@ -103,20 +104,17 @@ function unlessFencedOff(outcome: number): number {
   return outcome;
 }
 
-/** The events that change what others see of a user (PRESENCE_UPDATE follows from the change). */
-async function updatePresence(presence: Presence, event: EventEnvelope): Promise<boolean> {
-  if (event.subject === REALTIME_SUBJECTS.presenceUpdated) {
-    const chosen = PresenceChosenEvent.parse(event.data);
-    await presence.chose(chosen.userId, chosen.status, chosen.customStatus);
-    return true;
-  }
-  if (event.subject === REALTIME_SUBJECTS.activityUpdated) {
-    const { userId, activity } = ActivityUpdatedEvent.parse(event.data);
-    await presence.activity(userId, activity);
-    return true;
-  }
-  return false;
-}
+/** The events that change what others see of a user (PRESENCE_UPDATE follows from the change), and how each is applied. */
+const PRESENCE_CHANGES: Readonly<Record<string, (presence: Presence, data: unknown) => Promise<unknown>>> = {
+  [REALTIME_SUBJECTS.presenceUpdated]: (presence, data) => {
+    const chosen = PresenceChosenEvent.parse(data);
+    return presence.chose(chosen.userId, chosen.status, chosen.customStatus);
+  },
+  [REALTIME_SUBJECTS.activityUpdated]: (presence, data) => {
+    const { userId, activity } = ActivityUpdatedEvent.parse(data);
+    return presence.activity(userId, activity);
+  },
+};
 
 /** The payload as JSON once parsed by its dispatch schema; undefined (logged) when it breaks it. */
 function parsePayload(log: Logger, event: EventEnvelope, name: DispatchName, raw: unknown): string | undefined {
