@@ -4,6 +4,7 @@ import type { ServiceProcess } from '@chat/testkit';
 import autocannon from 'autocannon';
 import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
+import { benchLifecycle } from './lifecycle.ts';
 import { startBenchPlatform } from './processes.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
 import { isSkip } from './scenario.ts';
@@ -23,9 +24,9 @@ const filter = (process.env.BENCH_SCENARIOS ?? '').split(',').filter(Boolean);
 const TICK_US = 1_000_000 / 100; // USER_HZ is 100 on Linux
 
 const nextClientIp = clientIpCycle(65_536);
-const platform = await startBenchPlatform({ nodeEnv: 'production', logLevel: 'warn' });
+const { start, stopAll } = benchLifecycle((message) => console.error(`[bench:cpu] ${message}`));
 try {
-  const { urls, pids, databases, backing } = platform.value;
+  const { urls, pids, databases, backing } = await start(startBenchPlatform({ nodeEnv: 'production', logLevel: 'warn' }));
   const ctx = createContext(urls, databases, nextClientIp);
   const admin = createPool(backing.postgresUrl, 1);
   // Found once: they run for the whole bench.
@@ -79,7 +80,7 @@ try {
   }
   await admin.end();
 } finally {
-  await platform.stop();
+  await stopAll();
 }
 
 /** The NATS and Redis servers of this machine, by their command name ([] where they run elsewhere). */

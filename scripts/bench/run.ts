@@ -4,8 +4,9 @@ import { promisify } from 'node:util';
 import { configOrExit } from '@chat/kit';
 import { clientIpCycle } from './client-ips.ts';
 import { createContext } from './context.ts';
+import { benchLifecycle } from './lifecycle.ts';
 import { type Figures, type LoadSettings, measure } from './load.ts';
-import { type BenchPlatform, type Running, startBaseline, startBenchPlatform } from './processes.ts';
+import { type BenchPlatform, startBaseline, startBenchPlatform } from './processes.ts';
 import { closedLoop, type HttpReference, type OperationReference, type Reference, type ReferenceFigures } from './references.ts';
 import { loadScenarios, selectScenarios } from './registry.ts';
 import {
@@ -42,8 +43,7 @@ const socketSelected = (name: string) =>
   settings.BENCH_SCENARIOS.length === 0 || socketFilter.some((f) => f === name || (f.endsWith('.') && name.startsWith(f)));
 const runSockets = ['socket.idle', 'socket.fanout', 'socket.rest'].some(socketSelected);
 const nextClientIp = clientIpCycle(settings.BENCH_IP_POOL);
-const running: Running<unknown>[] = [];
-stopOnSignals();
+const { start, stopAll } = benchLifecycle(progress);
 // Taken before the platform starts, whose start-up would count in the load average.
 const startedAt = new Date().toISOString();
 const profileDir = profile ? join(settings.BENCH_RESULTS_DIR, `${startedAt.replace(/[:.]/g, '-')}-profiles`) : undefined;
@@ -236,53 +236,33 @@ function ratio(a: Figures, b: Figures): number {
  * traces, exporting its spans over OTLP/HTTP to a sink in this process.
  */
 async function startTracedPlatform() {
-  const sink = await startTraceSink();
-  running.push({ value: sink, stop: sink.close });
+  const sink = await start(startTraceSink().then((started) => ({ value: started, stop: started.close })));
   progress('starting the traced platform');
-  const started = await startBenchPlatform({
-    nodeEnv: settings.BENCH_NODE_ENV,
-    logLevel: settings.BENCH_LOG_LEVEL,
-    label: 'benchtr',
-    env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink.url },
-  });
-  running.push(started);
-  progress(`traced platform ready (logs in ${started.value.logDir})`);
-  return { platform: started.value, sink };
+  const tracedPlatform = await start(
+    startBenchPlatform({
+      nodeEnv: settings.BENCH_NODE_ENV,
+      logLevel: settings.BENCH_LOG_LEVEL,
+      label: 'benchtr',
+      env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: sink.url },
+    }),
+  );
+  progress(`traced platform ready (logs in ${tracedPlatform.logDir})`);
+  return { platform: tracedPlatform, sink };
 }
 
 /** Starts both; when either fails, stops the one that started. */
 async function startProcesses(s: BenchSettings): Promise<[BenchPlatform, string]> {
-  const started = await Promise.allSettled([
-    startBenchPlatform({
-      nodeEnv: s.BENCH_NODE_ENV,
-      logLevel: s.BENCH_LOG_LEVEL,
-      profileDir,
-      databasePoolSize: s.BENCH_DATABASE_POOL_SIZE,
-    }),
-    startBaseline(),
-  ]);
-  for (const result of started) if (result.status === 'fulfilled') running.push(result.value);
-  const failure = started.find((r) => r.status === 'rejected');
-  if (failure) {
+  const settingsOfRun = {
+    nodeEnv: s.BENCH_NODE_ENV,
+    logLevel: s.BENCH_LOG_LEVEL,
+    profileDir,
+    databasePoolSize: s.BENCH_DATABASE_POOL_SIZE,
+  };
+  try {
+    return await Promise.all([start(startBenchPlatform(settingsOfRun)), start(startBaseline())]);
+  } catch (err) {
     await stopAll();
-    throw failure.reason;
-  }
-  const [p, b] = started as [PromiseFulfilledResult<Running<BenchPlatform>>, PromiseFulfilledResult<Running<string>>];
-  return [p.value.value, b.value.value];
-}
-
-async function stopAll() {
-  await Promise.all(running.splice(0).map((r) => r.stop().catch((err) => console.error(`while stopping: ${(err as Error).message}`))));
-}
-
-/** Ctrl-C stops the processes and drops the bench databases before leaving. */
-function stopOnSignals() {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, async () => {
-      progress(`${signal}: stopping`);
-      await stopAll();
-      process.exit(130);
-    });
+    throw err;
   }
 }
 

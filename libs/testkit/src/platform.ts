@@ -137,7 +137,8 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   }
 
   async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    // An exited process emits no 'exit' again.
+    if (hasExited(child)) return child.exitCode;
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill(signal);
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -148,19 +149,15 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
 
   async function stopService(name: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') {
     const child = children.get(name);
-    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    const code = await exited;
-    clearTimeout(timer);
+    if (!child) return null;
+    const code = await stopChild(child, signal);
     children.delete(name);
     return code;
   }
 
   function signalService(name: ServiceProcess, signal: NodeJS.Signals) {
     const child = children.get(name);
-    if (child && child.exitCode === null) child.kill(signal);
+    if (child && !hasExited(child)) child.kill(signal);
   }
 
   const stop = async () => {
@@ -193,7 +190,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
 async function waitFor(url: string, timeoutMs: number, child: ChildProcess | undefined, name: string, logFile: string) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}; see ${logFile}`);
+    if (child && hasExited(child)) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}); see ${logFile}`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(1_000) });
       if (res.ok) return;
@@ -201,4 +198,9 @@ async function waitFor(url: string, timeoutMs: number, child: ChildProcess | und
     await new Promise((r) => setTimeout(r, 150));
   }
   throw new Error(`${name} was not ready at ${url} within ${timeoutMs} ms; see ${logFile}`);
+}
+
+/** Exited on its own or by a signal (a process killed by a signal has a signal code and no exit code). */
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
 }

@@ -20,8 +20,18 @@ async function streamsOf(namespace: string): Promise<string[]> {
   }
 }
 
+/** False once the process is gone and reaped (its 'exit' event has been emitted by then). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe('an isolated platform', () => {
-  it('leaves no JetStream stream of its namespace on the shared NATS once stopped', async () => {
+  it('stops, a process a signal killed from outside included, and leaves no JetStream stream of its namespace on the shared NATS', async () => {
     const run = await startIsolatedPlatform({
       backing,
       label: 'tkstop',
@@ -33,6 +43,11 @@ describe('an isolated platform', () => {
       await expect
         .poll(() => streamsOf(run.namespace), { timeout: 20_000, interval: 250 })
         .toEqual(['AUTH', 'GATEWAY', 'GUILDS', 'MEDIA', 'MUSIC', 'SOCIAL'].map((s) => `${run.namespace}_${s}`));
+      // Killed by a signal, a process has a signal code and no exit code, and emits no 'exit' again:
+      // stopping it must not wait for one (a bench stopped by `timeout` hung there).
+      const music = run.platform.pid('music') as number;
+      process.kill(music, 'SIGKILL');
+      await expect.poll(() => isRunning(music), { timeout: 10_000, interval: 50 }).toBe(false);
       await run.stop();
       stopped = true;
       expect(await streamsOf(run.namespace)).toEqual([]);

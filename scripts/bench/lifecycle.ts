@@ -1,0 +1,47 @@
+import type { Running } from './processes.ts';
+
+export interface Lifecycle {
+  /** Resolves to what `starting` started; from the moment it is called, `stopAll` and a signal wait for it and stop it. */
+  start<T>(starting: Promise<Running<T>>): Promise<T>;
+  /** Stops everything started, once each, after waiting for what is still starting. */
+  stopAll(): Promise<void>;
+}
+
+/**
+ * What a bench starts (platforms, databases, servers), stopped at the end, on a failure, or on
+ * SIGINT / SIGTERM. A signal during a start waits for that start to end and stops what it started:
+ * a platform half up when Ctrl-C (or `timeout`) came used to leave its processes and databases behind.
+ */
+export function benchLifecycle(progress: (message: string) => void): Lifecycle {
+  const running: Running<unknown>[] = [];
+  const starting = new Set<Promise<unknown>>();
+  let signalled = false;
+
+  const start = async <T>(pending: Promise<Running<T>>): Promise<T> => {
+    starting.add(pending);
+    try {
+      const started = await pending;
+      running.push(started);
+      if (!signalled) return started.value;
+    } catch (err) {
+      if (!signalled) throw err;
+    } finally {
+      starting.delete(pending);
+    }
+    // After a signal the run goes no further: the handler stops what started, then exits.
+    return new Promise<T>(() => {});
+  };
+  const stopAll = async () => {
+    await Promise.allSettled([...starting]);
+    await Promise.all(running.splice(0).map((r) => r.stop().catch((err) => progress(`while stopping: ${(err as Error).message}`))));
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, async () => {
+      signalled = true;
+      progress(`${signal}: stopping`);
+      await stopAll();
+      process.exit(130);
+    });
+  }
+  return { start, stopAll };
+}
