@@ -7,4 +7,4 @@ const port = Number(process.argv[2]);
 const app = Fastify({ logger: false });
 app.get('/', async () => ({ hello: 'world' }));
 await app.listen({ host: '127.0.0.1', port });
-process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => app.close().then(() => process.exit(0)));

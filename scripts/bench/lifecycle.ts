@@ -3,7 +3,7 @@ import type { Running } from './processes.ts';
 export interface Lifecycle {
   /** Resolves to what `starting` started; from the moment it is called, `stopAll` and a signal wait for it and stop it. */
   start<T>(starting: Promise<Running<T>>): Promise<T>;
-  /** Stops everything started, once each, after waiting for what is still starting. */
+  /** Stops everything started, after waiting for what is still starting; called again, awaits the same stop. */
   stopAll(): Promise<void>;
 }
 
@@ -31,16 +31,22 @@ export function benchLifecycle(progress: (message: string) => void): Lifecycle {
     // After a signal the run goes no further: the handler stops what started, then exits.
     return new Promise<T>(() => {});
   };
-  const stopAll = async () => {
-    await Promise.allSettled([...starting]);
-    await Promise.all(running.splice(0).map((r) => r.stop().catch((err) => progress(`while stopping: ${(err as Error).message}`))));
-  };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // One stop, which every caller awaits: a signal during the run's own teardown waits for it to end.
+  let stopping: Promise<void> | undefined;
+  const stopAll = () =>
+    (stopping ??= (async () => {
+      await Promise.allSettled([...starting]);
+      await Promise.all(running.splice(0).map((r) => r.stop().catch((err) => progress(`while stopping: ${(err as Error).message}`))));
+    })());
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(signal, async () => {
       signalled = true;
       progress(`${signal}: stopping`);
       await stopAll();
-      process.exit(130);
+      process.exit(code);
     });
   }
   return { start, stopAll };

@@ -1,7 +1,17 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { type Backing, freePort, removeBucket, resolveBacking, SERVICES, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
+import {
+  type Backing,
+  freePort,
+  hasExited,
+  removeBucket,
+  resolveBacking,
+  SERVICES,
+  type ServiceProcess,
+  startIsolatedPlatform,
+  stopChild,
+} from '@chat/testkit';
 import { Client } from 'minio';
 
 export interface Running<T> {
@@ -123,15 +133,10 @@ export async function startBaseline(): Promise<Running<string>> {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  };
+  const stop = async () => void (await stopChild(child));
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the baseline server exited with code ${child.exitCode}`);
+    if (hasExited(child)) throw new Error(`the baseline server exited (${child.exitCode ?? child.signalCode})`);
     if (await answers(url)) return { value: url, stop };
     await new Promise((r) => setTimeout(r, 100));
   }

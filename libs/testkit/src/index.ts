@@ -2,6 +2,7 @@ export * from './auth-stand-in.ts';
 export * from './authorization-matrix.ts';
 export * from './backing.ts';
 export * from './build.ts';
+export * from './child-process.ts';
 export * from './database.ts';
 export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';

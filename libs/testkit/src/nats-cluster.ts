@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STREAMS } from '@chat/contracts';
 import { connectBus, createLogger } from '@chat/kit';
+import { stopChild } from './child-process.ts';
 import { freePort } from './isolated-platform.ts';
 import { until } from './poll.ts';
 
@@ -87,10 +88,8 @@ export async function startNatsCluster(options: { binary: string; size?: number;
     url: nodes.map((n) => n.url).join(','),
     async kill(name) {
       const child = processes.get(name);
-      if (!child || child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
+      if (!child) return;
+      await stopChild(child, 'SIGKILL');
       processes.delete(name);
     },
     start,

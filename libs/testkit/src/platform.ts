@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Backing } from './backing.ts';
 import { buildBundles, bundlePath, NODE_FLAGS } from './build.ts';
+import { hasExited, stopChild } from './child-process.ts';
 import { minioUrl } from './minio.ts';
 
 import { SERVICES, type ServiceProcess } from './processes.ts';
@@ -136,17 +137,6 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     };
   }
 
-  async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
-    // An exited process emits no 'exit' again.
-    if (hasExited(child)) return child.exitCode;
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill(signal);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    const code = await exited;
-    clearTimeout(timer);
-    return code;
-  }
-
   async function stopService(name: ServiceProcess, signal: NodeJS.Signals = 'SIGTERM') {
     const child = children.get(name);
     if (!child) return null;
@@ -198,9 +188,4 @@ async function waitFor(url: string, timeoutMs: number, child: ChildProcess | und
     await new Promise((r) => setTimeout(r, 150));
   }
   throw new Error(`${name} was not ready at ${url} within ${timeoutMs} ms; see ${logFile}`);
-}
-
-/** Exited on its own or by a signal (a process killed by a signal has a signal code and no exit code). */
-function hasExited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
 }
