@@ -12,7 +12,7 @@ import {
   revocationRetentionMs,
   watchRevocations,
 } from '@chat/kit';
-import { createTestIssuer, deleteNamespaceStreams, freePort, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { createTestIssuer, deleteNamespaceStreams, freePort, stopChild, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Redis as IORedis, type Redis } from 'ioredis';
 import type { JWTVerifyGetKey } from 'jose';
@@ -119,12 +119,7 @@ export async function startOwnRedis(): Promise<{ url: string; stop(): Promise<vo
   probe.disconnect();
   return {
     url,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await exited;
-    },
+    stop: async () => void (await stopChild(child, 'SIGKILL')),
   };
 }
 
