@@ -106,8 +106,19 @@ export type UserLookupRequest = z.infer<typeof UserLookupRequest>;
 export const UserLookupReply = z.object({ user: UserEventData, version: z.iso.datetime({ offset: true }) });
 export type UserLookupReply = z.infer<typeof UserLookupReply>;
 
-export const AUTH_RPC = { userLookup: 'rpc.auth.user.lookup' } as const;
+/**
+ * `rpc.auth.users.page`: every user, in id order, a page at a time, for a read-model that starts
+ * after the AUTH stream has dropped its oldest events (a fresh database, a new service). `version`
+ * as in the lookup: an event that occurred before it changes nothing of the page.
+ */
+export const UsersPageRequest = z.object({ after: Id.optional(), limit: z.number().int().min(1).max(1000) });
+export type UsersPageRequest = z.infer<typeof UsersPageRequest>;
+export const UsersPageReply = z.object({ users: z.array(UserEventData), version: z.iso.datetime({ offset: true }) });
+export type UsersPageReply = z.infer<typeof UsersPageReply>;
+
+export const AUTH_RPC = { userLookup: 'rpc.auth.user.lookup', usersPage: 'rpc.auth.users.page' } as const;
 export const UserLookupRpc = defineRpc(AUTH_RPC.userLookup, UserLookupRequest, UserLookupReply);
+export const UsersPageRpc = defineRpc(AUTH_RPC.usersPage, UsersPageRequest, UsersPageReply);
 
 /**
  * How auth hashes passwords: argon2id at OWASP's minimum (m=19 MiB, t=2, p=1). Here so that the

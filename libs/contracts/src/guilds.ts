@@ -373,14 +373,33 @@ export const SharedServersRequest = z.object({ userId: Id, otherUserIds: z.array
 export const SharedServersReply = z.object({ sharing: z.array(Id) });
 export type SharedServersReply = z.infer<typeof SharedServersReply>;
 
+/**
+ * `rpc.guilds.servers.page` and `rpc.guilds.members.page`: every server with its owner, and every
+ * membership, in key order a page at a time, for a read-model that starts after the GUILDS stream
+ * has dropped its oldest events (auth's, behind the server-owner badge).
+ */
+const PAGE_LIMIT = z.number().int().min(1).max(1000);
+export const ServersPageRequest = z.object({ after: Id.optional(), limit: PAGE_LIMIT });
+export const ServersPageReply = z.object({ servers: z.array(z.object({ id: Id, ownerId: Id })) });
+export type ServersPageReply = z.infer<typeof ServersPageReply>;
+export const Membership = z.object({ serverId: Id, userId: Id });
+export type Membership = z.infer<typeof Membership>;
+export const MembersPageRequest = z.object({ after: Membership.optional(), limit: PAGE_LIMIT });
+export const MembersPageReply = z.object({ members: z.array(Membership) });
+export type MembersPageReply = z.infer<typeof MembersPageReply>;
+
 export const GUILDS_RPC = {
   memberCheck: 'rpc.guilds.member.check',
   sharedServers: 'rpc.guilds.members.shared',
   channelPermissions: 'rpc.guilds.channel.permissions',
   channelGet: 'rpc.guilds.channel.get',
+  serversPage: 'rpc.guilds.servers.page',
+  membersPage: 'rpc.guilds.members.page',
 } as const;
 
 export const MemberCheckRpc = defineRpc(GUILDS_RPC.memberCheck, MemberCheckRequest, MemberCheckReply);
 export const SharedServersRpc = defineRpc(GUILDS_RPC.sharedServers, SharedServersRequest, SharedServersReply);
 export const ChannelPermissionsRpc = defineRpc(GUILDS_RPC.channelPermissions, ChannelPermissionsRequest, ChannelPermissionsReply);
 export const ChannelGetRpc = defineRpc(GUILDS_RPC.channelGet, ChannelGetRequest, ChannelGetReply);
+export const ServersPageRpc = defineRpc(GUILDS_RPC.serversPage, ServersPageRequest, ServersPageReply);
+export const MembersPageRpc = defineRpc(GUILDS_RPC.membersPage, MembersPageRequest, MembersPageReply);

@@ -1,5 +1,14 @@
 import type { RpcContract } from '@chat/contracts';
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+} from '@nats-io/jetstream';
 import {
   connect,
   type Msg,
@@ -400,6 +409,25 @@ export interface DurableConsumerSpec {
   maxAckPending?: number;
   /** How long an unacked event waits before another pull gets it (30 s by default). */
   ackWaitSeconds?: number;
+}
+
+/**
+ * Whether the durable would start after events it never saw: it does not exist yet and the stream
+ * no longer holds its first event (the retention dropped the oldest, or an operator purged them).
+ */
+export async function wouldStartAfterLostEvents(bus: Bus, spec: DurableConsumerSpec): Promise<boolean> {
+  const stream = bus.name(spec.stream);
+  const exists = await bus.jsm.consumers.info(stream, bus.name(spec.durable)).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return false;
+      throw err;
+    },
+  );
+  if (exists) return false;
+  const { state } = await bus.jsm.streams.info(stream);
+  // A stream that never held an event has first_seq 0; one that dropped every event, last_seq + 1.
+  return state.first_seq > 1;
 }
 
 /** Creates the durable pull consumer when missing. */

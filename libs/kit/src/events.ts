@@ -15,6 +15,7 @@ import {
   requestHeaders,
   type StreamSpec,
   whenConnected,
+  wouldStartAfterLostEvents,
 } from './bus.ts';
 import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
@@ -330,6 +331,15 @@ export async function consumeEvents(options: {
   batch?: number;
   /** How a batch is applied, when its events share work (one statement for all); each in turn by `handle` otherwise. */
   handleBatch?: (events: EventEnvelope[], tx: Queryable) => Promise<void>;
+  /**
+   * For a read-model: builds what the events it can no longer get would have built, by asking
+   * their owner. Runs when the durable is about to be created and the stream has already dropped
+   * its oldest events (EVENT_RETENTION_DAYS); the durable is created only after it succeeds, so one
+   * that fails runs again on the next start. The durable then delivers every event the stream still
+   * holds, older ones included: applying them after the backfill must leave the newer state
+   * (versioned upserts, set operations). Answers how many records it read.
+   */
+  backfill?: () => Promise<number>;
 }): Promise<ConsumerHandle> {
   // Starts now when the bus is connected, otherwise as soon as it connects.
   return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
@@ -339,11 +349,12 @@ type ConsumeOptions = Parameters<typeof consumeEvents>[0];
 
 async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> {
   const { bus, spec } = options;
+  const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
+  if (options.backfill && (await wouldStartAfterLostEvents(bus, spec))) await backfill(options.backfill, log);
   await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
-  const log = options.log.child({ consumer: spec.durable });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
   const ignored = lingeringAcks(Math.min(ACKS_AT_MOST, spec.maxAckPending ?? ACKS_AT_MOST));
   const { prepare, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);
@@ -366,6 +377,13 @@ async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> 
       ignored.flush();
     },
   };
+}
+
+async function backfill(run: () => Promise<number>, log: Logger): Promise<void> {
+  const started = Date.now();
+  log.info('the stream no longer holds its oldest events: backfilling the read-model from its owner');
+  const records = await run();
+  log.info({ records, ms: Date.now() - started }, 'read-model backfilled');
 }
 
 /** How long the ack of an ignored event may wait for others to go with it. */

@@ -43,3 +43,25 @@ export function keysetPage(column: string, page: KeyPage, firstParam: number, ke
     },
   };
 }
+
+/**
+ * Reads a list a page at a time in key order, each page handed to `take` before the next is asked
+ * for, until a page comes back short. Answers how many rows there were.
+ */
+export async function walkPages<Row, Key>(options: {
+  limit: number;
+  read: (after: Key | undefined, limit: number) => Promise<Row[]>;
+  keyOf: (row: Row) => Key;
+  take: (rows: Row[]) => Promise<void>;
+}): Promise<number> {
+  let after: Key | undefined;
+  let total = 0;
+  for (;;) {
+    const rows = await options.read(after, options.limit);
+    if (rows.length > 0) await options.take(rows);
+    total += rows.length;
+    const last = rows.at(-1);
+    if (rows.length < options.limit || last === undefined) return total;
+    after = options.keyOf(last);
+  }
+}

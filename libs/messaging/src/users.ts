@@ -1,4 +1,4 @@
-import { AUTH_SUBJECTS, STREAMS, UserEventData } from '@chat/contracts';
+import { AUTH_SUBJECTS, STREAMS, UserEventData, UsersPageRpc } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -8,6 +8,9 @@ import {
   type Logger,
   type Pool,
   type Queryable,
+  requestRpc,
+  walkPages,
+  withTx,
 } from '@chat/kit';
 
 /**
@@ -49,8 +52,33 @@ export async function upsertUser(tx: Queryable, user: UserEventData, version: st
   );
 }
 
+const BACKFILL_PAGE = 500;
+const BACKFILL_TIMEOUT_MS = 10_000;
+
 /**
- * Follows auth's stream from its start (a fresh database catches up on every user). Creating the
+ * Every user auth knows, a page at a time (rpc.auth.users.page), each at the version auth read it:
+ * what a read-model that starts after the AUTH stream dropped its oldest events cannot replay.
+ * Answers how many users there were.
+ */
+export function backfillUsers(deps: { bus: Bus; pool: Pool }): Promise<number> {
+  return walkPages({
+    limit: BACKFILL_PAGE,
+    read: async (after: string | undefined, limit: number) => {
+      const page = await requestRpc(deps.bus, UsersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS });
+      return page.users.map((user) => ({ user, version: page.version }));
+    },
+    keyOf: ({ user }) => user.id,
+    take: (rows) =>
+      withTx(deps.pool, async (tx) => {
+        for (const { user, version } of rows) await upsertUser(tx, user, version);
+      }),
+  });
+}
+
+/**
+ * Follows auth's stream from its start, so a fresh database catches up on every user; once the
+ * stream has dropped its oldest events, a new durable first backfills every user from auth, then
+ * replays what the stream still holds (versioned: an older event changes nothing). Creating the
  * stream here is idempotent and lets the service start before auth.
  */
 export async function startUserReadModel(
@@ -58,5 +86,13 @@ export async function startUserReadModel(
   spec: DurableConsumerSpec,
   handle: UserEventHandler = userEventHandler(deps.log),
 ): Promise<ConsumerHandle> {
-  return consumeEvents({ bus: deps.bus, pool: deps.pool, log: deps.log, spec, stream: STREAMS.auth, handle });
+  return consumeEvents({
+    bus: deps.bus,
+    pool: deps.pool,
+    log: deps.log,
+    spec,
+    stream: STREAMS.auth,
+    handle,
+    backfill: () => backfillUsers(deps),
+  });
 }

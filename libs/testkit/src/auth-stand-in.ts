@@ -1,4 +1,4 @@
-import { type UserEventData, UserLookupRpc } from '@chat/contracts';
+import { type UserEventData, UserLookupRpc, UsersPageRpc } from '@chat/contracts';
 import { connectBus, notFound, serveRpc } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { TestRuntime } from './runtime.ts';
@@ -10,9 +10,10 @@ export interface AuthLookupStandIn {
 }
 
 /**
- * Auth's `rpc.auth.user.lookup` contract served on a test's bus namespace over the real NATS
- * server, from an in-memory table: services whose read-model misses a user are tested without
- * running auth (whose own tests cover the real answer, `services/auth/test/lookup.test.ts`).
+ * Auth's `rpc.auth.user.lookup` and `rpc.auth.users.page` contracts served on a test's bus
+ * namespace over the real NATS server, from an in-memory table: services whose read-model misses a
+ * user, or starts after the AUTH stream dropped its oldest events, are tested without running auth
+ * (whose own tests cover the real answers, `services/auth/test/lookup.test.ts`).
  */
 export async function startAuthLookupStandIn(runtime: Pick<TestRuntime, 'env' | 'namespace' | 'log'>): Promise<AuthLookupStandIn> {
   const users = new Map<string, UserEventData>();
@@ -21,6 +22,10 @@ export async function startAuthLookupStandIn(runtime: Pick<TestRuntime, 'env' | 
     const user = 'id' in ref ? users.get(ref.id) : [...users.values()].find((u) => u.username.toLowerCase() === ref.username.toLowerCase());
     if (!user) throw notFound('User');
     return { user, version: new Date().toISOString() };
+  });
+  serveRpc(bus, runtime.log, UsersPageRpc, async ({ after, limit }) => {
+    const ids = [...users.keys()].sort().filter((id) => after === undefined || id > after);
+    return { users: ids.slice(0, limit).map((id) => users.get(id) as UserEventData), version: new Date().toISOString() };
   });
   await bus.nc.flush();
   return {

@@ -6,7 +6,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startGuildsReadModel } from '../src/bus/guilds.ts';
 import { generatePrivateJwk } from '../src/domain/keys.ts';
-import { bearer, newAccount, outboxEvents, startAuth, startMailbox } from './helpers.ts';
+import { bearer, guildsServer, newAccount, outboxEvents, publishGuildsEvent, startAuth, startMailbox } from './helpers.ts';
 
 const mailbox = await startMailbox();
 // One key for every app of this file, so that a token of one is good at the others.
@@ -35,26 +35,6 @@ const badgesOf = async (id: string, token: string, app = auth.app) => {
 const updatesOf = async (userId: string) =>
   (await outboxEvents(runtime, 'auth.user.updated')).filter((e) => e.id === userId).map((e) => e.badges);
 
-/** Publishes a guilds event on the real GUILDS stream, as guilds' relay would. */
-async function publishGuildsEvent(subject: string, data: unknown) {
-  const envelope = { id: uuidv7(), subject, occurredAt: new Date().toISOString(), data };
-  await runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
-}
-const server = (id: string, ownerId: string) => ({
-  id,
-  name: 'Big',
-  iconUrl: null,
-  bannerUrl: null,
-  description: null,
-  ownerId,
-  isPublic: true,
-  requireApproval: false,
-  entranceChannelId: null,
-  afkChannelId: null,
-  jtcChannelId: null,
-  tags: [],
-  createdAt: new Date().toISOString(),
-});
 /** Polls until `check` holds (the consumers apply events asynchronously). */
 async function eventually(check: () => Promise<boolean>) {
   const deadline = Date.now() + 10_000;
@@ -88,21 +68,21 @@ describe('server owner', () => {
     // Registered after the consumers started.
     const owner = await register();
     const serverId = uuidv7();
-    await publishGuildsEvent('guilds.server.created', server(serverId, owner.user.id));
+    await publishGuildsEvent(runtime, 'guilds.server.created', guildsServer(serverId, owner.user.id));
     const members = [owner.user.id, uuidv7(), uuidv7()];
-    for (const userId of members.slice(0, 2)) await publishGuildsEvent('guilds.member.joined', { serverId, userId });
+    for (const userId of members.slice(0, 2)) await publishGuildsEvent(runtime, 'guilds.member.joined', { serverId, userId });
     await eventually(
       async () => (await runtime.pool.query('SELECT members FROM guild_servers WHERE id = $1', [serverId])).rows[0]?.members === 2,
     );
     expect(await badgesOf(owner.user.id, owner.token)).toEqual([]);
 
-    await publishGuildsEvent('guilds.member.joined', { serverId, userId: members[2] });
+    await publishGuildsEvent(runtime, 'guilds.member.joined', { serverId, userId: members[2] });
     await eventually(async () => (await badgesOf(owner.user.id, owner.token)).includes('server_owner'));
     expect(await updatesOf(owner.user.id)).toEqual([['server_owner']]);
     const profile = await auth.app.inject({ method: 'GET', url: `/v1/users/${owner.user.id}`, headers: bearer(owner.token) });
     expect(profile.json().badges).toEqual(['server_owner']);
 
-    await publishGuildsEvent('guilds.member.left', { serverId, userId: members[2], reason: 'kicked', by: owner.user.id });
+    await publishGuildsEvent(runtime, 'guilds.member.left', { serverId, userId: members[2], reason: 'kicked', by: owner.user.id });
     await eventually(async () => !(await badgesOf(owner.user.id, owner.token)).includes('server_owner'));
     expect(await updatesOf(owner.user.id)).toEqual([['server_owner'], []]);
   });
@@ -110,15 +90,15 @@ describe('server owner', () => {
   it('follows a transfer of ownership and a deleted server', async () => {
     const [first, second] = [await register(), await register()];
     const serverId = uuidv7();
-    await publishGuildsEvent('guilds.server.created', server(serverId, first.user.id));
-    for (let i = 0; i < 3; i++) await publishGuildsEvent('guilds.member.joined', { serverId, userId: uuidv7() });
+    await publishGuildsEvent(runtime, 'guilds.server.created', guildsServer(serverId, first.user.id));
+    for (let i = 0; i < 3; i++) await publishGuildsEvent(runtime, 'guilds.member.joined', { serverId, userId: uuidv7() });
     await eventually(async () => (await badgesOf(first.user.id, first.token)).includes('server_owner'));
 
-    await publishGuildsEvent('guilds.server.updated', server(serverId, second.user.id));
+    await publishGuildsEvent(runtime, 'guilds.server.updated', guildsServer(serverId, second.user.id));
     await eventually(async () => (await badgesOf(second.user.id, second.token)).includes('server_owner'));
     expect(await badgesOf(first.user.id, first.token)).toEqual([]);
 
-    await publishGuildsEvent('guilds.server.deleted', { id: serverId });
+    await publishGuildsEvent(runtime, 'guilds.server.deleted', { id: serverId });
     await eventually(async () => !(await badgesOf(second.user.id, second.token)).includes('server_owner'));
     expect(await runtime.pool.query('SELECT 1 FROM guild_members WHERE server_id = $1', [serverId])).toMatchObject({ rowCount: 0 });
   });

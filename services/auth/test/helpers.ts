@@ -4,6 +4,7 @@ import { createTestRuntime, type TestRuntime } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import type { JWK } from 'jose';
 import { SMTPServer } from 'smtp-server';
+import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { AuthConfig } from '../src/config.ts';
@@ -110,3 +111,26 @@ export async function outboxEvents(runtime: TestRuntime, subject: string) {
   );
   return rows.map((r) => r.payload.data);
 }
+
+/** Publishes a guilds event on the runtime's real GUILDS stream, as guilds' relay would. */
+export async function publishGuildsEvent(runtime: TestRuntime, subject: string, data: unknown) {
+  const envelope = { id: uuidv7(), subject, occurredAt: new Date().toISOString(), data };
+  await runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+}
+
+/** A Server record as guilds' events carry it. */
+export const guildsServer = (id: string, ownerId: string) => ({
+  id,
+  name: 'Big',
+  iconUrl: null,
+  bannerUrl: null,
+  description: null,
+  ownerId,
+  isPublic: true,
+  requireApproval: false,
+  entranceChannelId: null,
+  afkChannelId: null,
+  jtcChannelId: null,
+  tags: [],
+  createdAt: new Date().toISOString(),
+});

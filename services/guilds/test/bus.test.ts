@@ -3,11 +3,14 @@ import {
   ChannelPermissionsRpc,
   ChannelViewersRpc,
   MemberCheckRpc,
+  type Membership,
+  MembersPageRpc,
   Permission,
   PresenceSeenRpc,
   type RpcContract,
   type SeenStatus,
   ServerMembersRpc,
+  ServersPageRpc,
   SharedServersRpc,
   STREAMS,
   toMask,
@@ -15,7 +18,7 @@ import {
   UserServersRpc,
   VoiceAccessRpc,
 } from '@chat/contracts';
-import { type AppError, ensureStream, requestRpc, serveRpc } from '@chat/kit';
+import { type AppError, ensureStream, requestRpc, serveRpc, walkPages } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
 
@@ -70,6 +73,55 @@ describe('rpc.guilds.members.shared', () => {
     ).toHaveLength(2);
     expect(await ask(SharedServersRpc, { userId: stranger, otherUserIds: [owner] })).toEqual({ sharing: [] });
     expect(await statusOf(ask(SharedServersRpc, { userId: stranger, otherUserIds: [] }))).toBe(400);
+  });
+});
+
+describe('rpc.guilds.servers.page and rpc.guilds.members.page', () => {
+  /** Every row of a paged RPC, walked `limit` at a time. */
+  const walk = async <Row, Key>(
+    read: (after: Key | undefined, limit: number) => Promise<Row[]>,
+    keyOf: (row: Row) => Key,
+    limit: number,
+  ) => {
+    const rows: Row[] = [];
+    await walkPages({ limit, read, keyOf, take: async (page) => void rows.push(...page) });
+    return rows;
+  };
+  const key = (m: Membership) => `${m.serverId}/${m.userId}`;
+
+  it('walk every server with its owner and every membership once, in key order, across page boundaries', async () => {
+    const other = (await g.call(member, 'POST', '/v1/servers', { name: 'Rpc other' })).body as { id: string };
+    const servers = await walk(
+      async (after: string | undefined, limit: number) =>
+        (await askAs<{ servers: { id: string; ownerId: string }[] }>(ServersPageRpc, { after, limit })).servers,
+      (s) => s.id,
+      1,
+    );
+    expect(servers.map((s) => s.id)).toEqual(servers.map((s) => s.id).sort());
+    expect(servers).toEqual(
+      expect.arrayContaining([
+        { id: server.id, ownerId: owner },
+        { id: other.id, ownerId: member },
+      ]),
+    );
+    const members = await walk(
+      async (after: Membership | undefined, limit: number) =>
+        (await askAs<{ members: Membership[] }>(MembersPageRpc, { after, limit })).members,
+      (m) => m,
+      2,
+    );
+    const keys = members.map(key);
+    expect(keys).toEqual([...keys].sort());
+    expect(new Set(keys).size).toBe(keys.length);
+    const ours = members.filter((m) => m.serverId === server.id || m.serverId === other.id).map(key);
+    expect(ours.sort()).toEqual([...[owner, member, hidden].map((u) => `${server.id}/${u}`), `${other.id}/${member}`].sort());
+  });
+
+  it('answer 400 for a limit outside 1..1000 or a malformed cursor', async () => {
+    expect(await statusOf(ask(ServersPageRpc, { limit: 0 }))).toBe(400);
+    expect(await statusOf(ask(ServersPageRpc, { after: 'x', limit: 10 }))).toBe(400);
+    expect(await statusOf(ask(MembersPageRpc, { limit: 1001 }))).toBe(400);
+    expect(await statusOf(ask(MembersPageRpc, { after: { serverId: server.id }, limit: 10 }))).toBe(400);
   });
 });
 

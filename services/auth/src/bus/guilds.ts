@@ -1,4 +1,13 @@
-import { GUILDS_SUBJECTS, MemberEventData, Server, ServerDeletedEventData, STREAMS } from '@chat/contracts';
+import {
+  GUILDS_SUBJECTS,
+  MemberEventData,
+  type Membership,
+  MembersPageRpc,
+  Server,
+  ServerDeletedEventData,
+  ServersPageRpc,
+  STREAMS,
+} from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -7,12 +16,22 @@ import {
   type EventEnvelope,
   type Pool,
   type Queryable,
+  requestRpc,
+  walkPages,
+  withTx,
 } from '@chat/kit';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { AuthConfig } from '../config.ts';
 import { refreshServerOwnerBadge } from '../domain/badges.ts';
-import { recordMemberJoined, recordMemberLeft, recordServerDeleted, recordServerOwner } from '../domain/server-owners.ts';
+import {
+  backfillMembers,
+  backfillServerOwners,
+  recordMemberJoined,
+  recordMemberLeft,
+  recordServerDeleted,
+  recordServerOwner,
+} from '../domain/server-owners.ts';
 
 /**
  * Auth's read-model of guilds' servers and members, for the server-owner badge: owners from
@@ -76,12 +95,56 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
   };
 }
 
-/** Follows guilds' stream from its start; creating the stream here lets auth start before guilds. */
+const BACKFILL_PAGE = 500;
+const BACKFILL_TIMEOUT_MS = 10_000;
+
+/**
+ * Every server's owner from guilds, a page at a time (rpc.guilds.servers.page): what the servers
+ * consumer cannot replay once GUILDS has dropped its oldest events. Replaying what the stream still
+ * holds afterwards ends at each server's latest state.
+ */
+export function backfillServers(deps: Deps): Promise<number> {
+  return walkPages({
+    limit: BACKFILL_PAGE,
+    read: async (after: string | undefined, limit: number) =>
+      (await requestRpc(deps.bus, ServersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).servers,
+    keyOf: (server) => server.id,
+    take: (servers) => withTx(deps.pool, (tx) => backfillServerOwners(tx, deps.config, servers)),
+  });
+}
+
+/** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves replayed after it end at the latest set. */
+export function backfillMemberships(deps: Deps): Promise<number> {
+  return walkPages({
+    limit: BACKFILL_PAGE,
+    read: async (after: Membership | undefined, limit: number) =>
+      (await requestRpc(deps.bus, MembersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).members,
+    keyOf: ({ serverId, userId }) => ({ serverId, userId }),
+    take: (members) => withTx(deps.pool, (tx) => backfillMembers(tx, deps.config, members)),
+  });
+}
+
+/**
+ * Follows guilds' stream from its start, or from a backfill when a new durable starts after the
+ * stream dropped its oldest events; creating the stream here lets auth start before guilds.
+ */
 export async function startGuildsReadModel(deps: Deps): Promise<ConsumerHandle[]> {
   // Created here too when guilds has not yet; the consumers start once the bus is there.
   const common = { bus: deps.bus, pool: deps.pool, log: deps.log, stream: STREAMS.guilds };
   return [
-    await consumeEvents({ ...common, spec: SERVERS_CONSUMER, handle: serverEventHandler(deps), schemas: SERVER_READER }),
-    await consumeEvents({ ...common, spec: MEMBERS_CONSUMER, handle: memberEventHandler(deps), schemas: MEMBER_READER }),
+    await consumeEvents({
+      ...common,
+      spec: SERVERS_CONSUMER,
+      handle: serverEventHandler(deps),
+      schemas: SERVER_READER,
+      backfill: () => backfillServers(deps),
+    }),
+    await consumeEvents({
+      ...common,
+      spec: MEMBERS_CONSUMER,
+      handle: memberEventHandler(deps),
+      schemas: MEMBER_READER,
+      backfill: () => backfillMemberships(deps),
+    }),
   ];
 }

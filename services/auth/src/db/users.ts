@@ -152,6 +152,15 @@ export function findUserForLookup(tx: Queryable, ref: { id: string } | { usernam
     : maybeOne<UserRow>(tx, 'SELECT * FROM users WHERE lower(username) = lower($1) FOR SHARE', [ref.username]);
 }
 
+/** Up to `limit` users after `after`, in id order, read FOR SHARE as in the lookup. */
+export async function findUsersPage(tx: Queryable, after: string | undefined, limit: number): Promise<UserRow[]> {
+  const rows = await tx.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE $1::uuid IS NULL OR id > $1 ORDER BY id LIMIT $2 FOR SHARE`, [
+    after ?? null,
+    limit,
+  ]);
+  return rows.rows;
+}
+
 // Behind every users/@me: prepared, planned once per connection.
 const USER_BY_ID = prepared(`SELECT ${COLUMNS} FROM users WHERE id = $1`);
 

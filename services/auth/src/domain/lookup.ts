@@ -1,7 +1,7 @@
-import type { UserLookupReply, UserLookupRequest } from '@chat/contracts';
+import type { UserLookupReply, UserLookupRequest, UsersPageReply, UsersPageRequest } from '@chat/contracts';
 import { notFound, type Pool, withTx } from '@chat/kit';
 import type { AuthConfig } from '../config.ts';
-import { findUserForLookup, toUserEvent } from '../db/users.ts';
+import { findUserForLookup, findUsersPage, toUserEvent } from '../db/users.ts';
 import { badgePolicy } from './badges.ts';
 
 /**
@@ -14,5 +14,17 @@ export function lookupUser(deps: { pool: Pool; config: AuthConfig }, ref: UserLo
     const row = await findUserForLookup(tx, ref);
     if (!row) throw notFound('User');
     return { user: toUserEvent(row, badgePolicy(deps.config)), version: new Date().toISOString() };
+  });
+}
+
+/**
+ * A page of every user, for a read-model that starts after the AUTH stream dropped its oldest
+ * events (rpc.auth.users.page): read and versioned as one lookup each.
+ */
+export function usersPage(deps: { pool: Pool; config: AuthConfig }, page: UsersPageRequest): Promise<UsersPageReply> {
+  return withTx(deps.pool, async (tx) => {
+    const rows = await findUsersPage(tx, page.after, page.limit);
+    const policy = badgePolicy(deps.config);
+    return { users: rows.map((row) => toUserEvent(row, policy)), version: new Date().toISOString() };
   });
 }

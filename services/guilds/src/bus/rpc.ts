@@ -3,7 +3,9 @@ import {
   ChannelPermissionsRpc,
   ChannelViewersRpc,
   MemberCheckRpc,
+  MembersPageRpc,
   ServerMembersRpc,
+  ServersPageRpc,
   SharedServersRpc,
   UserComembersRpc,
   UserServersRpc,
@@ -14,7 +16,15 @@ import { type Bus, type Logger, serveRpc } from '@chat/kit';
 import { viewableAmong } from '../domain/access.ts';
 import { channelViewers, comembersOf, serverMembers, serversOfUser } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
-import { channelPermissionsOf, channelRecord, memberCheck, sharedServers, voiceAccessOf } from '../domain/questions.ts';
+import {
+  channelPermissionsOf,
+  channelRecord,
+  memberCheck,
+  membersPage,
+  serversPage,
+  sharedServers,
+  voiceAccessOf,
+} from '../domain/questions.ts';
 
 /** The questions other services ask guilds; each answer is parsed by its contract before it leaves. */
 export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
@@ -23,6 +33,9 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
   serveRpc(bus, log, ChannelPermissionsRpc, ({ channelId, userId }) => channelPermissionsOf(d, channelId, userId));
   serveRpc(bus, log, ChannelGetRpc, ({ channelId }) => channelRecord(d, channelId));
   serveRpc(bus, log, VoiceAccessRpc, ({ channelId, userId }) => voiceAccessOf(d, channelId, userId));
+  // Auth's read-model of servers and members, when it starts after GUILDS dropped its oldest events.
+  serveRpc(bus, log, ServersPageRpc, ({ after, limit }) => serversPage(d, after, limit));
+  serveRpc(bus, log, MembersPageRpc, ({ after, limit }) => membersPage(d, after, limit));
 }
 
 /** What the gateway's socket asks to decide who receives an event; the same permission function as REST. */

@@ -1,4 +1,4 @@
-import type { Member } from '@chat/contracts';
+import type { Member, Membership } from '@chat/contracts';
 import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
 
 type MemberRow = {
@@ -113,4 +113,14 @@ export async function addMemberRole(db: Queryable, serverId: string, userId: str
 export async function removeMemberRole(db: Queryable, serverId: string, userId: string, roleId: string): Promise<boolean> {
   const sql = 'DELETE FROM member_roles WHERE server_id = $1 AND user_id = $2 AND role_id = $3';
   return (await exec(db, sql, [serverId, userId, roleId])) === 1;
+}
+
+/** Up to `limit` memberships after `after`, in key order (rpc.guilds.members.page). */
+export function listMemberships(db: Queryable, after: Membership | undefined, limit: number): Promise<Membership[]> {
+  return many(
+    db,
+    `SELECT server_id AS "serverId", user_id AS "userId" FROM members
+     WHERE $1::uuid IS NULL OR (server_id, user_id) > ($1, $2::uuid) ORDER BY server_id, user_id LIMIT $3`,
+    [after?.serverId ?? null, after?.userId ?? null, limit],
+  );
 }

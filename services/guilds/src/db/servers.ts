@@ -155,3 +155,11 @@ export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<Serv
     [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit],
   );
 }
+
+/** Up to `limit` servers after `after` with their owners, in id order (rpc.guilds.servers.page). */
+export function listServerOwners(db: Queryable, after: string | undefined, limit: number): Promise<{ id: string; ownerId: string }[]> {
+  return many(db, 'SELECT id, owner_id AS "ownerId" FROM servers WHERE $1::uuid IS NULL OR id > $1 ORDER BY id LIMIT $2', [
+    after ?? null,
+    limit,
+  ]);
+}

@@ -1,8 +1,17 @@
-import type { Channel, ChannelPermissionsReply, MemberCheckReply, VoiceAccessReply } from '@chat/contracts';
+import type {
+  Channel,
+  ChannelPermissionsReply,
+  MemberCheckReply,
+  Membership,
+  MembersPageReply,
+  ServersPageReply,
+  VoiceAccessReply,
+} from '@chat/contracts';
 import { Permission, toMask } from '@chat/contracts';
 import { notFound } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
-import { usersSharingAServer } from '../db/members.ts';
+import { listMemberships, usersSharingAServer } from '../db/members.ts';
+import { listServerOwners } from '../db/servers.ts';
 import { loadChannelAccess, loadServerAccess } from './access.ts';
 import type { Domain } from './context.ts';
 import { has } from './permissions.ts';
@@ -44,4 +53,14 @@ export async function voiceAccessOf(d: Domain, channelId: string, userId: string
     canManageChannel: has(access.channelPermissions, Permission.MANAGE_CHANNELS),
     isDj: access.isMember && access.roleIds.some((id) => access.server.dj_role_ids.includes(id)),
   };
+}
+
+/** Every server's owner, a page at a time, for auth's read-model behind the server-owner badge. */
+export async function serversPage(d: Domain, after: string | undefined, limit: number): Promise<ServersPageReply> {
+  return { servers: await listServerOwners(d.pool, after, limit) };
+}
+
+/** Every membership, a page at a time, for the same read-model. */
+export async function membersPage(d: Domain, after: Membership | undefined, limit: number): Promise<MembersPageReply> {
+  return { members: await listMemberships(d.pool, after, limit) };
 }

@@ -1,0 +1,176 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestRuntime } from '@chat/testkit';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { type EventEnvelope, ensureStream, type StreamSpec } from '../src/bus.ts';
+import { many, type Queryable, withTx } from '../src/db.ts';
+import { type ConsumerHandle, consumeEvents } from '../src/events.ts';
+import { captureLogs } from './logs.ts';
+
+// A read-model of an owner's values: versioned upserts, so an older event changes nothing.
+const migrationsDir = await mkdtemp(join(tmpdir(), 'kit-backfill-'));
+await writeFile(
+  join(migrationsDir, '0001_values.sql'),
+  'CREATE TABLE kept_values (stream text NOT NULL, key text NOT NULL, value int NOT NULL, version int NOT NULL, PRIMARY KEY (stream, key));',
+);
+
+const backing = inject('backing');
+const runtime = await createTestRuntime({
+  service: 'kitbackfill',
+  migrationsDir,
+  stream: { name: 'KITBF', subjects: ['kitbf.>'] },
+  backing,
+});
+afterAll(() => runtime.close());
+const logs = captureLogs('error');
+
+type Value = { key: string; value: number; version: number };
+
+const keep = (tx: Queryable, stream: string, v: Value) =>
+  tx.query(
+    `INSERT INTO kept_values (stream, key, value, version) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (stream, key) DO UPDATE SET value = EXCLUDED.value, version = EXCLUDED.version WHERE kept_values.version <= EXCLUDED.version`,
+    [stream, v.key, v.value, v.version],
+  );
+const kept = async (stream: string) =>
+  Object.fromEntries(
+    (await many<Value>(runtime.pool, 'SELECT key, value FROM kept_values WHERE stream = $1 ORDER BY key', [stream])).map((r) => [
+      r.key,
+      r.value,
+    ]),
+  );
+
+let streams = 0;
+/** A stream of its own per test: purging one must not touch another test's events. */
+async function freshStream() {
+  streams += 1;
+  const spec: StreamSpec = { name: `KITBF${streams}`, subjects: [`kitbf${streams}.>`] };
+  await ensureStream(runtime.bus, spec);
+  const subject = `kitbf${streams}.value.set`;
+  const publish = (v: Value) => {
+    const event: EventEnvelope<Value> = { id: crypto.randomUUID(), subject, occurredAt: new Date().toISOString(), data: v };
+    return runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(event), { msgID: event.id });
+  };
+  /** What a retention does to the oldest events: the stream keeps only the last `keep`. */
+  const dropAllBut = (count: number) => runtime.bus.jsm.streams.purge(runtime.bus.name(spec.name), { keep: count });
+  const durableExists = (durable: string) =>
+    runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable)).then(
+      () => true,
+      () => false,
+    );
+  return { spec, publish, dropAllBut, durableExists };
+}
+
+/** A read-model consumer whose backfill copies `owner` (the owner's current values), counting its runs. */
+function readModel(stream: Awaited<ReturnType<typeof freshStream>>, durable: string, owner: Value[], backfill?: () => Promise<void>) {
+  const runs = { backfills: 0 };
+  const start = (): Promise<ConsumerHandle> =>
+    consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: stream.spec.name, durable },
+      handle: (event, tx) => keep(tx, stream.spec.name, event.data as Value).then(() => undefined),
+      backfill: async () => {
+        runs.backfills += 1;
+        await backfill?.();
+        await withTx(runtime.pool, async (tx) => {
+          for (const v of owner) await keep(tx, stream.spec.name, v);
+        });
+        return owner.length;
+      },
+    });
+  return { runs, start };
+}
+
+describe('a read-model consumer with a backfill', () => {
+  it('replays the whole stream and backfills nothing while the stream still holds its first event', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.publish({ key: 'b', value: 2, version: 1 });
+    const model = readModel(stream, 'kit-bf-whole', [{ key: 'z', value: 9, version: 1 }]);
+    const consumer = await model.start();
+    try {
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, b: 2 });
+      expect(model.runs.backfills).toBe(0);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('backfills a new durable once the stream dropped its oldest events, before the durable exists, then applies what the stream holds on top', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'c', value: 5, version: 1 });
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.publish({ key: 'a', value: 2, version: 2 });
+    await stream.dropAllBut(1);
+    // The owner's state now: c has no event left in the stream; a's last kept event is older than a's state.
+    const owner = [
+      { key: 'a', value: 3, version: 3 },
+      { key: 'c', value: 5, version: 1 },
+    ];
+    let durableDuringBackfill: boolean | undefined;
+    const model = readModel(stream, 'kit-bf-lost', owner, async () => {
+      durableDuringBackfill = await stream.durableExists('kit-bf-lost');
+    });
+    const consumer = await model.start();
+    try {
+      expect(model.runs.backfills).toBe(1);
+      expect(durableDuringBackfill).toBe(false);
+      // The kept event (a = 2, version 2) is delivered after the backfill and changes nothing.
+      await expect
+        .poll(
+          async () =>
+            (await runtime.bus.jsm.consumers.info(runtime.bus.name(stream.spec.name), runtime.bus.name('kit-bf-lost'))).num_pending,
+        )
+        .toBe(0);
+      expect(await kept(stream.spec.name)).toEqual({ a: 3, c: 5 });
+      await stream.publish({ key: 'a', value: 4, version: 4 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 4, c: 5 });
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('creates no durable when the backfill fails, and runs it again on the next start attempt', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.publish({ key: 'b', value: 1, version: 1 });
+    await stream.dropAllBut(0);
+    let failures = 1;
+    const model = readModel(stream, 'kit-bf-retry', [{ key: 'a', value: 1, version: 1 }], async () => {
+      if (failures-- > 0) throw new Error('owner unreachable');
+    });
+    const consumer = await model.start();
+    try {
+      expect(model.runs.backfills).toBe(1);
+      expect(await stream.durableExists('kit-bf-retry')).toBe(false);
+      expect(await kept(stream.spec.name)).toEqual({});
+      await expect.poll(() => stream.durableExists('kit-bf-retry'), { timeout: 6_000 }).toBe(true);
+      expect(model.runs.backfills).toBe(2);
+      expect(await kept(stream.spec.name)).toEqual({ a: 1 });
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('never backfills a durable that exists already, however much the stream dropped since', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    const model = readModel(stream, 'kit-bf-known', [{ key: 'z', value: 9, version: 1 }]);
+    const first = await model.start();
+    await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1 });
+    await first.stop();
+    await stream.publish({ key: 'b', value: 2, version: 1 });
+    await stream.dropAllBut(0);
+    const again = await model.start();
+    try {
+      await stream.publish({ key: 'c', value: 3, version: 1 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, c: 3 });
+      expect(model.runs.backfills).toBe(0);
+    } finally {
+      await again.stop();
+    }
+  });
+});
