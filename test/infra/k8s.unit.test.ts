@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STREAMS } from '@chat/contracts';
-import { metricsPort } from '@chat/kit';
+import { DEFAULT_EVENT_RETENTION_MS, metricsPort } from '@chat/kit';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   K8S_DIR,
@@ -126,14 +126,15 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     }
   });
 
-  it('declares the JetStream streams of the contracts, three replicas each, with the kit duplicate window', () => {
+  it('declares the JetStream streams of the contracts, three replicas each, with the kit duplicate window and retention', () => {
     const streams = objects.filter((m) => m.kind === 'Stream').map((m) => m.spec);
     expect(streams.map((s) => ({ name: s.name, subjects: s.subjects })).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
       Object.values(STREAMS)
         .map((s) => ({ name: s.name, subjects: [...s.subjects] }))
         .sort((a, b) => a.name.localeCompare(b.name)),
     );
-    for (const stream of streams) expect(stream).toMatchObject({ replicas: 3, duplicateWindow: '10m', storage: 'file' });
+    const maxAge = `${DEFAULT_EVENT_RETENTION_MS / 3_600_000}h`;
+    for (const stream of streams) expect(stream).toMatchObject({ replicas: 3, duplicateWindow: '10m', maxAge, storage: 'file' });
     expect(find('StatefulSet', 'nats')?.spec.replicas).toBe(3);
   });
 

@@ -14,6 +14,7 @@ import {
   type Msg,
   type MsgHdrs,
   type NatsConnection,
+  nanos,
   headers as natsHeaders,
   RequestError,
   TimeoutError,
@@ -47,6 +48,8 @@ export interface Bus {
   name(logical: string): string;
   /** The logical subject of a real one. */
   logical(subject: string): string;
+  /** How long a stream keeps an event (its max_age), the same for every stream of the platform. */
+  readonly retentionMs: number;
 }
 
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -58,6 +61,18 @@ export interface BusOptions {
   namespace: string;
   name: string;
   log: Logger;
+  /** How long the streams this process creates or owns keep an event; default DEFAULT_EVENT_RETENTION_MS. */
+  retentionMs?: number;
+}
+
+/**
+ * EVENT_RETENTION_DAYS' default: a consumer may be down a week and still catch up. Without a limit a
+ * stream would grow by every event ever published, until the server's disk limit stops all publishing.
+ */
+export const DEFAULT_EVENT_RETENTION_MS = daysToMs(7);
+
+export function daysToMs(days: number): number {
+  return days * 24 * 60 * 60_000;
 }
 
 /** Connects and waits for the connection (tests and scripts: they cannot do without the bus). */
@@ -176,6 +191,7 @@ export function openBus(options: BusOptions): Bus {
     subject: (logical) => prefix + logical,
     name: (logical) => (ns ? `${ns}_${logical}` : logical),
     logical: (subject) => (prefix && subject.startsWith(prefix) ? subject.slice(prefix.length) : subject),
+    retentionMs: options.retentionMs ?? DEFAULT_EVENT_RETENTION_MS,
   };
 }
 
@@ -234,22 +250,29 @@ export interface StreamSpec {
   subjects: readonly string[];
 }
 
-/** Creates the stream when missing; idempotent, so publishers and consumers may both call it. */
+/**
+ * Creates the stream when missing, with the bus's retention, and gives that retention to an
+ * existing stream that keeps everything (made before there was one). A stream with a retention of
+ * its own keeps it: an operator's (NACK's in deploy/k8s) is not fought over. Idempotent, so
+ * publishers and consumers may all call it.
+ */
 export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
   const name = bus.name(spec.name);
   const subjects = spec.subjects.map((s) => bus.subject(s));
+  const maxAge = nanos(bus.retentionMs);
+  const existing = await bus.jsm.streams.info(name).catch(() => undefined);
+  if (existing) {
+    if (existing.config.max_age === 0) await bus.jsm.streams.update(name, { ...existing.config, max_age: maxAge });
+    return;
+  }
   try {
-    await bus.jsm.streams.info(name);
-  } catch {
-    try {
-      // duplicate_window (ns): the relay may republish after a crash; Nats-Msg-Id dedupes within it.
-      await bus.jsm.streams.add({ name, subjects, duplicate_window: 10 * 60 * 1e9 });
-    } catch (err) {
-      // Another replica created it between our info and add.
-      await bus.jsm.streams.info(name).catch(() => {
-        throw err;
-      });
-    }
+    // duplicate_window (ns): the relay may republish after a crash; Nats-Msg-Id dedupes within it.
+    await bus.jsm.streams.add({ name, subjects, duplicate_window: nanos(10 * 60_000), max_age: maxAge });
+  } catch (err) {
+    // Another replica created it between our info and add.
+    await bus.jsm.streams.info(name).catch(() => {
+      throw err;
+    });
   }
 }
 
@@ -441,7 +464,7 @@ export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec): Promi
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: spec.deliverNewOnly ? DeliverPolicy.New : DeliverPolicy.All,
-      ack_wait: (spec.ackWaitSeconds ?? 30) * 1e9,
+      ack_wait: nanos((spec.ackWaitSeconds ?? 30) * 1000),
       ...(spec.maxAckPending ? { max_ack_pending: spec.maxAckPending } : {}),
       ...(spec.filter ? { filter_subject: bus.subject(spec.filter) } : {}),
     });

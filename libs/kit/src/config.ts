@@ -57,6 +57,12 @@ export const baseConfig = z.object({
     .string()
     .regex(/^[a-z0-9_-]*$/, 'only a-z, 0-9, _ and -')
     .default(''),
+  /**
+   * Days a JetStream stream keeps an event, and a consumer its record of having applied one: a
+   * consumer down longer misses what expired. The same on every process (each sets it on the streams
+   * it creates). At least a day: the revocation replay needs the last access-token lifetime of it.
+   */
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(7),
   SHUTDOWN_GRACE_MS: env.int(10_000),
   /** The operator port of GET /metrics (Prometheus); default PORT + 1000, or any free port when PORT is 0. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),

@@ -31,6 +31,8 @@ const MARK_SENT = prepared('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1
 const PURGE_SENT =
   'DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at < now() - make_interval(secs => $1) ORDER BY seq LIMIT $2)';
 const RECORD_PROCESSED = prepared('INSERT INTO processed_events (consumer, event_id) VALUES ($1, $2) ON CONFLICT DO NOTHING');
+const PURGE_PROCESSED = `DELETE FROM processed_events WHERE ctid IN (
+  SELECT ctid FROM processed_events WHERE processed_at < now() - make_interval(secs => $1) LIMIT $2)`;
 const RECORD_PROCESSED_BATCH = prepared(
   'INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
 );
@@ -288,6 +290,20 @@ export function startOutboxRelay(options: {
       unwatchOutbox();
     },
   };
+}
+
+/**
+ * Deletes the records of events applied longer ago than the streams keep an event (`retentionMs`,
+ * the bus's): such an event can no longer be delivered again, so its record guards nothing. Without
+ * this the table grows by every event each consumer ever applied. In batches; answers how many.
+ */
+export async function purgeProcessedEvents(db: Queryable, retentionMs: number): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const deleted = await exec(db, PURGE_PROCESSED, [retentionMs / 1000, PURGE_BATCH]);
+    purged += deleted;
+    if (deleted < PURGE_BATCH) return purged;
+  }
 }
 
 export interface ConsumerHandle {

@@ -2,10 +2,10 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { type Bus, openBus, type StreamSpec } from './bus.ts';
+import { type Bus, daysToMs, openBus, type StreamSpec } from './bus.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createPool, type Pool } from './db.ts';
-import { type ConsumerHandle, type Relay, startOutboxRelay } from './events.ts';
+import { type ConsumerHandle, purgeProcessedEvents, type Relay, startOutboxRelay } from './events.ts';
 import { type HealthCheck, optionalCheck } from './health.ts';
 import { purgeIdempotencyKeys } from './idempotency.ts';
 import { createLogger } from './logger.ts';
@@ -31,6 +31,7 @@ interface DatabaseServiceConfig {
   BUS_NAMESPACE: string;
   DATABASE_URL: string;
   DATABASE_POOL_SIZE: number;
+  EVENT_RETENTION_DAYS: number;
 }
 
 /** The backing parts of a service that owns a database and publishes events. */
@@ -71,13 +72,15 @@ export async function startRuntime(options: {
     await pool.end();
     process.exit(0);
   }
-  const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log });
+  const retentionMs = daysToMs(config.EVENT_RETENTION_DAYS);
+  const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log, retentionMs });
   const relay = startOutboxRelay({ pool, bus, log, stream: options.stream });
-  // Keys older than 24 h no longer answer; this keeps the table from growing for ever.
-  const purge = setInterval(
-    () => void purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed')),
-    10 * 60_000,
-  );
+  // Idempotency keys older than 24 h no longer answer, records of events the streams no longer keep
+  // guard nothing: this keeps both tables from growing for ever.
+  const purge = setInterval(() => {
+    void purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed'));
+    void purgeProcessedEvents(pool, retentionMs).catch((err) => log.warn({ err }, 'processed events purge failed'));
+  }, 10 * 60_000);
   purge.unref();
   return { log, pool, bus, relay, checks: runtimeChecks(pool, bus) };
 }

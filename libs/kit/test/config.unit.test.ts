@@ -20,6 +20,15 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ PORT: 4000, VERBOSE: true, PEERS: ['a', 'b', 'c'], LOG_LEVEL: 'info', DATABASE_POOL_SIZE: 10 });
   });
 
+  it('keeps events 7 days by default and refuses less than a day', () => {
+    expect(loadConfig(ServiceConfig, { DATABASE_URL: 'postgres://db/x' }).EVENT_RETENTION_DAYS).toBe(7);
+    expect(loadConfig(ServiceConfig, { DATABASE_URL: 'postgres://db/x', EVENT_RETENTION_DAYS: '30' }).EVENT_RETENTION_DAYS).toBe(30);
+    for (const bad of ['0', '0.5', 'week']) {
+      const err = configError(() => loadConfig(ServiceConfig, { DATABASE_URL: 'postgres://db/x', EVENT_RETENTION_DAYS: bad }));
+      expect(err.problems.map((p) => p.split(':')[0])).toEqual(['EVENT_RETENTION_DAYS']);
+    }
+  });
+
   it('names every missing and bad variable in one message', () => {
     const err = configError(() =>
       loadConfig(ServiceConfig, { PORT: 'abc', LOG_LEVEL: 'loud', BUS_NAMESPACE: 'Has Spaces', VERBOSE: 'yes' }),

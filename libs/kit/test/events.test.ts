@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
+import { connectBus, DEFAULT_EVENT_RETENTION_MS, daysToMs, type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
 import { createPool, exec, many, markEventsWritten, one, type Pool, type Queryable, withRequestTx, withTx } from '../src/db.ts';
 import {
   applyOnce,
@@ -15,6 +15,7 @@ import {
   enqueueEvent,
   type OutboxRow,
   outboxRow,
+  purgeProcessedEvents,
   type Relay,
   startOutboxRelay,
 } from '../src/events.ts';
@@ -172,6 +173,60 @@ describe('relay retention', () => {
       [recent, true],
     ]);
     expect(await storedIds()).toContain(old);
+  });
+});
+
+describe('event retention', () => {
+  const nanosOf = (ms: number) => ms * 1e6;
+  const streamInfo = (logical: string) => runtime.bus.jsm.streams.info(runtime.bus.name(logical));
+
+  it('creates a stream with the bus’s retention, and gives it to a stream that had none, keeping what it holds', async () => {
+    await ensureStream(runtime.bus, { name: 'KITKEPT', subjects: ['kitkept.>'] });
+    expect((await streamInfo('KITKEPT')).config.max_age).toBe(nanosOf(DEFAULT_EVENT_RETENTION_MS));
+
+    // As a stream created before there was a retention: it keeps everything.
+    await runtime.bus.jsm.streams.add({ name: runtime.bus.name('KITOLD'), subjects: [runtime.bus.subject('kitold.>')] });
+    await runtime.bus.js.publish(runtime.bus.subject('kitold.thing.created'), '{}');
+    expect((await streamInfo('KITOLD')).config.max_age).toBe(0);
+    await ensureStream(runtime.bus, { name: 'KITOLD', subjects: ['kitold.>'] });
+    const updated = await streamInfo('KITOLD');
+    expect(updated.config.max_age).toBe(nanosOf(DEFAULT_EVENT_RETENTION_MS));
+    expect(updated.config.subjects).toEqual([runtime.bus.subject('kitold.>')]);
+    expect(updated.state.messages).toBe(1);
+  });
+
+  it('creates a stream with the retention of a bus configured with another one, and leaves one that has its own', async () => {
+    const weekly = { name: 'KITWEEKLY', subjects: ['kitweekly.>'] };
+    await ensureStream(runtime.bus, weekly);
+    const daily = await connectBus({
+      url: backing.natsUrl,
+      namespace: runtime.namespace,
+      name: 'kit-retention',
+      log: captureLogs('warn').log,
+      retentionMs: daysToMs(1),
+    });
+    try {
+      await ensureStream(daily, { name: 'KITDAILY', subjects: ['kitdaily.>'] });
+      expect((await streamInfo('KITDAILY')).config.max_age).toBe(nanosOf(daysToMs(1)));
+      await ensureStream(daily, weekly);
+      expect((await streamInfo('KITWEEKLY')).config.max_age).toBe(nanosOf(DEFAULT_EVENT_RETENTION_MS));
+    } finally {
+      await daily.close();
+    }
+  });
+
+  it('deletes the records of events applied longer ago than the retention, and keeps the newer ones', async () => {
+    const [old1, old2, fresh] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    await exec(
+      runtime.pool,
+      `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
+         ('kit-purge', $1, now() - interval '8 days'), ('kit-purge', $2, now() - interval '7 days 1 minute'),
+         ('kit-purge', $3, now() - interval '6 days 23 hours')`,
+      [old1, old2, fresh],
+    );
+    expect(await purgeProcessedEvents(runtime.pool, daysToMs(7))).toBe(2);
+    const left = await many<{ event_id: string }>(runtime.pool, "SELECT event_id FROM processed_events WHERE consumer = 'kit-purge'");
+    expect(left.map((r) => r.event_id)).toEqual([fresh]);
   });
 });
 

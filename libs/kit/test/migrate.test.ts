@@ -12,6 +12,7 @@ const KIT = [
   'kit/0002_outbox_without_notify.sql',
   'kit/0003_idempotency_keys.sql',
   'kit/0004_next_message_id.sql',
+  'kit/0005_processed_events_age.sql',
 ];
 
 const cleanups: (() => Promise<void>)[] = [];

@@ -1,4 +1,14 @@
-import { configOrExit, createLogger, natsCheck, openBus, optionalCheck, serve, startTokenVerifier, startTracing } from '@chat/kit';
+import {
+  configOrExit,
+  createLogger,
+  daysToMs,
+  natsCheck,
+  openBus,
+  optionalCheck,
+  serve,
+  startTokenVerifier,
+  startTracing,
+} from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
 import { createRedis, redisReady } from './db/redis.ts';
@@ -10,7 +20,13 @@ const config = configOrExit(GatewayConfig, 'gateway');
 const log = createLogger({ service: 'gateway', level: config.LOG_LEVEL });
 startTracing({ service: 'gateway', endpoint: config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
 // HTTP needs neither the bus nor Redis: both connect in the background and only degrade the gateway.
-const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: 'gateway', log });
+const bus = openBus({
+  url: config.NATS_URL,
+  namespace: config.BUS_NAMESPACE,
+  name: 'gateway',
+  log,
+  retentionMs: daysToMs(config.EVENT_RETENTION_DAYS),
+});
 const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
 const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
