@@ -76,10 +76,17 @@ export async function startRuntime(options: {
   const bus = openBus({ url: config.NATS_URL, namespace: config.BUS_NAMESPACE, name: options.service, log, retentionMs });
   const relay = startOutboxRelay({ pool, bus, log, stream: options.stream });
   // Idempotency keys older than 24 h no longer answer, records of events the streams no longer keep
-  // guard nothing: this keeps both tables from growing for ever.
-  const purge = setInterval(() => {
-    void purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed'));
-    void purgeProcessedEvents(pool, retentionMs).catch((err) => log.warn({ err }, 'processed events purge failed'));
+  // guard nothing: this keeps both tables from growing for ever. The first purge after an upgrade
+  // may outlast a tick: a tick while one runs is skipped.
+  let purging = false;
+  const purge = setInterval(async () => {
+    if (purging) return;
+    purging = true;
+    await Promise.all([
+      purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed')),
+      purgeProcessedEvents(pool, retentionMs).catch((err) => log.warn({ err }, 'processed events purge failed')),
+    ]);
+    purging = false;
   }, 10 * 60_000);
   purge.unref();
   return { log, pool, bus, relay, checks: runtimeChecks(pool, bus) };
