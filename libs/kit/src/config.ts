@@ -60,7 +60,8 @@ export const baseConfig = z.object({
   /**
    * Days a JetStream stream keeps an event, and a consumer its record of having applied one: a
    * consumer down longer misses what expired. The same on every process (each sets it on the streams
-   * it creates). At least a day: the revocation replay needs the last access-token lifetime of it.
+   * it creates). At least a day: a restarted process replays the revocations of the last access-token
+   * lifetime from the stream (it warns when ACCESS_TOKEN_MAX_TTL_SECONDS is longer).
    */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(7),
   SHUTDOWN_GRACE_MS: env.int(10_000),

@@ -40,6 +40,12 @@ export async function watchRevocations(options: {
   const log = options.log.child({ consumer: 'session-revocations' });
   const revoked = new Map<string, number>();
   const listeners: ((revocation: Revocation) => void)[] = [];
+  if (retentionMs > bus.retentionMs) {
+    log.warn(
+      { retentionMs, eventRetentionMs: bus.retentionMs },
+      'access tokens outlive EVENT_RETENTION_DAYS: a restarted process cannot replay revocations older than that',
+    );
+  }
 
   const remember = (revocation: Revocation) => {
     if (revocation.untilMs <= now()) return;

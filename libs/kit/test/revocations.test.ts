@@ -53,6 +53,18 @@ describe('watchRevocations', () => {
     }
   });
 
+  it('warns when access tokens may outlive the events, as a restart could not replay their revocations', async () => {
+    const warned = (entries: Record<string, unknown>[]) => entries.filter((e) => /outlive EVENT_RETENTION_DAYS/.test(String(e.msg)));
+    const fitting = captureLogs('warn');
+    await (await watchRevocations({ bus, log: fitting.log, retentionMs: bus.retentionMs })).stop();
+    expect(warned(fitting.entries())).toEqual([]);
+    const outliving = captureLogs('warn');
+    await (await watchRevocations({ bus, log: outliving.log, retentionMs: bus.retentionMs + 1 })).stop();
+    expect(warned(outliving.entries())).toEqual([
+      expect.objectContaining({ retentionMs: bus.retentionMs + 1, eventRetentionMs: bus.retentionMs }),
+    ]);
+  });
+
   it('replays at start the revocations still within the retention, and not older ones', async () => {
     const old = { sessionId: crypto.randomUUID(), userId: crypto.randomUUID() };
     const recent = { sessionId: crypto.randomUUID(), userId: crypto.randomUUID() };
