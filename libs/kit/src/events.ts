@@ -353,21 +353,35 @@ export async function consumeEvents(options: {
    * its oldest events (EVENT_RETENTION_DAYS); the durable is created only after it succeeds, so one
    * that fails runs again on the next start. The durable then delivers every event the stream still
    * holds, older ones included: applying them after the backfill must leave the newer state
-   * (versioned upserts, set operations). Answers how many records it read.
+   * (versioned upserts, set operations). It may take minutes, so the consumer starts in the
+   * background, and stopping it aborts `signal`. Answers how many records it read.
    */
-  backfill?: () => Promise<number>;
+  backfill?: (signal: AbortSignal) => Promise<number>;
 }): Promise<ConsumerHandle> {
+  const what = `consumer ${options.spec.durable}`;
   // Starts now when the bus is connected, otherwise as soon as it connects.
-  return whenConnected(options.bus, options.log, `consumer ${options.spec.durable}`, () => startConsuming(options));
+  if (!options.backfill) return whenConnected(options.bus, options.log, what, () => startConsuming(options));
+  // The service does not wait for a backfill (a liveness probe would not either): its read-model
+  // already copes with a miss, as for an event still in flight.
+  const stopping = new AbortController();
+  const task = whenConnected(options.bus, options.log, what, () => startConsuming(options, stopping.signal));
+  return {
+    async stop() {
+      stopping.abort();
+      await (await task).stop();
+    },
+  };
 }
 
 type ConsumeOptions = Parameters<typeof consumeEvents>[0];
 
-async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> {
+async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): Promise<ConsumerHandle> {
   const { bus, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
-  if (options.backfill && (await wouldStartAfterLostEvents(bus, spec))) await backfill(options.backfill, log);
+  const { backfill } = options;
+  if (backfill && stopping && (await wouldStartAfterLostEvents(bus, spec))) await backfillReadModel(() => backfill(stopping), log);
+  stopping?.throwIfAborted();
   await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
@@ -395,7 +409,7 @@ async function startConsuming(options: ConsumeOptions): Promise<ConsumerHandle> 
   };
 }
 
-async function backfill(run: () => Promise<number>, log: Logger): Promise<void> {
+async function backfillReadModel(run: () => Promise<number>, log: Logger): Promise<void> {
   const started = Date.now();
   log.info('the stream no longer holds its oldest events: backfilling the read-model from its owner');
   const records = await run();

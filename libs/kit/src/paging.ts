@@ -46,10 +46,11 @@ export function keysetPage(column: string, page: KeyPage, firstParam: number, ke
 
 /**
  * Reads a list a page at a time in key order, each page handed to `take` before the next is asked
- * for, until a page comes back short. Answers how many rows there were.
+ * for, until a page comes back short or `signal` aborts. Answers how many rows there were.
  */
 export async function walkPages<Row, Key>(options: {
   limit: number;
+  signal?: AbortSignal;
   read: (after: Key | undefined, limit: number) => Promise<Row[]>;
   keyOf: (row: Row) => Key;
   take: (rows: Row[]) => Promise<void>;
@@ -57,6 +58,7 @@ export async function walkPages<Row, Key>(options: {
   let after: Key | undefined;
   let total = 0;
   for (;;) {
+    options.signal?.throwIfAborted();
     const rows = await options.read(after, options.limit);
     if (rows.length > 0) await options.take(rows);
     total += rows.length;

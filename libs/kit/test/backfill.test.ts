@@ -63,7 +63,12 @@ async function freshStream() {
 }
 
 /** A read-model consumer whose backfill copies `owner` (the owner's current values), counting its runs. */
-function readModel(stream: Awaited<ReturnType<typeof freshStream>>, durable: string, owner: Value[], backfill?: () => Promise<void>) {
+function readModel(
+  stream: Awaited<ReturnType<typeof freshStream>>,
+  durable: string,
+  owner: Value[],
+  backfill?: (signal: AbortSignal) => Promise<void>,
+) {
   const runs = { backfills: 0 };
   const start = (): Promise<ConsumerHandle> =>
     consumeEvents({
@@ -72,9 +77,9 @@ function readModel(stream: Awaited<ReturnType<typeof freshStream>>, durable: str
       log: logs.log,
       spec: { stream: stream.spec.name, durable },
       handle: (event, tx) => keep(tx, stream.spec.name, event.data as Value).then(() => undefined),
-      backfill: async () => {
+      backfill: async (signal) => {
         runs.backfills += 1;
-        await backfill?.();
+        await backfill?.(signal);
         await withTx(runtime.pool, async (tx) => {
           for (const v of owner) await keep(tx, stream.spec.name, v);
         });
@@ -116,6 +121,7 @@ describe('a read-model consumer with a backfill', () => {
     });
     const consumer = await model.start();
     try {
+      await expect.poll(() => stream.durableExists('kit-bf-lost')).toBe(true);
       expect(model.runs.backfills).toBe(1);
       expect(durableDuringBackfill).toBe(false);
       // The kept event (a = 2, version 2) is delivered after the backfill and changes nothing.
@@ -144,7 +150,7 @@ describe('a read-model consumer with a backfill', () => {
     });
     const consumer = await model.start();
     try {
-      expect(model.runs.backfills).toBe(1);
+      await expect.poll(() => model.runs.backfills).toBe(1);
       expect(await stream.durableExists('kit-bf-retry')).toBe(false);
       expect(await kept(stream.spec.name)).toEqual({});
       await expect.poll(() => stream.durableExists('kit-bf-retry'), { timeout: 6_000 }).toBe(true);
@@ -153,6 +159,28 @@ describe('a read-model consumer with a backfill', () => {
     } finally {
       await consumer.stop();
     }
+  });
+
+  it('lets the service start without waiting for the backfill, and stopping aborts it before any durable exists', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.dropAllBut(0);
+    let aborted = false;
+    const model = readModel(stream, 'kit-bf-long', [{ key: 'a', value: 1, version: 1 }], (signal) => {
+      // A backfill of a large owner: it ends only when stopped.
+      return new Promise((_, reject) =>
+        signal.addEventListener('abort', () => {
+          aborted = true;
+          reject(signal.reason);
+        }),
+      );
+    });
+    const consumer = await model.start();
+    await expect.poll(() => model.runs.backfills).toBe(1);
+    await consumer.stop();
+    expect(aborted).toBe(true);
+    expect(await stream.durableExists('kit-bf-long')).toBe(false);
+    expect(await kept(stream.spec.name)).toEqual({});
   });
 
   it('never backfills a durable that exists already, however much the stream dropped since', async () => {

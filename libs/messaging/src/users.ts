@@ -60,9 +60,10 @@ const BACKFILL_TIMEOUT_MS = 10_000;
  * what a read-model that starts after the AUTH stream dropped its oldest events cannot replay.
  * Answers how many users there were.
  */
-export function backfillUsers(deps: { bus: Bus; pool: Pool }): Promise<number> {
+export function backfillUsers(deps: { bus: Bus; pool: Pool }, signal?: AbortSignal): Promise<number> {
   return walkPages({
     limit: BACKFILL_PAGE,
+    signal,
     read: async (after: string | undefined, limit: number) => {
       const page = await requestRpc(deps.bus, UsersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS });
       return page.users.map((user) => ({ user, version: page.version }));
@@ -93,6 +94,6 @@ export async function startUserReadModel(
     spec,
     stream: STREAMS.auth,
     handle,
-    backfill: () => backfillUsers(deps),
+    backfill: (signal) => backfillUsers(deps, signal),
   });
 }

@@ -49,7 +49,7 @@ describe('the users read-model, started after AUTH dropped its oldest events', (
 
     const consumer = await consumeUserEvents(runtime);
     try {
-      expect(await names()).toEqual({ [ada.id]: 'Ada', [bob.id]: 'Bob' });
+      await expect.poll(names).toEqual({ [ada.id]: 'Ada', [bob.id]: 'Bob' });
       const info = () => runtime.bus.jsm.consumers.info(runtime.bus.name(STREAMS.auth.name), runtime.bus.name('guilds-users'));
       await expect.poll(async () => (await info()).num_pending).toBe(0);
       await expect.poll(async () => (await info()).num_ack_pending).toBe(0);

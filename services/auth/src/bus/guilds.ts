@@ -103,9 +103,10 @@ const BACKFILL_TIMEOUT_MS = 10_000;
  * consumer cannot replay once GUILDS has dropped its oldest events. Replaying what the stream still
  * holds afterwards ends at each server's latest state.
  */
-export function backfillServers(deps: Deps): Promise<number> {
+export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
     limit: BACKFILL_PAGE,
+    signal,
     read: async (after: string | undefined, limit: number) =>
       (await requestRpc(deps.bus, ServersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).servers,
     keyOf: (server) => server.id,
@@ -114,9 +115,10 @@ export function backfillServers(deps: Deps): Promise<number> {
 }
 
 /** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves replayed after it end at the latest set. */
-export function backfillMemberships(deps: Deps): Promise<number> {
+export function backfillMemberships(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
     limit: BACKFILL_PAGE,
+    signal,
     read: async (after: Membership | undefined, limit: number) =>
       (await requestRpc(deps.bus, MembersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).members,
     keyOf: ({ serverId, userId }) => ({ serverId, userId }),
@@ -137,14 +139,14 @@ export async function startGuildsReadModel(deps: Deps): Promise<ConsumerHandle[]
       spec: SERVERS_CONSUMER,
       handle: serverEventHandler(deps),
       schemas: SERVER_READER,
-      backfill: () => backfillServers(deps),
+      backfill: (signal) => backfillServers(deps, signal),
     }),
     await consumeEvents({
       ...common,
       spec: MEMBERS_CONSUMER,
       handle: memberEventHandler(deps),
       schemas: MEMBER_READER,
-      backfill: () => backfillMemberships(deps),
+      backfill: (signal) => backfillMemberships(deps, signal),
     }),
   ];
 }
