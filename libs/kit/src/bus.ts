@@ -219,6 +219,8 @@ export async function whenConnected(bus: Bus, log: Logger, what: string, start: 
         started = (await start()) ?? { stop: async () => {} };
         unsubscribe();
       } catch (err) {
+        // A start aborted by its stop (a consumer's backfill) is no failure, and is not tried again.
+        if ((err as Error).name === 'AbortError') return;
         log.warn({ err, what }, 'could not start on the bus; retrying');
         retry = setTimeout(() => void attempt(), START_RETRY_MS);
         retry.unref();
@@ -435,10 +437,11 @@ export interface DurableConsumerSpec {
 }
 
 /**
- * Whether the durable would start after events it never saw: it does not exist yet and the stream
- * no longer holds its first event (the retention dropped the oldest, or an operator purged them).
+ * When the durable does not exist yet and the stream no longer holds its first event (the
+ * retention dropped the oldest, or an operator purged them), the stream's last sequence now: a
+ * backfill read after this covers every event up to it. Undefined otherwise.
  */
-export async function wouldStartAfterLostEvents(bus: Bus, spec: DurableConsumerSpec): Promise<boolean> {
+export async function lastSequenceAfterLostEvents(bus: Bus, spec: DurableConsumerSpec): Promise<number | undefined> {
   const stream = bus.name(spec.stream);
   const exists = await bus.jsm.consumers.info(stream, bus.name(spec.durable)).then(
     () => true,
@@ -447,14 +450,22 @@ export async function wouldStartAfterLostEvents(bus: Bus, spec: DurableConsumerS
       throw err;
     },
   );
-  if (exists) return false;
+  if (exists) return undefined;
   const { state } = await bus.jsm.streams.info(stream);
   // A stream that never held an event has first_seq 0; one that dropped every event, last_seq + 1.
-  return state.first_seq > 1;
+  return state.first_seq > 1 ? state.last_seq : undefined;
 }
 
-/** Creates the durable pull consumer when missing. */
-export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec): Promise<void> {
+function startOf(spec: DurableConsumerSpec, afterSequence: number | undefined) {
+  if (afterSequence !== undefined) return { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSequence + 1 };
+  return { deliver_policy: spec.deliverNewOnly ? DeliverPolicy.New : DeliverPolicy.All };
+}
+
+/**
+ * Creates the durable pull consumer when missing: from the stream's first event (or only new ones,
+ * `deliverNewOnly`), or from the one after `afterSequence`.
+ */
+export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec, afterSequence?: number): Promise<void> {
   const stream = bus.name(spec.stream);
   const durable = bus.name(spec.durable);
   try {
@@ -463,7 +474,7 @@ export async function ensureConsumer(bus: Bus, spec: DurableConsumerSpec): Promi
     await bus.jsm.consumers.add(stream, {
       durable_name: durable,
       ack_policy: AckPolicy.Explicit,
-      deliver_policy: spec.deliverNewOnly ? DeliverPolicy.New : DeliverPolicy.All,
+      ...startOf(spec, afterSequence),
       ack_wait: nanos((spec.ackWaitSeconds ?? 30) * 1000),
       ...(spec.maxAckPending ? { max_ack_pending: spec.maxAckPending } : {}),
       ...(spec.filter ? { filter_subject: bus.subject(spec.filter) } : {}),

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { deadLetterSubject, EVENT_SCHEMAS, SERVICE_EVENT_PREFIXES, STREAMS } from '@chat/contracts';
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
@@ -11,11 +12,11 @@ import {
   ensureConsumer,
   ensureStream,
   headerRecord,
+  lastSequenceAfterLostEvents,
   REQUEST_ID_HEADER,
   requestHeaders,
   type StreamSpec,
   whenConnected,
-  wouldStartAfterLostEvents,
 } from './bus.ts';
 import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
@@ -351,10 +352,11 @@ export async function consumeEvents(options: {
    * For a read-model: builds what the events it can no longer get would have built, by asking
    * their owner. Runs when the durable is about to be created and the stream has already dropped
    * its oldest events (EVENT_RETENTION_DAYS); the durable is created only after it succeeds, so one
-   * that fails runs again on the next start. The durable then delivers every event the stream still
-   * holds, older ones included: applying them after the backfill must leave the newer state
-   * (versioned upserts, set operations). It may take minutes, so the consumer starts in the
-   * background, and stopping it aborts `signal`. Answers how many records it read.
+   * that fails runs again on the next start, and it starts after the stream's last event from
+   * before the backfill. An event committed before a page was read may still be published after
+   * that, so applying it after the backfill must leave the newer state (versioned upserts, set
+   * operations). It may take minutes, so the consumer starts in the background, and stopping it
+   * aborts `signal`. Answers how many records it read.
    */
   backfill?: (signal: AbortSignal) => Promise<number>;
 }): Promise<ConsumerHandle> {
@@ -379,10 +381,8 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   const { bus, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
-  const { backfill } = options;
-  if (backfill && stopping && (await wouldStartAfterLostEvents(bus, spec))) await backfillReadModel(() => backfill(stopping), log);
-  stopping?.throwIfAborted();
-  await ensureConsumer(bus, spec);
+  if (options.backfill && stopping) await backfillIfEventsLost(options, options.backfill, stopping, log);
+  else await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
@@ -409,11 +409,41 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   };
 }
 
-async function backfillReadModel(run: () => Promise<number>, log: Logger): Promise<void> {
-  const started = Date.now();
-  log.info('the stream no longer holds its oldest events: backfilling the read-model from its owner');
-  const records = await run();
-  log.info({ records, ms: Date.now() - started }, 'read-model backfilled');
+// pg_try_advisory_lock(space, hash): the kit's lock space for backfills, apart from its others.
+const BACKFILL_LOCK_SPACE = 727_005;
+const BACKFILL_LOCK_RETRY_MS = 1_000;
+
+/**
+ * Creates the durable, after a backfill when the stream no longer holds its first event. The
+ * durable then starts after the stream's last event as it was before the backfill read anything:
+ * every event up to there is in what the owner answered, every later one is delivered. One replica
+ * at a time (a lock in the service's database): another one's backfill could write a page it read
+ * before an event that this one's durable has already applied. Aborted by `stopping` between pages.
+ */
+async function backfillIfEventsLost(
+  { bus, pool, spec }: ConsumeOptions,
+  backfill: (signal: AbortSignal) => Promise<number>,
+  stopping: AbortSignal,
+  log: Logger,
+): Promise<void> {
+  const lock = await pool.connect();
+  try {
+    const key = [BACKFILL_LOCK_SPACE, `${spec.stream}/${spec.durable}`];
+    while (!(await lock.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', key)).rows[0]?.held)
+      await sleep(BACKFILL_LOCK_RETRY_MS, undefined, { signal: stopping });
+    const lastSequence = await lastSequenceAfterLostEvents(bus, spec);
+    if (lastSequence !== undefined) {
+      const started = Date.now();
+      log.info({ lastSequence }, 'the stream no longer holds its oldest events: backfilling the read-model from its owner');
+      const records = await backfill(stopping);
+      log.info({ records, ms: Date.now() - started }, 'read-model backfilled');
+    }
+    stopping.throwIfAborted();
+    await ensureConsumer(bus, spec, lastSequence);
+  } finally {
+    // Closing the connection ends the lock with its session, whatever happened.
+    lock.release(true);
+  }
 }
 
 /** How long the ack of an ignored event may wait for others to go with it. */

@@ -104,38 +104,62 @@ describe('a read-model consumer with a backfill', () => {
     }
   });
 
-  it('backfills a new durable once the stream dropped its oldest events, before the durable exists, then applies what the stream holds on top', async () => {
+  it('backfills a new durable once the stream dropped its oldest events, then delivers what was published after the backfill began', async () => {
     const stream = await freshStream();
     await stream.publish({ key: 'c', value: 5, version: 1 });
     await stream.publish({ key: 'a', value: 1, version: 1 });
     await stream.publish({ key: 'a', value: 2, version: 2 });
     await stream.dropAllBut(1);
-    // The owner's state now: c has no event left in the stream; a's last kept event is older than a's state.
+    // The owner's state: c has no event left in the stream, a's kept one is in what the owner answers.
     const owner = [
-      { key: 'a', value: 3, version: 3 },
+      { key: 'a', value: 2, version: 2 },
       { key: 'c', value: 5, version: 1 },
     ];
     let durableDuringBackfill: boolean | undefined;
     const model = readModel(stream, 'kit-bf-lost', owner, async () => {
       durableDuringBackfill = await stream.durableExists('kit-bf-lost');
+      // A change the owner commits while the backfill reads: its event comes after.
+      await stream.publish({ key: 'b', value: 7, version: 1 });
     });
     const consumer = await model.start();
     try {
-      await expect.poll(() => stream.durableExists('kit-bf-lost')).toBe(true);
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 2, b: 7, c: 5 });
       expect(model.runs.backfills).toBe(1);
       expect(durableDuringBackfill).toBe(false);
-      // The kept event (a = 2, version 2) is delivered after the backfill and changes nothing.
-      await expect
-        .poll(
-          async () =>
-            (await runtime.bus.jsm.consumers.info(runtime.bus.name(stream.spec.name), runtime.bus.name('kit-bf-lost'))).num_pending,
-        )
-        .toBe(0);
-      expect(await kept(stream.spec.name)).toEqual({ a: 3, c: 5 });
+      // It starts after the stream's last event from before the backfill (a = 2): that one is not applied again.
+      const info = await runtime.bus.jsm.consumers.info(runtime.bus.name(stream.spec.name), runtime.bus.name('kit-bf-lost'));
+      expect({ start: info.config.opt_start_seq, delivered: info.delivered.consumer_seq }).toEqual({ start: 4, delivered: 1 });
       await stream.publish({ key: 'a', value: 4, version: 4 });
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 4, c: 5 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 4, b: 7, c: 5 });
     } finally {
       await consumer.stop();
+    }
+  });
+
+  it('backfills once when two replicas start together: the other waits, then finds the durable', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.dropAllBut(0);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }], () => held);
+    const second = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }]);
+    const consumers = [await first.start()];
+    try {
+      await expect.poll(() => first.runs.backfills).toBe(1);
+      consumers.push(await second.start());
+      // The second one waits for the lock while the first one backfills.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(await stream.durableExists('kit-bf-pair')).toBe(false);
+      release();
+      await expect.poll(() => stream.durableExists('kit-bf-pair')).toBe(true);
+      await stream.publish({ key: 'b', value: 2, version: 1 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, b: 2 });
+      expect({ first: first.runs.backfills, second: second.runs.backfills }).toEqual({ first: 1, second: 0 });
+    } finally {
+      for (const consumer of consumers) await consumer.stop();
     }
   });
 

@@ -53,7 +53,7 @@ export async function upsertUser(tx: Queryable, user: UserEventData, version: st
 }
 
 const BACKFILL_PAGE = 500;
-const BACKFILL_TIMEOUT_MS = 10_000;
+const BACKFILL_TIMEOUT_MS = 5_000;
 
 /**
  * Every user auth knows, a page at a time (rpc.auth.users.page), each at the version auth read it:
@@ -79,8 +79,8 @@ export function backfillUsers(deps: { bus: Bus; pool: Pool }, signal?: AbortSign
 /**
  * Follows auth's stream from its start, so a fresh database catches up on every user; once the
  * stream has dropped its oldest events, a new durable first backfills every user from auth, then
- * replays what the stream still holds (versioned: an older event changes nothing). Creating the
- * stream here is idempotent and lets the service start before auth.
+ * follows the stream from its last event before the backfill (versioned: an event older than a page
+ * changes nothing). Creating the stream here is idempotent and lets the service start before auth.
  */
 export async function startUserReadModel(
   deps: { bus: Bus; pool: Pool; log: Logger },

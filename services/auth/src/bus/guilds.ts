@@ -96,12 +96,12 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
 }
 
 const BACKFILL_PAGE = 500;
-const BACKFILL_TIMEOUT_MS = 10_000;
+const BACKFILL_TIMEOUT_MS = 5_000;
 
 /**
  * Every server's owner from guilds, a page at a time (rpc.guilds.servers.page): what the servers
- * consumer cannot replay once GUILDS has dropped its oldest events. Replaying what the stream still
- * holds afterwards ends at each server's latest state.
+ * consumer cannot replay once GUILDS has dropped its oldest events. An event published after the
+ * backfill began but older than a page (the outbox's lag) still ends at the server's latest state.
  */
 export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
@@ -114,7 +114,7 @@ export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<numbe
   });
 }
 
-/** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves replayed after it end at the latest set. */
+/** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves after it end at the latest set. */
 export function backfillMemberships(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
     limit: BACKFILL_PAGE,
