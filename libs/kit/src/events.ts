@@ -409,6 +409,9 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   };
 }
 
+/** How a backfill asks its owner: pages of this many records, each answered within this long. */
+export const BACKFILL_PAGE = { limit: 500, timeoutMs: 5_000 } as const;
+
 // pg_try_advisory_lock(space, hash): the kit's lock space for backfills, apart from its others.
 const BACKFILL_LOCK_SPACE = 727_005;
 const BACKFILL_LOCK_RETRY_MS = 1_000;

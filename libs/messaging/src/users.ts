@@ -1,5 +1,6 @@
 import { AUTH_SUBJECTS, STREAMS, UserEventData, UsersPageRpc } from '@chat/contracts';
 import {
+  BACKFILL_PAGE,
   type Bus,
   type ConsumerHandle,
   consumeEvents,
@@ -52,9 +53,6 @@ export async function upsertUser(tx: Queryable, user: UserEventData, version: st
   );
 }
 
-const BACKFILL_PAGE = 500;
-const BACKFILL_TIMEOUT_MS = 5_000;
-
 /**
  * Every user auth knows, a page at a time (rpc.auth.users.page), each at the version auth read it:
  * what a read-model that starts after the AUTH stream dropped its oldest events cannot replay.
@@ -62,10 +60,10 @@ const BACKFILL_TIMEOUT_MS = 5_000;
  */
 export function backfillUsers(deps: { bus: Bus; pool: Pool }, signal?: AbortSignal): Promise<number> {
   return walkPages({
-    limit: BACKFILL_PAGE,
+    limit: BACKFILL_PAGE.limit,
     signal,
     read: async (after: string | undefined, limit: number) => {
-      const page = await requestRpc(deps.bus, UsersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS });
+      const page = await requestRpc(deps.bus, UsersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs });
       return page.users.map((user) => ({ user, version: page.version }));
     },
     keyOf: ({ user }) => user.id,

@@ -9,6 +9,7 @@ import {
   STREAMS,
 } from '@chat/contracts';
 import {
+  BACKFILL_PAGE,
   type Bus,
   type ConsumerHandle,
   consumeEvents,
@@ -95,9 +96,6 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
   };
 }
 
-const BACKFILL_PAGE = 500;
-const BACKFILL_TIMEOUT_MS = 5_000;
-
 /**
  * Every server's owner from guilds, a page at a time (rpc.guilds.servers.page): what the servers
  * consumer cannot replay once GUILDS has dropped its oldest events. An event published after the
@@ -105,10 +103,10 @@ const BACKFILL_TIMEOUT_MS = 5_000;
  */
 export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
-    limit: BACKFILL_PAGE,
+    limit: BACKFILL_PAGE.limit,
     signal,
     read: async (after: string | undefined, limit: number) =>
-      (await requestRpc(deps.bus, ServersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).servers,
+      (await requestRpc(deps.bus, ServersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs })).servers,
     keyOf: (server) => server.id,
     take: (servers) => withTx(deps.pool, (tx) => backfillServerOwners(tx, deps.config, servers)),
   });
@@ -117,10 +115,10 @@ export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<numbe
 /** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves after it end at the latest set. */
 export function backfillMemberships(deps: Deps, signal?: AbortSignal): Promise<number> {
   return walkPages({
-    limit: BACKFILL_PAGE,
+    limit: BACKFILL_PAGE.limit,
     signal,
     read: async (after: Membership | undefined, limit: number) =>
-      (await requestRpc(deps.bus, MembersPageRpc, { after, limit }, { timeoutMs: BACKFILL_TIMEOUT_MS })).members,
+      (await requestRpc(deps.bus, MembersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs })).members,
     keyOf: ({ serverId, userId }) => ({ serverId, userId }),
     take: (members) => withTx(deps.pool, (tx) => backfillMembers(tx, deps.config, members)),
   });
