@@ -205,22 +205,29 @@ const START_RETRY_MS = 2_000;
 /**
  * Runs `start` once the bus is connected: at once (awaited) when it is, otherwise in the background
  * when it connects. A failed start is logged and retried while connected. The returned task stops
- * what `start` returned, or prevents a start that has not happened yet.
+ * what `start` returned, or prevents a start that has not happened yet. A start that fails once
+ * `aborted` is set is neither logged nor retried.
  */
-export async function whenConnected(bus: Bus, log: Logger, what: string, start: () => Promise<BusTask | undefined>): Promise<BusTask> {
+export async function whenConnected(
+  bus: Bus,
+  log: Logger,
+  what: string,
+  start: () => Promise<BusTask | undefined>,
+  aborted?: AbortSignal,
+): Promise<BusTask> {
   let started: BusTask | undefined;
   let stopped = false;
   let inFlight: Promise<void> | undefined;
   let retry: NodeJS.Timeout | undefined;
   const attempt = (): Promise<void> => {
-    if (started || stopped || !bus.connected) return Promise.resolve();
+    if (started || stopped || aborted?.aborted || !bus.connected) return Promise.resolve();
     inFlight ??= (async () => {
       try {
         started = (await start()) ?? { stop: async () => {} };
         unsubscribe();
       } catch (err) {
         // A start aborted by its stop (a consumer's backfill) is no failure, and is not tried again.
-        if ((err as Error).name === 'AbortError') return;
+        if (aborted?.aborted) return;
         log.warn({ err, what }, 'could not start on the bus; retrying');
         retry = setTimeout(() => void attempt(), START_RETRY_MS);
         retry.unref();

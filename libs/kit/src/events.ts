@@ -366,7 +366,7 @@ export async function consumeEvents(options: {
   // The service does not wait for a backfill (a liveness probe would not either): its read-model
   // already copes with a miss, as for an event still in flight.
   const stopping = new AbortController();
-  const task = whenConnected(options.bus, options.log, what, () => startConsuming(options, stopping.signal));
+  const task = whenConnected(options.bus, options.log, what, () => startConsuming(options, stopping.signal), stopping.signal);
   return {
     async stop() {
       stopping.abort();

@@ -23,7 +23,7 @@ const runtime = await createTestRuntime({
   backing,
 });
 afterAll(() => runtime.close());
-const logs = captureLogs('error');
+const logs = captureLogs('warn');
 
 type Value = { key: string; value: number; version: number };
 
@@ -204,6 +204,10 @@ describe('a read-model consumer with a backfill', () => {
     await consumer.stop();
     expect(aborted).toBe(true);
     expect(await stream.durableExists('kit-bf-long')).toBe(false);
+    // A stop, not a failure: nothing logged, nothing tried again.
+    expect(logs.entries().filter((e) => e.what === 'consumer kit-bf-long')).toEqual([]);
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(model.runs.backfills).toBe(1);
     expect(await kept(stream.spec.name)).toEqual({});
   });
 
