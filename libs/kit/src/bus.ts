@@ -259,6 +259,17 @@ export interface StreamSpec {
   subjects: readonly string[];
 }
 
+/** The settings of the platform's streams: a stream made elsewhere (the NATS test cluster) uses them too. */
+export function streamConfig(bus: Bus, spec: StreamSpec) {
+  return {
+    name: bus.name(spec.name),
+    subjects: spec.subjects.map((s) => bus.subject(s)),
+    // The relay may republish after a crash; Nats-Msg-Id dedupes within this window.
+    duplicate_window: nanos(10 * 60_000),
+    max_age: nanos(bus.retentionMs),
+  };
+}
+
 /**
  * Creates the stream when missing, with the bus's retention, and gives that retention to an
  * existing stream that keeps everything (made before there was one). A stream with a retention of
@@ -266,17 +277,15 @@ export interface StreamSpec {
  * publishers and consumers may all call it.
  */
 export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
-  const name = bus.name(spec.name);
-  const subjects = spec.subjects.map((s) => bus.subject(s));
-  const maxAge = nanos(bus.retentionMs);
+  const config = streamConfig(bus, spec);
+  const { name } = config;
   const existing = await bus.jsm.streams.info(name).catch(() => undefined);
   if (existing) {
-    if (existing.config.max_age === 0) await bus.jsm.streams.update(name, { ...existing.config, max_age: maxAge });
+    if (existing.config.max_age === 0) await bus.jsm.streams.update(name, { ...existing.config, max_age: config.max_age });
     return;
   }
   try {
-    // duplicate_window (ns): the relay may republish after a crash; Nats-Msg-Id dedupes within it.
-    await bus.jsm.streams.add({ name, subjects, duplicate_window: nanos(10 * 60_000), max_age: maxAge });
+    await bus.jsm.streams.add(config);
   } catch (err) {
     // Another replica created it between our info and add.
     await bus.jsm.streams.info(name).catch(() => {

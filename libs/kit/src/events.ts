@@ -381,7 +381,11 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   const { bus, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
-  if (options.backfill && stopping) await backfillIfEventsLost(options, options.backfill, stopping, log);
+  // The lock and its connection only when a backfill looks needed: a durable that exists (every start
+  // but the first) or a stream that still holds its first event needs none.
+  const { backfill } = options;
+  if (backfill && stopping && (await lastSequenceAfterLostEvents(bus, spec)) !== undefined)
+    await backfillIfEventsLost(options, backfill, stopping, log);
   else await ensureConsumer(bus, spec);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
@@ -417,11 +421,12 @@ const BACKFILL_LOCK_SPACE = 727_005;
 const BACKFILL_LOCK_RETRY_MS = 1_000;
 
 /**
- * Creates the durable, after a backfill when the stream no longer holds its first event. The
- * durable then starts after the stream's last event as it was before the backfill read anything:
- * every event up to there is in what the owner answered, every later one is delivered. One replica
- * at a time (a lock in the service's database): another one's backfill could write a page it read
- * before an event that this one's durable has already applied. Aborted by `stopping` between pages.
+ * Creates the durable, after a backfill when the stream (checked again under the lock) no longer
+ * holds its first event. The durable then starts after the stream's last event as it was before the
+ * backfill read anything: every event up to there is in what the owner answered, every later one is
+ * delivered. One replica at a time (a lock in the service's database): another one's backfill could
+ * write a page it read before an event that this one's durable has already applied. Aborted by
+ * `stopping` between pages.
  */
 async function backfillIfEventsLost(
   { bus, pool, spec }: ConsumeOptions,

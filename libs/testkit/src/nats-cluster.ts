@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STREAMS } from '@chat/contracts';
-import { connectBus, createLogger, DEFAULT_EVENT_RETENTION_MS } from '@chat/kit';
+import { connectBus, createLogger, streamConfig } from '@chat/kit';
 import { stopChild } from './child-process.ts';
 import { freePort } from './isolated-platform.ts';
 import { until } from './poll.ts';
@@ -102,17 +102,8 @@ export async function startNatsCluster(options: { binary: string; size?: number;
       }).catch(() => false),
     createStreams: (namespace) =>
       withBus(async (bus) => {
-        for (const spec of Object.values(STREAMS)) {
-          const subjects = spec.subjects.map((s) => bus.subject(s));
-          // As the platform's own ensureStream, with a replica on every node (as NACK declares them in production).
-          await bus.jsm.streams.add({
-            name: bus.name(spec.name),
-            subjects,
-            duplicate_window: 10 * 60 * 1e9,
-            max_age: DEFAULT_EVENT_RETENTION_MS * 1e6,
-            num_replicas: size,
-          });
-        }
+        // As the platform's own ensureStream, with a replica on every node (as NACK declares them in production).
+        for (const spec of Object.values(STREAMS)) await bus.jsm.streams.add({ ...streamConfig(bus, spec), num_replicas: size });
       }, namespace),
     async stop() {
       await Promise.all(nodes.map((n) => cluster.kill(n.name)));
