@@ -1,14 +1,5 @@
 import type { RpcContract } from '@chat/contracts';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-} from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import {
   connect,
   type Msg,
@@ -450,26 +441,6 @@ export interface DurableConsumerSpec {
   maxAckPending?: number;
   /** How long an unacked event waits before another pull gets it (30 s by default). */
   ackWaitSeconds?: number;
-}
-
-/**
- * When the durable does not exist yet and the stream no longer holds its first event (the
- * retention dropped the oldest, or an operator purged them), the stream's last sequence now: a
- * backfill read after this covers every event up to it. Undefined otherwise.
- */
-export async function lastSequenceAfterLostEvents(bus: Bus, spec: DurableConsumerSpec): Promise<number | undefined> {
-  const stream = bus.name(spec.stream);
-  const exists = await bus.jsm.consumers.info(stream, bus.name(spec.durable)).then(
-    () => true,
-    (err: unknown) => {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound) return false;
-      throw err;
-    },
-  );
-  if (exists) return undefined;
-  const { state } = await bus.jsm.streams.info(stream);
-  // A stream that never held an event has first_seq 0; one that dropped every event, last_seq + 1.
-  return state.first_seq > 1 ? state.last_seq : undefined;
 }
 
 function startOf(spec: DurableConsumerSpec, afterSequence: number | undefined) {

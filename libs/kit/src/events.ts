@@ -12,15 +12,15 @@ import {
   ensureConsumer,
   ensureStream,
   headerRecord,
-  lastSequenceAfterLostEvents,
   REQUEST_ID_HEADER,
   requestHeaders,
   type StreamSpec,
   whenConnected,
 } from './bus.ts';
+import { keepMarking, type LostEvents, lostEvents } from './consumer-progress.ts';
 import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
-import { consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
+import { consumerLostEvents, consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
 
 // The relay's and the consumers' statements run for every event: prepared.
@@ -350,10 +350,11 @@ export async function consumeEvents(options: {
   handleBatch?: (events: EventEnvelope[], tx: Queryable) => Promise<void>;
   /**
    * For a read-model: builds what the events it can no longer get would have built, by asking
-   * their owner. Runs when the durable is about to be created and the stream has already dropped
-   * its oldest events (EVENT_RETENTION_DAYS); the durable is created only after it succeeds, so one
-   * that fails runs again on the next start, and it starts after the stream's last event from
-   * before the backfill. An event committed before a page was read may still be published after
+   * their owner. Runs when the stream dropped events (EVENT_RETENTION_DAYS) that the durable never
+   * read: before a new durable is created, or when an existing one was away longer than the stream
+   * keeps events (it is then made again). The durable is created only after it succeeds, so one that
+   * fails runs again on the next start, and it starts after the stream's last event from before the
+   * backfill. An event committed before a page was read may still be published after
    * that, so applying it after the backfill must leave the newer state (versioned upserts, set
    * operations). It may take minutes, so the consumer starts in the background, and stopping it
    * aborts `signal`. Answers how many records it read.
@@ -378,21 +379,25 @@ export async function consumeEvents(options: {
 type ConsumeOptions = Parameters<typeof consumeEvents>[0];
 
 async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): Promise<ConsumerHandle> {
-  const { bus, spec } = options;
+  const { bus, pool, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
-  // The lock and its connection only when a backfill looks needed: a durable that exists (every start
-  // but the first) or a stream that still holds its first event needs none.
+  // The lock and its connection only when a backfill looks needed: most starts find nothing lost.
   const { backfill } = options;
-  if (backfill && stopping && (await lastSequenceAfterLostEvents(bus, spec)) !== undefined)
-    await backfillIfEventsLost(options, backfill, stopping, log);
-  else await ensureConsumer(bus, spec);
+  const lost = await lostEvents(bus, pool, spec);
+  if (lost && backfill && stopping) await backfillIfEventsLost(options, backfill, stopping, log);
+  else {
+    if (lost?.durableExisted) reportLostEvents(log, spec, lost);
+    await ensureConsumer(bus, spec);
+  }
+  consumerLostEvents.set({ consumer: spec.durable }, lost?.durableExisted && !backfill ? lost.to - lost.from + 1 : 0);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
   const ignored = lingeringAcks(Math.min(ACKS_AT_MOST, spec.maxAckPending ?? ACKS_AT_MOST));
   const { prepare, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);
   const unwatch = watchConsumer(bus, spec);
+  const marking = keepMarking(bus, pool, spec, log);
   const done = (
     options.batch
       ? inBatches(messages, options.batch, applyTogether)
@@ -409,8 +414,21 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
       await messages.close();
       await done;
       ignored.flush();
+      await marking.stop();
     },
   };
+}
+
+/**
+ * Events that expired before a durable without a backfill read them: what they would have changed
+ * is missing for good. Said once: the consumer's position moves past them as soon as it reads on.
+ * Shown as jetstream_consumer_lost_events until the next start.
+ */
+function reportLostEvents(log: Logger, spec: DurableConsumerSpec, lost: LostEvents): void {
+  log.error(
+    { stream: spec.stream, from: lost.from, to: lost.to },
+    'the stream dropped events this consumer had not read (it was away longer than EVENT_RETENTION_DAYS); what they changed is missing here',
+  );
 }
 
 /** How a backfill asks its owner: pages of this many records, each answered within this long. */
@@ -421,12 +439,13 @@ const BACKFILL_LOCK_SPACE = 727_005;
 const BACKFILL_LOCK_RETRY_MS = 1_000;
 
 /**
- * Creates the durable, after a backfill when the stream (checked again under the lock) no longer
- * holds its first event. The durable then starts after the stream's last event as it was before the
- * backfill read anything: every event up to there is in what the owner answered, every later one is
- * delivered. One replica at a time (a lock in the service's database): another one's backfill could
- * write a page it read before an event that this one's durable has already applied. Aborted by
- * `stopping` between pages.
+ * Backfills when the stream (checked again under the lock) dropped events the durable never read:
+ * a new durable's, or those of one that was away longer than the stream keeps events, which is then
+ * made again. The durable then starts after the stream's last event as it was before the backfill
+ * read anything: every event up to there is in what the owner answered (replaying the kept ones
+ * would apply older states over it), every later one is delivered. One replica at a time (a lock in
+ * the service's database): another one's backfill could write a page it read before an event that
+ * this one's durable has already applied. Aborted by `stopping` between pages.
  */
 async function backfillIfEventsLost(
   { bus, pool, spec }: ConsumeOptions,
@@ -439,15 +458,17 @@ async function backfillIfEventsLost(
     const key = [BACKFILL_LOCK_SPACE, `${spec.stream}/${spec.durable}`];
     while (!(await lock.query<{ held: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS held', key)).rows[0]?.held)
       await sleep(BACKFILL_LOCK_RETRY_MS, undefined, { signal: stopping });
-    const lastSequence = await lastSequenceAfterLostEvents(bus, spec);
-    if (lastSequence !== undefined) {
+    const lost = await lostEvents(bus, pool, spec);
+    if (lost) {
       const started = Date.now();
-      log.info({ lastSequence }, 'the stream no longer holds its oldest events: backfilling the read-model from its owner');
+      log.info(lost, 'the stream dropped events this read-model had not read: backfilling it from their owner');
       const records = await backfill(stopping);
       log.info({ records, ms: Date.now() - started }, 'read-model backfilled');
+      stopping.throwIfAborted();
+      if (lost.durableExisted) await bus.jsm.consumers.delete(bus.name(spec.stream), bus.name(spec.durable));
     }
     stopping.throwIfAborted();
-    await ensureConsumer(bus, spec, lastSequence);
+    await ensureConsumer(bus, spec, lost?.lastSequence);
   } finally {
     // Closing the connection ends the lock with its session, whatever happened.
     lock.release(true);

@@ -51,6 +51,14 @@ export const consumerRedeliveries = new Counter({
   registers,
 });
 
+/** Set by each consumer as it starts: events it never read that the stream had dropped, with nothing to rebuild them. */
+export const consumerLostEvents = new Gauge({
+  name: 'jetstream_consumer_lost_events',
+  help: 'Stream sequences a durable consumer found dropped before it read them when it last started, not backfilled (a filtered consumer counts other subjects too)',
+  labelNames: ['consumer'] as const,
+  registers,
+});
+
 /** The gateway's rate-tier verdicts: `allowed` or `limited` per tier. */
 export const rateLimitDecisions = new Counter({
   name: 'rate_limit_decisions_total',

@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { createTestRuntime } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { type EventEnvelope, ensureStream, type StreamSpec } from '../src/bus.ts';
+import { keepMarking } from '../src/consumer-progress.ts';
 import { many, type Queryable, withTx } from '../src/db.ts';
 import { type ConsumerHandle, consumeEvents } from '../src/events.ts';
+import { consumerLostEvents } from '../src/metrics.ts';
 import { captureLogs } from './logs.ts';
 
 // A read-model of an owner's values: versioned upserts, so an older event changes nothing.
@@ -48,18 +50,34 @@ async function freshStream() {
   const spec: StreamSpec = { name: `KITBF${streams}`, subjects: [`kitbf${streams}.>`] };
   await ensureStream(runtime.bus, spec);
   const subject = `kitbf${streams}.value.set`;
-  const publish = (v: Value) => {
-    const event: EventEnvelope<Value> = { id: crypto.randomUUID(), subject, occurredAt: new Date().toISOString(), data: v };
-    return runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(event), { msgID: event.id });
+  const publishTo = (to: string, v: Value) => {
+    const event: EventEnvelope<Value> = { id: crypto.randomUUID(), subject: to, occurredAt: new Date().toISOString(), data: v };
+    return runtime.bus.js.publish(runtime.bus.subject(to), JSON.stringify(event), { msgID: event.id });
   };
+  const publish = (v: Value) => publishTo(subject, v);
+  /** An event of the stream that a consumer filtered on `subject` never gets. */
+  const publishElsewhere = (v: Value) => publishTo(`kitbf${streams}.other.set`, v);
   /** What a retention does to the oldest events: the stream keeps only the last `keep`. */
   const dropAllBut = (count: number) => runtime.bus.jsm.streams.purge(runtime.bus.name(spec.name), { keep: count });
+  /**
+   * What the retention does to old events: every event now in the stream expires. Unlike a purge,
+   * which moves the stream's consumers past what it removes, expiry leaves them where they were.
+   */
+  const expireAll = async () => {
+    const name = runtime.bus.name(spec.name);
+    const { config } = await runtime.bus.jsm.streams.info(name);
+    const oneSecond = 1_000_000_000;
+    await runtime.bus.jsm.streams.update(name, { ...config, max_age: oneSecond, duplicate_window: oneSecond });
+    await expect.poll(async () => (await runtime.bus.jsm.streams.info(name)).state.messages, { timeout: 5_000 }).toBe(0);
+    await runtime.bus.jsm.streams.update(name, config);
+  };
   const durableExists = (durable: string) =>
     runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable)).then(
       () => true,
       () => false,
     );
-  return { spec, publish, dropAllBut, durableExists };
+  const durableInfo = (durable: string) => runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable));
+  return { spec, subject, publish, publishElsewhere, dropAllBut, expireAll, durableExists, durableInfo };
 }
 
 /** A read-model consumer whose backfill copies `owner` (the owner's current values), counting its runs. */
@@ -68,6 +86,7 @@ function readModel(
   durable: string,
   owner: Value[],
   backfill?: (signal: AbortSignal) => Promise<void>,
+  filter?: string,
 ) {
   const runs = { backfills: 0 };
   const start = (): Promise<ConsumerHandle> =>
@@ -75,7 +94,7 @@ function readModel(
       bus: runtime.bus,
       pool: runtime.pool,
       log: logs.log,
-      spec: { stream: stream.spec.name, durable },
+      spec: { stream: stream.spec.name, durable, filter },
       handle: (event, tx) => keep(tx, stream.spec.name, event.data as Value).then(() => undefined),
       backfill: async (signal) => {
         runs.backfills += 1;
@@ -211,15 +230,47 @@ describe('a read-model consumer with a backfill', () => {
     expect(await kept(stream.spec.name)).toEqual({});
   });
 
-  it('never backfills a durable that exists already, however much the stream dropped since', async () => {
+  it('backfills a durable that was away while the stream dropped events it had not read, and makes it again after the backfill', async () => {
     const stream = await freshStream();
     await stream.publish({ key: 'a', value: 1, version: 1 });
-    const model = readModel(stream, 'kit-bf-known', [{ key: 'z', value: 9, version: 1 }]);
+    const owner = [
+      { key: 'a', value: 3, version: 3 },
+      { key: 'b', value: 2, version: 1 },
+    ];
+    const model = readModel(stream, 'kit-bf-away', owner);
     const first = await model.start();
     await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1 });
     await first.stop();
+    // While it is away: b is set and a twice; only a's last change is recent enough to be kept.
     await stream.publish({ key: 'b', value: 2, version: 1 });
-    await stream.dropAllBut(0);
+    await stream.publish({ key: 'a', value: 2, version: 2 });
+    await stream.expireAll();
+    await stream.publish({ key: 'a', value: 3, version: 3 });
+    const again = await model.start();
+    try {
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2 });
+      expect(model.runs.backfills).toBe(1);
+      // Made again after the stream's last event: a's kept event is in the backfill, not delivered again.
+      const info = await stream.durableInfo('kit-bf-away');
+      expect({ start: info.config.opt_start_seq, delivered: info.delivered.consumer_seq }).toEqual({ start: 5, delivered: 0 });
+      await stream.publish({ key: 'c', value: 4, version: 1 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2, c: 4 });
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('never backfills a durable that had read every event of its filter that the stream dropped since, however far back its last one lies', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    const model = readModel(stream, 'kit-bf-known', [{ key: 'z', value: 9, version: 1 }], undefined, stream.subject);
+    const first = await model.start();
+    await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1 });
+    // Other subjects' events go past the running consumer: its own position stays on a's.
+    for (let i = 0; i < 3; i++) await stream.publishElsewhere({ key: 'x', value: i, version: i });
+    await expect.poll(async () => (await stream.durableInfo('kit-bf-known')).num_pending).toBe(0);
+    await first.stop();
+    await stream.expireAll();
     const again = await model.start();
     try {
       await stream.publish({ key: 'c', value: 3, version: 1 });
@@ -228,5 +279,71 @@ describe('a read-model consumer with a backfill', () => {
     } finally {
       await again.stop();
     }
+  });
+});
+
+describe('the mark of how far a consumer has read', () => {
+  it("moves to the stream's last event while the running consumer is caught up, as a start after a crash would need", async () => {
+    const stream = await freshStream();
+    const spec = { stream: stream.spec.name, durable: 'kit-mark-live', filter: stream.subject };
+    const consumer = await consumeEvents({ bus: runtime.bus, pool: runtime.pool, log: logs.log, spec, handle: async () => {} });
+    const marking = keepMarking(runtime.bus, runtime.pool, spec, logs.log, 50);
+    const markNow = async () =>
+      (
+        await many<{ readUpTo: number }>(
+          runtime.pool,
+          'SELECT read_up_to::int AS "readUpTo" FROM event_consumer_marks WHERE stream = $1 AND durable = $2',
+          [runtime.bus.name(spec.stream), runtime.bus.name(spec.durable)],
+        )
+      )[0]?.readUpTo;
+    try {
+      await stream.publish({ key: 'a', value: 1, version: 1 });
+      for (let i = 0; i < 3; i++) await stream.publishElsewhere({ key: 'x', value: i, version: i });
+      // The consumer's own position stays on a (1); the mark follows the stream.
+      await expect.poll(markNow).toBe(4);
+      expect((await stream.durableInfo('kit-mark-live')).delivered.stream_seq).toBe(1);
+    } finally {
+      await marking.stop();
+      await consumer.stop();
+    }
+  });
+});
+
+describe('a consumer without a backfill', () => {
+  const lostGauge = async (durable: string) => (await consumerLostEvents.get()).values.find((v) => v.labels.consumer === durable)?.value;
+
+  it('reports the events the stream dropped before it read them, once, and goes on with the next ones', async () => {
+    const stream = await freshStream();
+    const applied: string[] = [];
+    const start = () =>
+      consumeEvents({
+        bus: runtime.bus,
+        pool: runtime.pool,
+        log: logs.log,
+        spec: { stream: stream.spec.name, durable: 'kit-lost-plain' },
+        handle: async (event) => void applied.push((event.data as Value).key),
+      });
+    const reports = () => logs.entries().filter((e) => e.consumer === 'kit-lost-plain' && e.level === 50);
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    const first = await start();
+    await expect.poll(() => applied).toEqual(['a']);
+    await first.stop();
+    await stream.publish({ key: 'b', value: 1, version: 1 });
+    await stream.publish({ key: 'c', value: 1, version: 1 });
+    await stream.expireAll();
+    const second = await start();
+    expect(reports()).toMatchObject([{ from: 2, to: 3, msg: expect.stringContaining('dropped events this consumer had not read') }]);
+    expect(await lostGauge('kit-lost-plain')).toBe(2);
+    await second.stop();
+    // Said once, even when nothing arrived since: the next start finds nothing new lost, and goes on.
+    const third = await start();
+    try {
+      await stream.publish({ key: 'd', value: 1, version: 1 });
+      await expect.poll(() => applied).toEqual(['a', 'd']);
+      expect(reports()).toHaveLength(1);
+    } finally {
+      await third.stop();
+    }
+    expect(await lostGauge('kit-lost-plain')).toBe(0);
   });
 });
