@@ -13,6 +13,7 @@ const KIT = [
   'kit/0003_idempotency_keys.sql',
   'kit/0004_next_message_id.sql',
   'kit/0005_processed_events_age.sql',
+  'kit/0006_event_consumer_marks.sql',
 ];
 
 const cleanups: (() => Promise<void>)[] = [];
