@@ -17,7 +17,7 @@ import {
   type StreamSpec,
   whenConnected,
 } from './bus.ts';
-import { keepMarking, type LostEvents, lostEvents } from './consumer-progress.ts';
+import { keepMarking, type LostEvents, lostEvents, markProgress } from './consumer-progress.ts';
 import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
 import { consumerLostEvents, consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
@@ -386,11 +386,10 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   const { backfill } = options;
   const lost = await lostEvents(bus, pool, spec);
   if (lost && backfill && stopping) await backfillIfEventsLost(options, backfill, stopping, log);
-  else {
-    if (lost?.durableExisted) reportLostEvents(log, spec, lost);
-    await ensureConsumer(bus, spec);
-  }
-  consumerLostEvents.set({ consumer: spec.durable }, lost?.durableExisted && !backfill ? lost.to - lost.from + 1 : 0);
+  else await ensureConsumer(bus, spec);
+  reportLostEvents(log, spec, backfill ? undefined : lost);
+  // Before it reads: a start that comes next must not count what this one dealt with, whatever its durable acked by then.
+  await markProgress(bus, pool, spec, true);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
@@ -420,13 +419,16 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
 }
 
 /**
- * Events that expired before a durable without a backfill read them: what they would have changed
- * is missing for good. Said once: the consumer's position moves past them as soon as it reads on.
- * Shown as jetstream_consumer_lost_events until the next start.
+ * Events that expired before an existing durable without a backfill read them: what they would
+ * have changed is missing for good. Logged once (the start then marks past them), and shown as
+ * jetstream_consumer_lost_events until the next start.
  */
-function reportLostEvents(log: Logger, spec: DurableConsumerSpec, lost: LostEvents): void {
+function reportLostEvents(log: Logger, spec: DurableConsumerSpec, lost: LostEvents | undefined): void {
+  const unread = lost?.durableExisted ? lost : undefined;
+  consumerLostEvents.set({ consumer: spec.durable }, unread ? unread.to - unread.from + 1 : 0);
+  if (!unread) return;
   log.error(
-    { stream: spec.stream, from: lost.from, to: lost.to },
+    { stream: spec.stream, from: unread.from, to: unread.to },
     'the stream dropped events this consumer had not read (it was away longer than EVENT_RETENTION_DAYS); what they changed is missing here',
   );
 }
@@ -467,7 +469,6 @@ async function backfillIfEventsLost(
       stopping.throwIfAborted();
       if (lost.durableExisted) await bus.jsm.consumers.delete(bus.name(spec.stream), bus.name(spec.durable));
     }
-    stopping.throwIfAborted();
     await ensureConsumer(bus, spec, lost?.lastSequence);
   } finally {
     // Closing the connection ends the lock with its session, whatever happened.

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestRuntime } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { type EventEnvelope, ensureStream, type StreamSpec } from '../src/bus.ts';
+import { type EventEnvelope, ensureConsumer, ensureStream, type StreamSpec } from '../src/bus.ts';
 import { keepMarking } from '../src/consumer-progress.ts';
 import { many, type Queryable, withTx } from '../src/db.ts';
 import { type ConsumerHandle, consumeEvents } from '../src/events.ts';
@@ -57,7 +57,7 @@ async function freshStream() {
   const publish = (v: Value) => publishTo(subject, v);
   /** An event of the stream that a consumer filtered on `subject` never gets. */
   const publishElsewhere = (v: Value) => publishTo(`kitbf${streams}.other.set`, v);
-  /** What a retention does to the oldest events: the stream keeps only the last `keep`. */
+  /** What a purge does: the stream keeps only the last `count` (a durable that does not exist yet finds the rest gone). */
   const dropAllBut = (count: number) => runtime.bus.jsm.streams.purge(runtime.bus.name(spec.name), { keep: count });
   /**
    * What the retention does to old events: every event now in the stream expires. Unlike a purge,
@@ -80,13 +80,15 @@ async function freshStream() {
   return { spec, subject, publish, publishElsewhere, dropAllBut, expireAll, durableExists, durableInfo };
 }
 
-/** A read-model consumer whose backfill copies `owner` (the owner's current values), counting its runs. */
+/**
+ * A read-model consumer whose backfill copies `owner` (the owner's current values), counting its
+ * runs; `options.backfill` runs first in each backfill, `options.beforeApply` before each event is applied.
+ */
 function readModel(
   stream: Awaited<ReturnType<typeof freshStream>>,
   durable: string,
   owner: Value[],
-  backfill?: (signal: AbortSignal) => Promise<void>,
-  filter?: string,
+  options: { backfill?: (signal: AbortSignal) => Promise<void>; filter?: string; beforeApply?: () => Promise<void> } = {},
 ) {
   const runs = { backfills: 0 };
   const start = (): Promise<ConsumerHandle> =>
@@ -94,11 +96,14 @@ function readModel(
       bus: runtime.bus,
       pool: runtime.pool,
       log: logs.log,
-      spec: { stream: stream.spec.name, durable, filter },
-      handle: (event, tx) => keep(tx, stream.spec.name, event.data as Value).then(() => undefined),
+      spec: { stream: stream.spec.name, durable, filter: options.filter },
+      handle: async (event, tx) => {
+        await options.beforeApply?.();
+        await keep(tx, stream.spec.name, event.data as Value);
+      },
       backfill: async (signal) => {
         runs.backfills += 1;
-        await backfill?.(signal);
+        await options.backfill?.(signal);
         await withTx(runtime.pool, async (tx) => {
           for (const v of owner) await keep(tx, stream.spec.name, v);
         });
@@ -135,10 +140,12 @@ describe('a read-model consumer with a backfill', () => {
       { key: 'c', value: 5, version: 1 },
     ];
     let durableDuringBackfill: boolean | undefined;
-    const model = readModel(stream, 'kit-bf-lost', owner, async () => {
-      durableDuringBackfill = await stream.durableExists('kit-bf-lost');
-      // A change the owner commits while the backfill reads: its event comes after.
-      await stream.publish({ key: 'b', value: 7, version: 1 });
+    const model = readModel(stream, 'kit-bf-lost', owner, {
+      backfill: async () => {
+        durableDuringBackfill = await stream.durableExists('kit-bf-lost');
+        // A change the owner commits while the backfill reads: its event comes after.
+        await stream.publish({ key: 'b', value: 7, version: 1 });
+      },
     });
     const consumer = await model.start();
     try {
@@ -163,7 +170,7 @@ describe('a read-model consumer with a backfill', () => {
     const held = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const first = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }], () => held);
+    const first = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }], { backfill: () => held });
     const second = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }]);
     const consumers = [await first.start()];
     try {
@@ -182,14 +189,46 @@ describe('a read-model consumer with a backfill', () => {
     }
   });
 
+  it('is not taken for lost by a replica that starts while the durable made after the backfill holds an unacked event', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.dropAllBut(0);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const owner = [{ key: 'a', value: 1, version: 1 }];
+    const first = readModel(stream, 'kit-bf-unacked', owner, { beforeApply: () => held });
+    const second = readModel(stream, 'kit-bf-unacked', owner);
+    const consumers = [await first.start()];
+    try {
+      await expect.poll(() => stream.durableExists('kit-bf-unacked')).toBe(true);
+      await stream.publish({ key: 'b', value: 2, version: 1 });
+      // Its ack floor is still 0, below the sequence the durable was made after.
+      await expect.poll(async () => (await stream.durableInfo('kit-bf-unacked')).num_ack_pending).toBe(1);
+      const made = (await stream.durableInfo('kit-bf-unacked')).created;
+      consumers.push(await second.start());
+      await new Promise((r) => setTimeout(r, 1_000));
+      release();
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, b: 2 });
+      expect({ first: first.runs.backfills, second: second.runs.backfills }).toEqual({ first: 1, second: 0 });
+      expect((await stream.durableInfo('kit-bf-unacked')).created).toBe(made);
+    } finally {
+      release();
+      for (const consumer of consumers) await consumer.stop();
+    }
+  });
+
   it('creates no durable when the backfill fails, and runs it again on the next start attempt', async () => {
     const stream = await freshStream();
     await stream.publish({ key: 'a', value: 1, version: 1 });
     await stream.publish({ key: 'b', value: 1, version: 1 });
     await stream.dropAllBut(0);
     let failures = 1;
-    const model = readModel(stream, 'kit-bf-retry', [{ key: 'a', value: 1, version: 1 }], async () => {
-      if (failures-- > 0) throw new Error('owner unreachable');
+    const model = readModel(stream, 'kit-bf-retry', [{ key: 'a', value: 1, version: 1 }], {
+      backfill: async () => {
+        if (failures-- > 0) throw new Error('owner unreachable');
+      },
     });
     const consumer = await model.start();
     try {
@@ -209,14 +248,16 @@ describe('a read-model consumer with a backfill', () => {
     await stream.publish({ key: 'a', value: 1, version: 1 });
     await stream.dropAllBut(0);
     let aborted = false;
-    const model = readModel(stream, 'kit-bf-long', [{ key: 'a', value: 1, version: 1 }], (signal) => {
-      // A backfill of a large owner: it ends only when stopped.
-      return new Promise((_, reject) =>
-        signal.addEventListener('abort', () => {
-          aborted = true;
-          reject(signal.reason);
-        }),
-      );
+    const model = readModel(stream, 'kit-bf-long', [{ key: 'a', value: 1, version: 1 }], {
+      backfill: (signal) => {
+        // A backfill of a large owner: it ends only when stopped.
+        return new Promise((_, reject) =>
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            reject(signal.reason);
+          }),
+        );
+      },
     });
     const consumer = await model.start();
     await expect.poll(() => model.runs.backfills).toBe(1);
@@ -263,7 +304,7 @@ describe('a read-model consumer with a backfill', () => {
   it('never backfills a durable that had read every event of its filter that the stream dropped since, however far back its last one lies', async () => {
     const stream = await freshStream();
     await stream.publish({ key: 'a', value: 1, version: 1 });
-    const model = readModel(stream, 'kit-bf-known', [{ key: 'z', value: 9, version: 1 }], undefined, stream.subject);
+    const model = readModel(stream, 'kit-bf-known', [{ key: 'z', value: 9, version: 1 }], { filter: stream.subject });
     const first = await model.start();
     await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1 });
     // Other subjects' events go past the running consumer: its own position stays on a's.
@@ -282,20 +323,23 @@ describe('a read-model consumer with a backfill', () => {
   });
 });
 
+/** The saved mark of how far the durable has read its stream. */
+const markOf = async (durable: string, stream: string) =>
+  (
+    await many<{ readUpTo: number }>(
+      runtime.pool,
+      'SELECT read_up_to::int AS "readUpTo" FROM event_consumer_marks WHERE stream = $1 AND durable = $2',
+      [runtime.bus.name(stream), runtime.bus.name(durable)],
+    )
+  )[0]?.readUpTo;
+
 describe('the mark of how far a consumer has read', () => {
   it("moves to the stream's last event while the running consumer is caught up, as a start after a crash would need", async () => {
     const stream = await freshStream();
     const spec = { stream: stream.spec.name, durable: 'kit-mark-live', filter: stream.subject };
     const consumer = await consumeEvents({ bus: runtime.bus, pool: runtime.pool, log: logs.log, spec, handle: async () => {} });
     const marking = keepMarking(runtime.bus, runtime.pool, spec, logs.log, 50);
-    const markNow = async () =>
-      (
-        await many<{ readUpTo: number }>(
-          runtime.pool,
-          'SELECT read_up_to::int AS "readUpTo" FROM event_consumer_marks WHERE stream = $1 AND durable = $2',
-          [runtime.bus.name(spec.stream), runtime.bus.name(spec.durable)],
-        )
-      )[0]?.readUpTo;
+    const markNow = () => markOf(spec.durable, spec.stream);
     try {
       await stream.publish({ key: 'a', value: 1, version: 1 });
       for (let i = 0; i < 3; i++) await stream.publishElsewhere({ key: 'x', value: i, version: i });
@@ -305,6 +349,36 @@ describe('the mark of how far a consumer has read', () => {
     } finally {
       await marking.stop();
       await consumer.stop();
+    }
+  });
+
+  it('keeps following the stream while the filter stays quiet for longer than the stream keeps events', async () => {
+    const stream = await freshStream();
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    const model = readModel(stream, 'kit-mark-quiet', [{ key: 'z', value: 9, version: 1 }], { filter: stream.subject });
+    const consumer = await model.start();
+    const marking = keepMarking(runtime.bus, runtime.pool, { stream: stream.spec.name, durable: 'kit-mark-quiet' }, logs.log, 50);
+    const lastSequence = async () => (await runtime.bus.jsm.streams.info(runtime.bus.name(stream.spec.name))).state.last_seq;
+    try {
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1 });
+      // Twice: other subjects' events come and expire while a stays the filter's last event.
+      for (let round = 0; round < 2; round++) {
+        for (let i = 0; i < 3; i++) await stream.publishElsewhere({ key: 'x', value: i, version: i });
+        const last = await lastSequence();
+        await expect.poll(() => markOf('kit-mark-quiet', stream.spec.name)).toBe(last);
+        await stream.expireAll();
+      }
+    } finally {
+      await marking.stop();
+      await consumer.stop();
+    }
+    const again = await model.start();
+    try {
+      await stream.publish({ key: 'c', value: 3, version: 1 });
+      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, c: 3 });
+      expect(model.runs.backfills).toBe(0);
+    } finally {
+      await again.stop();
     }
   });
 });
@@ -320,7 +394,7 @@ describe('a consumer without a backfill', () => {
         bus: runtime.bus,
         pool: runtime.pool,
         log: logs.log,
-        spec: { stream: stream.spec.name, durable: 'kit-lost-plain' },
+        spec: { stream: stream.spec.name, durable: 'kit-lost-plain', filter: stream.subject },
         handle: async (event) => void applied.push((event.data as Value).key),
       });
     const reports = () => logs.entries().filter((e) => e.consumer === 'kit-lost-plain' && e.level === 50);
@@ -330,12 +404,14 @@ describe('a consumer without a backfill', () => {
     await first.stop();
     await stream.publish({ key: 'b', value: 1, version: 1 });
     await stream.publish({ key: 'c', value: 1, version: 1 });
+    // Other subjects' events that expire with them count too: the consumer cannot tell them apart.
+    await stream.publishElsewhere({ key: 'x', value: 1, version: 1 });
     await stream.expireAll();
     const second = await start();
-    expect(reports()).toMatchObject([{ from: 2, to: 3, msg: expect.stringContaining('dropped events this consumer had not read') }]);
-    expect(await lostGauge('kit-lost-plain')).toBe(2);
+    expect(reports()).toMatchObject([{ from: 2, to: 4, msg: expect.stringContaining('dropped events this consumer had not read') }]);
+    expect(await lostGauge('kit-lost-plain')).toBe(3);
     await second.stop();
-    // Said once, even when nothing arrived since: the next start finds nothing new lost, and goes on.
+    // Said once, though nothing of its filter arrived since: the next start finds nothing new lost, and goes on.
     const third = await start();
     try {
       await stream.publish({ key: 'd', value: 1, version: 1 });
@@ -345,5 +421,31 @@ describe('a consumer without a backfill', () => {
       await third.stop();
     }
     expect(await lostGauge('kit-lost-plain')).toBe(0);
+  });
+
+  it('takes nothing for lost on a durable made before marks were kept: what it read is not known', async () => {
+    const stream = await freshStream();
+    const spec = { stream: stream.spec.name, durable: 'kit-lost-unmarked', filter: stream.subject };
+    await ensureConsumer(runtime.bus, spec);
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    await stream.expireAll();
+    const applied: string[] = [];
+    const consumer = await consumeEvents({
+      bus: runtime.bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec,
+      handle: async (event) => void applied.push((event.data as Value).key),
+    });
+    try {
+      await stream.publish({ key: 'b', value: 1, version: 1 });
+      await expect.poll(() => applied).toEqual(['b']);
+      expect(logs.entries().filter((e) => e.consumer === 'kit-lost-unmarked' && e.level === 50)).toEqual([]);
+      expect(await lostGauge('kit-lost-unmarked')).toBe(0);
+      // Its start marked it: from now on a loss would show.
+      expect(await markOf('kit-lost-unmarked', stream.spec.name)).toBe(1);
+    } finally {
+      await consumer.stop();
+    }
   });
 });
