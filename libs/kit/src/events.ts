@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { deadLetterSubject, EVENT_SCHEMAS, SERVICE_EVENT_PREFIXES, STREAMS } from '@chat/contracts';
+import { deadLetterSubject, EVENT_SCHEMAS, type RpcContract, SERVICE_EVENT_PREFIXES, STREAMS } from '@chat/contracts';
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -14,6 +14,7 @@ import {
   headerRecord,
   REQUEST_ID_HEADER,
   requestHeaders,
+  requestRpc,
   type StreamSpec,
   whenConnected,
 } from './bus.ts';
@@ -21,6 +22,7 @@ import { keepMarking, type LostEvents, lostEvents, markProgress } from './consum
 import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
 import { consumerLostEvents, consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
+import { walkPages } from './paging.ts';
 import { contextWithSpan, endSpan, extractContext, SpanKind, startSpan, traceHeaders, withSpan } from './tracing.ts';
 
 // The relay's and the consumers' statements run for every event: prepared.
@@ -434,7 +436,32 @@ function reportLostEvents(log: Logger, spec: DurableConsumerSpec, lost: LostEven
 }
 
 /** How a backfill asks its owner: pages of this many records, each answered within this long. */
-export const BACKFILL_PAGE = { limit: 500, timeoutMs: 5_000 } as const;
+const BACKFILL_PAGE = { limit: 500, timeoutMs: 5_000 } as const;
+
+/**
+ * What a backfill reads: every record its owner serves through a page RPC (`{after, limit}`, in key
+ * order), a page at a time, each page's `rows` handed to `take` before the next is asked for, until
+ * a page comes back short or `signal` aborts. Answers how many records there were.
+ */
+export function readOwnerPages<Rep extends z.ZodType, Row, Key>(
+  bus: Bus,
+  contract: RpcContract<z.ZodType<unknown, { after?: Key | undefined; limit: number }>, Rep>,
+  options: {
+    rows: (page: z.output<Rep>) => Row[];
+    keyOf: (row: Row) => Key;
+    take: (rows: Row[]) => Promise<void>;
+    signal?: AbortSignal | undefined;
+  },
+): Promise<number> {
+  return walkPages({
+    limit: BACKFILL_PAGE.limit,
+    signal: options.signal,
+    read: async (after: Key | undefined, limit: number) =>
+      options.rows(await requestRpc(bus, contract, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs })),
+    keyOf: options.keyOf,
+    take: options.take,
+  });
+}
 
 // pg_try_advisory_lock(space, hash): the kit's lock space for backfills, apart from its others.
 const BACKFILL_LOCK_SPACE = 727_005;

@@ -71,13 +71,27 @@ async function freshStream() {
     await expect.poll(async () => (await runtime.bus.jsm.streams.info(name)).state.messages, { timeout: 5_000 }).toBe(0);
     await runtime.bus.jsm.streams.update(name, config);
   };
+  const durableInfo = (durable: string) => runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable));
   const durableExists = (durable: string) =>
-    runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable)).then(
+    durableInfo(durable).then(
       () => true,
       () => false,
     );
-  const durableInfo = (durable: string) => runtime.bus.jsm.consumers.info(runtime.bus.name(spec.name), runtime.bus.name(durable));
-  return { spec, subject, publish, publishElsewhere, dropAllBut, expireAll, durableExists, durableInfo };
+  /** Where the durable was made to start, and how many events it has delivered since. */
+  const startOf = async (durable: string) => {
+    const info = await durableInfo(durable);
+    return { start: info.config.opt_start_seq, delivered: info.delivered.consumer_seq };
+  };
+  return { spec, subject, publish, publishElsewhere, dropAllBut, expireAll, durableExists, durableInfo, startOf };
+}
+
+/** A promise that resolves when `release` is called: holds a backfill or a handler for as long as a test needs. */
+function gate() {
+  let release = () => {};
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return { held, release };
 }
 
 /**
@@ -153,8 +167,7 @@ describe('a read-model consumer with a backfill', () => {
       expect(model.runs.backfills).toBe(1);
       expect(durableDuringBackfill).toBe(false);
       // It starts after the stream's last event from before the backfill (a = 2): that one is not applied again.
-      const info = await runtime.bus.jsm.consumers.info(runtime.bus.name(stream.spec.name), runtime.bus.name('kit-bf-lost'));
-      expect({ start: info.config.opt_start_seq, delivered: info.delivered.consumer_seq }).toEqual({ start: 4, delivered: 1 });
+      expect(await stream.startOf('kit-bf-lost')).toEqual({ start: 4, delivered: 1 });
       await stream.publish({ key: 'a', value: 4, version: 4 });
       await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 4, b: 7, c: 5 });
     } finally {
@@ -166,10 +179,7 @@ describe('a read-model consumer with a backfill', () => {
     const stream = await freshStream();
     await stream.publish({ key: 'a', value: 1, version: 1 });
     await stream.dropAllBut(0);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { held, release } = gate();
     const first = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }], { backfill: () => held });
     const second = readModel(stream, 'kit-bf-pair', [{ key: 'a', value: 1, version: 1 }]);
     const consumers = [await first.start()];
@@ -193,10 +203,7 @@ describe('a read-model consumer with a backfill', () => {
     const stream = await freshStream();
     await stream.publish({ key: 'a', value: 1, version: 1 });
     await stream.dropAllBut(0);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const { held, release } = gate();
     const owner = [{ key: 'a', value: 1, version: 1 }];
     const first = readModel(stream, 'kit-bf-unacked', owner, { beforeApply: () => held });
     const second = readModel(stream, 'kit-bf-unacked', owner);
@@ -292,8 +299,7 @@ describe('a read-model consumer with a backfill', () => {
       await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2 });
       expect(model.runs.backfills).toBe(1);
       // Made again after the stream's last event: a's kept event is in the backfill, not delivered again.
-      const info = await stream.durableInfo('kit-bf-away');
-      expect({ start: info.config.opt_start_seq, delivered: info.delivered.consumer_seq }).toEqual({ start: 5, delivered: 0 });
+      expect(await stream.startOf('kit-bf-away')).toEqual({ start: 5, delivered: 0 });
       await stream.publish({ key: 'c', value: 4, version: 1 });
       await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2, c: 4 });
     } finally {

@@ -1,6 +1,5 @@
 import { AUTH_SUBJECTS, STREAMS, UserEventData, UsersPageRpc } from '@chat/contracts';
 import {
-  BACKFILL_PAGE,
   type Bus,
   type ConsumerHandle,
   consumeEvents,
@@ -9,8 +8,7 @@ import {
   type Logger,
   type Pool,
   type Queryable,
-  requestRpc,
-  walkPages,
+  readOwnerPages,
   withTx,
 } from '@chat/kit';
 
@@ -59,13 +57,9 @@ export async function upsertUser(tx: Queryable, user: UserEventData, version: st
  * Answers how many users there were.
  */
 export function backfillUsers(deps: { bus: Bus; pool: Pool }, signal?: AbortSignal): Promise<number> {
-  return walkPages({
-    limit: BACKFILL_PAGE.limit,
+  return readOwnerPages(deps.bus, UsersPageRpc, {
     signal,
-    read: async (after: string | undefined, limit: number) => {
-      const page = await requestRpc(deps.bus, UsersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs });
-      return page.users.map((user) => ({ user, version: page.version }));
-    },
+    rows: (page) => page.users.map((user) => ({ user, version: page.version })),
     keyOf: ({ user }) => user.id,
     take: (rows) =>
       withTx(deps.pool, async (tx) => {

@@ -9,7 +9,6 @@ import {
   STREAMS,
 } from '@chat/contracts';
 import {
-  BACKFILL_PAGE,
   type Bus,
   type ConsumerHandle,
   consumeEvents,
@@ -17,8 +16,7 @@ import {
   type EventEnvelope,
   type Pool,
   type Queryable,
-  requestRpc,
-  walkPages,
+  readOwnerPages,
   withTx,
 } from '@chat/kit';
 import type { Logger } from 'pino';
@@ -102,11 +100,9 @@ export function memberEventHandler(deps: Pick<Deps, 'log' | 'config'>): Handler 
  * backfill began but older than a page (the outbox's lag) still ends at the server's latest state.
  */
 export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<number> {
-  return walkPages({
-    limit: BACKFILL_PAGE.limit,
+  return readOwnerPages(deps.bus, ServersPageRpc, {
     signal,
-    read: async (after: string | undefined, limit: number) =>
-      (await requestRpc(deps.bus, ServersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs })).servers,
+    rows: (page) => page.servers,
     keyOf: (server) => server.id,
     take: (servers) => withTx(deps.pool, (tx) => backfillServerOwners(tx, deps.config, servers)),
   });
@@ -114,12 +110,10 @@ export function backfillServers(deps: Deps, signal?: AbortSignal): Promise<numbe
 
 /** Every membership from guilds (rpc.guilds.members.page), likewise: joins and leaves after it end at the latest set. */
 export function backfillMemberships(deps: Deps, signal?: AbortSignal): Promise<number> {
-  return walkPages({
-    limit: BACKFILL_PAGE.limit,
+  return readOwnerPages(deps.bus, MembersPageRpc, {
     signal,
-    read: async (after: Membership | undefined, limit: number) =>
-      (await requestRpc(deps.bus, MembersPageRpc, { after, limit }, { timeoutMs: BACKFILL_PAGE.timeoutMs })).members,
-    keyOf: ({ serverId, userId }) => ({ serverId, userId }),
+    rows: (page) => page.members,
+    keyOf: ({ serverId, userId }): Membership => ({ serverId, userId }),
     take: (members) => withTx(deps.pool, (tx) => backfillMembers(tx, deps.config, members)),
   });
 }
