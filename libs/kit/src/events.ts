@@ -30,6 +30,8 @@ const UNSENT_EVENTS = prepared(
   'SELECT seq, id, subject, payload, headers FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
 );
 const MARK_SENT = prepared('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)');
+// The poll's question: one statement instead of a batch's transaction while there is nothing to send.
+const ANY_UNSENT = prepared('SELECT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL) AS pending');
 // Oldest first along the primary key: the published rows are the oldest, so the walk stops early.
 const PURGE_SENT =
   'DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at < now() - make_interval(secs => $1) ORDER BY seq LIMIT $2)';
@@ -96,6 +98,7 @@ function payloadOf(subject: string, data: unknown): unknown {
 }
 
 const RELAY_LOCK_KEY = 727_002;
+const TRY_RELAY_LOCK = prepared('SELECT pg_try_advisory_xact_lock($1) AS held');
 
 /** Backs off a failing event: 1 s, 2 s, 4 s... up to a minute; it is never dropped. */
 export function redeliveryDelayMs(deliveryCount: number): number {
@@ -174,7 +177,7 @@ export function startOutboxRelay(options: {
     }
     return withTx(pool, async (tx) => {
       // One relay at a time per database, so that replicas cannot interleave batches out of order.
-      const { rows: lock } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS held', [RELAY_LOCK_KEY]);
+      const { rows: lock } = await tx.query<{ held: boolean }>(TRY_RELAY_LOCK, [RELAY_LOCK_KEY]);
       if (!lock[0]?.held) return 0;
       const { rows } = await tx.query<{
         seq: number;
@@ -239,15 +242,27 @@ export function startOutboxRelay(options: {
     log.warn({ err }, 'outbox relay could not publish; will retry');
   }
 
-  function nextWake(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, pollMs);
+  /** Answers whether something woke the relay (a commit, the bus back) rather than the poll's timer. */
+  function nextWake(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), pollMs);
       timer.unref();
       wake = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
+  }
+
+  /** The poll finds other replicas' commits and rows a failed batch left: it asks before it drains. */
+  async function anyUnsent(): Promise<boolean> {
+    try {
+      const { rows } = await pool.query<{ pending: boolean }>(ANY_UNSENT);
+      return rows[0]?.pending === true;
+    } catch (err) {
+      logFailure(err);
+      return false;
+    }
   }
 
   /** Deletes the events published longer ago than the retention, in batches; answers how many. */
@@ -261,9 +276,10 @@ export function startOutboxRelay(options: {
   }
 
   async function loop() {
+    let woken = true;
     while (running) {
-      await drain().catch(logFailure);
-      if (running && !committedSinceDrain) await nextWake();
+      if (woken || (await anyUnsent())) await drain().catch(logFailure);
+      woken = committedSinceDrain || !running || (await nextWake());
     }
   }
   void loop();

@@ -4,6 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { connectBus, DEFAULT_EVENT_RETENTION_MS, daysToMs, type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
@@ -261,6 +262,36 @@ describe('relay flush', () => {
   });
 });
 
+// A service's one-statement write (guilds' post_channel_message) inserts the outboxRow itself; left
+// unannounced (no markEventsWritten), it is what another replica's commit looks like to this relay.
+const insertRow = (db: Queryable, row: OutboxRow) =>
+  exec(db, 'INSERT INTO outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)', [row.id, row.subject, row.payload, row.headers]);
+
+describe('relay poll', () => {
+  const fixture = relayFixture(20);
+
+  it('asks one statement a poll while nothing waits: no transaction is opened', async () => {
+    await fixture.relay.flush();
+    const connect = vi.spyOn(fixture.pool, 'connect');
+    const query = vi.spyOn(fixture.pool, 'query');
+    try {
+      await sleep(400);
+      expect(query.mock.calls.length).toBeGreaterThanOrEqual(5);
+      // pool.query takes its connection with a callback; a transaction (withTx) takes one with none.
+      expect(connect.mock.calls.filter((args) => args.length === 0)).toHaveLength(0);
+    } finally {
+      connect.mockRestore();
+      query.mockRestore();
+    }
+  });
+
+  it('publishes at a poll what another replica committed, nothing having woken it', async () => {
+    const row = outboxRow('kit.relay.polled', { n: 1 });
+    await insertRow(fixture.pool, row);
+    await expect.poll(async () => (await storedIds()).includes(row.id), { timeout: 3_000 }).toBe(true);
+  });
+});
+
 describe('relay wake-up on commit', () => {
   // A relay that only polls once a minute: anything published sooner was woken by its commit.
   const fixture = relayFixture(60_000);
@@ -286,10 +317,6 @@ describe('relay wake-up on commit', () => {
     const id = await enqueueEvent(fixture.pool, 'kit.relay.woken', { n: 3 });
     await expect.poll(() => published([id]), { timeout: 3_000 }).toBe(true);
   });
-
-  // A service's one-statement write (guilds' post_channel_message) inserts the outboxRow itself.
-  const insertRow = (db: Queryable, row: OutboxRow) =>
-    exec(db, 'INSERT INTO outbox (id, subject, payload, headers) VALUES ($1, $2, $3, $4)', [row.id, row.subject, row.payload, row.headers]);
 
   it('is woken by a statement that wrote an outboxRow itself, and publishes the row as enqueueEvent would', async () => {
     const row = outboxRow('kit.relay.woken', { n: 4 }, 'req-4');

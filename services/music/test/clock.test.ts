@@ -1,5 +1,6 @@
 import type { PlayerState } from '@chat/contracts';
 import { createPool } from '@chat/kit';
+import { countRoundTrips } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { advanceDuePlayers, startPlayerClock } from '../src/domain/clock.ts';
@@ -59,6 +60,13 @@ describe('the player clock', () => {
     expect(Date.parse(after.current?.startedAt as string)).toBe(Date.parse(start) + 60_000);
     const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
     expect(events.at(-1)).toMatchObject({ action: 'ended', actorId: alice, player: { version: after.version } });
+  });
+
+  it('asks one statement, and opens no transaction, in a round with nothing due', async () => {
+    await playing(['quiet', 60]);
+    const { result, statements } = await countRoundTrips(() => advanceDuePlayers(clockDeps, new Date(0)));
+    expect(result).toBe(0);
+    expect(statements).toHaveLength(1);
   });
 
   it('catches up after a pause in the clock (a restart): every ended track once, none skipped', async () => {
