@@ -278,7 +278,7 @@ describe('relay poll', () => {
       await sleep(400);
       expect(query.mock.calls.length).toBeGreaterThanOrEqual(5);
       // pool.query takes its connection with a callback; a transaction (withTx) takes one with none.
-      expect(connect.mock.calls.filter((args) => args.length === 0)).toHaveLength(0);
+      expect(connect.mock.calls.filter((args: unknown[]) => args.length === 0)).toHaveLength(0);
     } finally {
       connect.mockRestore();
       query.mockRestore();
