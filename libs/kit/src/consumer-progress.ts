@@ -44,8 +44,8 @@ export async function lostEvents(bus: Bus, pool: Pool, spec: DurableConsumerSpec
   const lost = (from: number, durableExisted: boolean): LostEvents | undefined =>
     from <= gone ? { durableExisted, from, to: gone, lastSequence: state.last_seq } : undefined;
   if (!info) return lost(1, false);
-  const mark = await markOf(pool, stream, info);
-  return mark === undefined ? undefined : lost(Math.max(readPosition(info), mark) + 1, true);
+  const read = await knownRead(pool, stream, info);
+  return read === undefined ? undefined : lost(read + 1, true);
 }
 
 /**
@@ -57,7 +57,7 @@ export async function markProgress(bus: Bus, pool: Pool, spec: DurableConsumerSp
   const stream = await bus.jsm.streams.info(bus.name(spec.stream));
   const info = await bus.jsm.consumers.info(bus.name(spec.stream), bus.name(spec.durable));
   const { first_seq: first, last_seq: last } = stream.state;
-  const read = Math.max(readPosition(info), (await markOf(pool, stream, info)) ?? 0);
+  const read = (await knownRead(pool, stream, info)) ?? readPosition(info);
   // num_pending counts only the events still kept: caught up means so only when none was dropped unread before them.
   const caughtUp = read >= first - 1 && info.num_pending === 0 && info.num_ack_pending === 0;
   const upTo = Math.max(caughtUp ? last : read, settled ? first - 1 : 0);
@@ -79,9 +79,10 @@ export function keepMarking(bus: Bus, pool: Pool, spec: DurableConsumerSpec, log
   };
 }
 
-async function markOf(pool: Pool, stream: StreamInfo, info: ConsumerInfo): Promise<number | undefined> {
+/** How far the durable has surely read: the further of its own position and its mark; undefined without a mark. */
+async function knownRead(pool: Pool, stream: StreamInfo, info: ConsumerInfo): Promise<number | undefined> {
   const row = await maybeOne<{ readUpTo: number }>(pool, MARK_OF, [stream.config.name, info.name, stream.created, info.created]);
-  return row?.readUpTo;
+  return row && Math.max(readPosition(info), row.readUpTo);
 }
 
 /** The stream sequence up to which the durable acked everything it was given. */

@@ -127,6 +127,43 @@ function readModel(
   return { runs, start };
 }
 
+/**
+ * Starts the read-model and checks that it backfilled once into `kept`, that its durable was made to
+ * start as `startOf` says, and that the `next` event published then is applied (`keptAfter`).
+ */
+async function expectBackfilledThenLive(
+  stream: Awaited<ReturnType<typeof freshStream>>,
+  model: ReturnType<typeof readModel>,
+  durable: string,
+  expected: { kept: Record<string, number>; startOf: { start: number; delivered: number }; next: Value; keptAfter: Record<string, number> },
+): Promise<void> {
+  const consumer = await model.start();
+  try {
+    await expect.poll(() => kept(stream.spec.name)).toEqual(expected.kept);
+    expect(model.runs.backfills).toBe(1);
+    expect(await stream.startOf(durable)).toEqual(expected.startOf);
+    await stream.publish(expected.next);
+    await expect.poll(() => kept(stream.spec.name)).toEqual(expected.keptAfter);
+  } finally {
+    await consumer.stop();
+  }
+}
+
+/** Starts the read-model again (its value a = 1 kept) and checks that it applies the next event (c = 3) without a backfill. */
+async function expectLiveWithoutBackfill(
+  stream: Awaited<ReturnType<typeof freshStream>>,
+  model: ReturnType<typeof readModel>,
+): Promise<void> {
+  const again = await model.start();
+  try {
+    await stream.publish({ key: 'c', value: 3, version: 1 });
+    await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, c: 3 });
+    expect(model.runs.backfills).toBe(0);
+  } finally {
+    await again.stop();
+  }
+}
+
 describe('a read-model consumer with a backfill', () => {
   it('replays the whole stream and backfills nothing while the stream still holds its first event', async () => {
     const stream = await freshStream();
@@ -161,18 +198,14 @@ describe('a read-model consumer with a backfill', () => {
         await stream.publish({ key: 'b', value: 7, version: 1 });
       },
     });
-    const consumer = await model.start();
-    try {
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 2, b: 7, c: 5 });
-      expect(model.runs.backfills).toBe(1);
-      expect(durableDuringBackfill).toBe(false);
-      // It starts after the stream's last event from before the backfill (a = 2): that one is not applied again.
-      expect(await stream.startOf('kit-bf-lost')).toEqual({ start: 4, delivered: 1 });
-      await stream.publish({ key: 'a', value: 4, version: 4 });
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 4, b: 7, c: 5 });
-    } finally {
-      await consumer.stop();
-    }
+    // It starts after the stream's last event from before the backfill (a = 2): that one is not applied again.
+    await expectBackfilledThenLive(stream, model, 'kit-bf-lost', {
+      kept: { a: 2, b: 7, c: 5 },
+      startOf: { start: 4, delivered: 1 },
+      next: { key: 'a', value: 4, version: 4 },
+      keptAfter: { a: 4, b: 7, c: 5 },
+    });
+    expect(durableDuringBackfill).toBe(false);
   });
 
   it('backfills once when two replicas start together: the other waits, then finds the durable', async () => {
@@ -294,17 +327,13 @@ describe('a read-model consumer with a backfill', () => {
     await stream.publish({ key: 'a', value: 2, version: 2 });
     await stream.expireAll();
     await stream.publish({ key: 'a', value: 3, version: 3 });
-    const again = await model.start();
-    try {
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2 });
-      expect(model.runs.backfills).toBe(1);
-      // Made again after the stream's last event: a's kept event is in the backfill, not delivered again.
-      expect(await stream.startOf('kit-bf-away')).toEqual({ start: 5, delivered: 0 });
-      await stream.publish({ key: 'c', value: 4, version: 1 });
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 3, b: 2, c: 4 });
-    } finally {
-      await again.stop();
-    }
+    // Made again after the stream's last event: a's kept event is in the backfill, not delivered again.
+    await expectBackfilledThenLive(stream, model, 'kit-bf-away', {
+      kept: { a: 3, b: 2 },
+      startOf: { start: 5, delivered: 0 },
+      next: { key: 'c', value: 4, version: 1 },
+      keptAfter: { a: 3, b: 2, c: 4 },
+    });
   });
 
   it('never backfills a durable that had read every event of its filter that the stream dropped since, however far back its last one lies', async () => {
@@ -318,14 +347,7 @@ describe('a read-model consumer with a backfill', () => {
     await expect.poll(async () => (await stream.durableInfo('kit-bf-known')).num_pending).toBe(0);
     await first.stop();
     await stream.expireAll();
-    const again = await model.start();
-    try {
-      await stream.publish({ key: 'c', value: 3, version: 1 });
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, c: 3 });
-      expect(model.runs.backfills).toBe(0);
-    } finally {
-      await again.stop();
-    }
+    await expectLiveWithoutBackfill(stream, model);
   });
 });
 
@@ -378,14 +400,7 @@ describe('the mark of how far a consumer has read', () => {
       await marking.stop();
       await consumer.stop();
     }
-    const again = await model.start();
-    try {
-      await stream.publish({ key: 'c', value: 3, version: 1 });
-      await expect.poll(() => kept(stream.spec.name)).toEqual({ a: 1, c: 3 });
-      expect(model.runs.backfills).toBe(0);
-    } finally {
-      await again.stop();
-    }
+    await expectLiveWithoutBackfill(stream, model);
   });
 });
 
