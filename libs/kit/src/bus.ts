@@ -41,6 +41,8 @@ export interface Bus {
   logical(subject: string): string;
   /** How long a stream keeps an event (its max_age), the same for every stream of the platform. */
   readonly retentionMs: number;
+  /** The process's logger, for what the bus's helpers find wrong. */
+  readonly log: Logger;
 }
 
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -183,6 +185,7 @@ export function openBus(options: BusOptions): Bus {
     name: (logical) => (ns ? `${ns}_${logical}` : logical),
     logical: (subject) => (prefix && subject.startsWith(prefix) ? subject.slice(prefix.length) : subject),
     retentionMs: options.retentionMs ?? DEFAULT_EVENT_RETENTION_MS,
+    log,
   };
 }
 
@@ -261,6 +264,33 @@ export function streamConfig(bus: Bus, spec: StreamSpec) {
   };
 }
 
+// The longest retention of the streams each bus found made by someone else, and which it warned of.
+const foundRetention = new WeakMap<Bus, { longestMs: number; warned: Set<string> }>();
+
+/**
+ * How long a record of an applied event must be kept: the bus's retention, or longer when a stream
+ * it found keeps events longer (an operator's, set apart from EVENT_RETENTION_DAYS). A record purged
+ * sooner would let a redelivered event of that stream be applied twice.
+ */
+export function longestRetentionMs(bus: Bus): number {
+  return Math.max(bus.retentionMs, foundRetention.get(bus)?.longestMs ?? 0);
+}
+
+/** Keeps a found stream's retention, and says once per stream that it is not the configured one. */
+function noteRetention(bus: Bus, stream: string, keptMs: number): void {
+  const found = foundRetention.get(bus) ?? { longestMs: 0, warned: new Set<string>() };
+  foundRetention.set(bus, found);
+  found.longestMs = Math.max(found.longestMs, keptMs);
+  if (keptMs === bus.retentionMs || found.warned.has(stream)) return;
+  found.warned.add(stream);
+  bus.log.warn(
+    { stream, streamRetentionMs: keptMs, eventRetentionMs: bus.retentionMs },
+    keptMs > bus.retentionMs
+      ? 'the stream keeps events longer than EVENT_RETENTION_DAYS: records of applied events are kept as long as it keeps them'
+      : 'the stream keeps events for less than EVENT_RETENTION_DAYS: a consumer away longer than the stream keeps events misses some',
+  );
+}
+
 /**
  * Creates the stream when missing, with the bus's retention, and gives that retention to an
  * existing stream that keeps everything (made before there was one). A stream with a retention of
@@ -273,6 +303,7 @@ export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
   const existing = await bus.jsm.streams.info(name).catch(() => undefined);
   if (existing) {
     if (existing.config.max_age === 0) await bus.jsm.streams.update(name, { ...existing.config, max_age: config.max_age });
+    else noteRetention(bus, name, existing.config.max_age / 1_000_000);
     return;
   }
   try {

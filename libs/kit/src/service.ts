@@ -2,7 +2,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { type Bus, daysToMs, openBus, type StreamSpec } from './bus.ts';
+import { type Bus, daysToMs, longestRetentionMs, openBus, type StreamSpec } from './bus.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createPool, type Pool } from './db.ts';
 import { type ConsumerHandle, purgeProcessedEvents, type Relay, startOutboxRelay } from './events.ts';
@@ -84,7 +84,7 @@ export async function startRuntime(options: {
     purging = true;
     await Promise.all([
       purgeIdempotencyKeys(pool).catch((err) => log.warn({ err }, 'idempotency key purge failed')),
-      purgeProcessedEvents(pool, retentionMs).catch((err) => log.warn({ err }, 'processed events purge failed')),
+      purgeProcessedEvents(pool, longestRetentionMs(bus)).catch((err) => log.warn({ err }, 'processed events purge failed')),
     ]);
     purging = false;
   }, 10 * 60_000);

@@ -7,7 +7,15 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { connectBus, DEFAULT_EVENT_RETENTION_MS, daysToMs, type EventEnvelope, ensureStream, requestHeaders } from '../src/bus.ts';
+import {
+  connectBus,
+  DEFAULT_EVENT_RETENTION_MS,
+  daysToMs,
+  type EventEnvelope,
+  ensureStream,
+  longestRetentionMs,
+  requestHeaders,
+} from '../src/bus.ts';
 import { createPool, exec, many, markEventsWritten, one, type Pool, type Queryable, withRequestTx, withTx } from '../src/db.ts';
 import {
   applyOnce,
@@ -199,20 +207,57 @@ describe('event retention', () => {
   it('creates a stream with the retention of a bus configured with another one, and leaves one that has its own', async () => {
     const weekly = { name: 'KITWEEKLY', subjects: ['kitweekly.>'] };
     await ensureStream(runtime.bus, weekly);
+    const dailyLogs = captureLogs('warn');
     const daily = await connectBus({
       url: backing.natsUrl,
       namespace: runtime.namespace,
       name: 'kit-retention',
-      log: captureLogs('warn').log,
+      log: dailyLogs.log,
       retentionMs: daysToMs(1),
     });
     try {
       await ensureStream(daily, { name: 'KITDAILY', subjects: ['kitdaily.>'] });
       expect((await streamInfo('KITDAILY')).config.max_age).toBe(nanosOf(daysToMs(1)));
+      expect(longestRetentionMs(daily)).toBe(daysToMs(1));
+      await ensureStream(daily, weekly);
       await ensureStream(daily, weekly);
       expect((await streamInfo('KITWEEKLY')).config.max_age).toBe(nanosOf(DEFAULT_EVENT_RETENTION_MS));
+      // Records of applied events last as long as the longest-keeping stream found, and the mismatch is told once.
+      expect(longestRetentionMs(daily)).toBe(DEFAULT_EVENT_RETENTION_MS);
+      expect(dailyLogs.entries().filter((e) => e.stream === runtime.bus.name('KITWEEKLY'))).toEqual([
+        expect.objectContaining({
+          streamRetentionMs: DEFAULT_EVENT_RETENTION_MS,
+          eventRetentionMs: daysToMs(1),
+          msg: expect.stringContaining('keeps events longer than EVENT_RETENTION_DAYS'),
+        }),
+      ]);
     } finally {
       await daily.close();
+    }
+  });
+
+  it('says when a stream it finds keeps events for less than the bus’s retention, and keeps records for the bus’s', async () => {
+    // As an operator's stream (NACK's in deploy/k8s) with a day's retention.
+    await runtime.bus.jsm.streams.add({
+      name: runtime.bus.name('KITSHORT'),
+      subjects: [runtime.bus.subject('kitshort.>')],
+      max_age: nanosOf(daysToMs(1)),
+    });
+    const logs = captureLogs('warn');
+    const weekly = await connectBus({ url: backing.natsUrl, namespace: runtime.namespace, name: 'kit-retention-weekly', log: logs.log });
+    try {
+      await ensureStream(weekly, { name: 'KITSHORT', subjects: ['kitshort.>'] });
+      expect((await streamInfo('KITSHORT')).config.max_age).toBe(nanosOf(daysToMs(1)));
+      expect(longestRetentionMs(weekly)).toBe(DEFAULT_EVENT_RETENTION_MS);
+      expect(logs.entries()).toEqual([
+        expect.objectContaining({
+          stream: runtime.bus.name('KITSHORT'),
+          streamRetentionMs: daysToMs(1),
+          msg: expect.stringContaining('for less than EVENT_RETENTION_DAYS'),
+        }),
+      ]);
+    } finally {
+      await weekly.close();
     }
   });
 

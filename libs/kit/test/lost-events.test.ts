@@ -1,10 +1,11 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestRuntime } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { type EventEnvelope, ensureConsumer, ensureStream, type StreamSpec } from '../src/bus.ts';
-import { keepMarking } from '../src/consumer-progress.ts';
+import { keepMarking, lostEvents, markProgress } from '../src/consumer-progress.ts';
 import { many, type Queryable, withTx } from '../src/db.ts';
 import { type ConsumerHandle, consumeEvents } from '../src/events.ts';
 import { consumerLostEvents } from '../src/metrics.ts';
@@ -401,6 +402,52 @@ describe('the mark of how far a consumer has read', () => {
       await consumer.stop();
     }
     await expectLiveWithoutBackfill(stream, model);
+  });
+
+  it('stops within about a second when its last mark cannot be saved', async () => {
+    const stream = await freshStream();
+    const spec = { stream: stream.spec.name, durable: 'kit-mark-stop', filter: stream.subject };
+    await ensureConsumer(runtime.bus, spec);
+    await markProgress(runtime.bus, runtime.pool, spec);
+    const marking = keepMarking(runtime.bus, runtime.pool, spec, logs.log, 60_000);
+    // Another transaction holds the mark's row: the stop's save waits on it.
+    const holder = await runtime.pool.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM event_consumer_marks WHERE stream = $1 AND durable = $2 FOR UPDATE', [
+      runtime.bus.name(spec.stream),
+      runtime.bus.name(spec.durable),
+    ]);
+    try {
+      const started = performance.now();
+      const stopped = marking.stop().then(() => performance.now() - started);
+      // Without the cap the stop would wait for the row: it is let go after 5 s, so the test fails rather than hangs.
+      await Promise.race([stopped, sleep(5_000)]);
+      await holder.query('ROLLBACK');
+      const took = await stopped;
+      expect(took).toBeGreaterThanOrEqual(900);
+      expect(took).toBeLessThan(3_000);
+    } finally {
+      holder.release();
+    }
+  });
+
+  it('belongs to the durable it was taken of: one an operator made again starts without it', async () => {
+    const stream = await freshStream();
+    const spec = { stream: stream.spec.name, durable: 'kit-mark-remade', filter: stream.subject };
+    await stream.publish({ key: 'a', value: 1, version: 1 });
+    for (let i = 0; i < 3; i++) await stream.publishElsewhere({ key: 'x', value: i, version: i });
+    const consumer = await consumeEvents({ bus: runtime.bus, pool: runtime.pool, log: logs.log, spec, handle: async () => {} });
+    await expect.poll(async () => (await stream.durableInfo(spec.durable)).num_pending).toBe(0);
+    await consumer.stop();
+    expect(await markOf(spec.durable, spec.stream)).toBe(4);
+    // The operator deletes the durable and makes it again: it has read nothing of the stream.
+    await runtime.bus.jsm.consumers.delete(runtime.bus.name(spec.stream), runtime.bus.name(spec.durable));
+    await ensureConsumer(runtime.bus, spec);
+    await markProgress(runtime.bus, runtime.pool, spec);
+    expect(await markOf(spec.durable, spec.stream)).toBe(0);
+    // So the events the stream drops now were never read by it, and are reported as lost.
+    await stream.expireAll();
+    expect(await lostEvents(runtime.bus, runtime.pool, spec)).toEqual({ durableExisted: true, from: 1, to: 4, lastSequence: 4 });
   });
 });
 

@@ -78,6 +78,8 @@ describe('a 1:1 call', () => {
     const call = (await ring(alice, await conversation(alice, bob))).body;
     const deps = callDeps(h.deps);
     const before = new Date(Date.parse(call.createdAt) + 29_000);
+    // Calls earlier tests left ringing may be due by then on a slow machine: a first round ends them.
+    await endUnansweredCalls(deps, before);
     // Nothing due yet: one statement, no transaction.
     const quiet = await countRoundTrips(() => endUnansweredCalls(deps, before));
     expect(quiet.result).toBe(0);
