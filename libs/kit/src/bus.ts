@@ -276,6 +276,13 @@ export function longestRetentionMs(bus: Bus): number {
   return Math.max(bus.retentionMs, foundRetention.get(bus)?.longestMs ?? 0);
 }
 
+/** Keeps the retention of a stream someone else makes (a consumer's of another service's stream). */
+export async function noteStreamRetention(bus: Bus, stream: string): Promise<void> {
+  const { config } = await bus.jsm.streams.info(bus.name(stream));
+  // A stream that keeps everything gets the retention from its owner's ensureStream.
+  if (config.max_age > 0) noteRetention(bus, config.name, config.max_age / 1_000_000);
+}
+
 /** Keeps a found stream's retention, and says once per stream that it is not the configured one. */
 function noteRetention(bus: Bus, stream: string, keptMs: number): void {
   const found = foundRetention.get(bus) ?? { longestMs: 0, warned: new Set<string>() };

@@ -12,6 +12,7 @@ import {
   ensureConsumer,
   ensureStream,
   headerRecord,
+  noteStreamRetention,
   REQUEST_ID_HEADER,
   requestHeaders,
   requestRpc,
@@ -399,7 +400,9 @@ type ConsumeOptions = Parameters<typeof consumeEvents>[0];
 async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
+  // Either way the stream's retention is known: records of applied events last as long (longestRetentionMs).
   if (options.stream) await ensureStream(bus, options.stream);
+  else await noteStreamRetention(bus, spec.stream);
   // The lock and its connection only when a backfill looks needed: most starts find nothing lost.
   const { backfill } = options;
   const lost = await lostEvents(bus, pool, spec);

@@ -188,6 +188,19 @@ describe('relay retention', () => {
 describe('event retention', () => {
   const nanosOf = (ms: number) => ms * 1e6;
   const streamInfo = (logical: string) => runtime.bus.jsm.streams.info(runtime.bus.name(logical));
+  /** A stream an operator made (NACK's in deploy/k8s) with a retention of its own. */
+  const operatorStream = (logical: string, days: number) =>
+    runtime.bus.jsm.streams.add({
+      name: runtime.bus.name(logical),
+      subjects: [runtime.bus.subject(`${logical.toLowerCase()}.>`)],
+      max_age: nanosOf(daysToMs(days)),
+    });
+  /** The warning a bus logs, once, for a stream whose retention is not the bus's. */
+  const retentionWarning = (logical: string, streamRetentionMs: number, says: string) =>
+    expect.objectContaining({ stream: runtime.bus.name(logical), streamRetentionMs, msg: expect.stringContaining(says) });
+  /** Another process's bus in the tests' namespace, logging into `logs`. */
+  const otherBus = (name: string, logs: ReturnType<typeof captureLogs>, retentionMs?: number) =>
+    connectBus({ url: backing.natsUrl, namespace: runtime.namespace, name, log: logs.log, retentionMs });
 
   it('creates a stream with the bus’s retention, and gives it to a stream that had none, keeping what it holds', async () => {
     await ensureStream(runtime.bus, { name: 'KITKEPT', subjects: ['kitkept.>'] });
@@ -208,13 +221,7 @@ describe('event retention', () => {
     const weekly = { name: 'KITWEEKLY', subjects: ['kitweekly.>'] };
     await ensureStream(runtime.bus, weekly);
     const dailyLogs = captureLogs('warn');
-    const daily = await connectBus({
-      url: backing.natsUrl,
-      namespace: runtime.namespace,
-      name: 'kit-retention',
-      log: dailyLogs.log,
-      retentionMs: daysToMs(1),
-    });
+    const daily = await otherBus('kit-retention', dailyLogs, daysToMs(1));
     try {
       await ensureStream(daily, { name: 'KITDAILY', subjects: ['kitdaily.>'] });
       expect((await streamInfo('KITDAILY')).config.max_age).toBe(nanosOf(daysToMs(1)));
@@ -225,11 +232,7 @@ describe('event retention', () => {
       // Records of applied events last as long as the longest-keeping stream found, and the mismatch is told once.
       expect(longestRetentionMs(daily)).toBe(DEFAULT_EVENT_RETENTION_MS);
       expect(dailyLogs.entries().filter((e) => e.stream === runtime.bus.name('KITWEEKLY'))).toEqual([
-        expect.objectContaining({
-          streamRetentionMs: DEFAULT_EVENT_RETENTION_MS,
-          eventRetentionMs: daysToMs(1),
-          msg: expect.stringContaining('keeps events longer than EVENT_RETENTION_DAYS'),
-        }),
+        retentionWarning('KITWEEKLY', DEFAULT_EVENT_RETENTION_MS, 'keeps events longer than EVENT_RETENTION_DAYS'),
       ]);
     } finally {
       await daily.close();
@@ -237,27 +240,37 @@ describe('event retention', () => {
   });
 
   it('says when a stream it finds keeps events for less than the bus’s retention, and keeps records for the bus’s', async () => {
-    // As an operator's stream (NACK's in deploy/k8s) with a day's retention.
-    await runtime.bus.jsm.streams.add({
-      name: runtime.bus.name('KITSHORT'),
-      subjects: [runtime.bus.subject('kitshort.>')],
-      max_age: nanosOf(daysToMs(1)),
-    });
+    await operatorStream('KITSHORT', 1);
     const logs = captureLogs('warn');
-    const weekly = await connectBus({ url: backing.natsUrl, namespace: runtime.namespace, name: 'kit-retention-weekly', log: logs.log });
+    const weekly = await otherBus('kit-retention-weekly', logs);
     try {
       await ensureStream(weekly, { name: 'KITSHORT', subjects: ['kitshort.>'] });
       expect((await streamInfo('KITSHORT')).config.max_age).toBe(nanosOf(daysToMs(1)));
       expect(longestRetentionMs(weekly)).toBe(DEFAULT_EVENT_RETENTION_MS);
-      expect(logs.entries()).toEqual([
-        expect.objectContaining({
-          stream: runtime.bus.name('KITSHORT'),
-          streamRetentionMs: daysToMs(1),
-          msg: expect.stringContaining('for less than EVENT_RETENTION_DAYS'),
-        }),
-      ]);
+      expect(logs.entries()).toEqual([retentionWarning('KITSHORT', daysToMs(1), 'for less than EVENT_RETENTION_DAYS')]);
     } finally {
       await weekly.close();
+    }
+  });
+
+  it('keeps records as long as a stream it only consumes keeps events', async () => {
+    // Another service's stream, kept a fortnight.
+    await operatorStream('KITLONG', 14);
+    const logs = captureLogs('warn');
+    const bus = await otherBus('kit-retention-consumer', logs);
+    const consumer = await consumeEvents({
+      bus,
+      pool: runtime.pool,
+      log: logs.log,
+      spec: { stream: 'KITLONG', durable: 'kit-long-reader' },
+      handle: async () => {},
+    });
+    try {
+      expect(longestRetentionMs(bus)).toBe(daysToMs(14));
+      expect(logs.entries()).toEqual([retentionWarning('KITLONG', daysToMs(14), 'keeps events longer than EVENT_RETENTION_DAYS')]);
+    } finally {
+      await consumer.stop();
+      await bus.close();
     }
   });
 
