@@ -39,7 +39,7 @@ export interface Bus {
   name(logical: string): string;
   /** The logical subject of a real one. */
   logical(subject: string): string;
-  /** How long a stream keeps an event (its max_age), the same for every stream of the platform. */
+  /** How long a stream this process makes keeps an event (its max_age); one made elsewhere may keep its own (longestRetentionMs). */
   readonly retentionMs: number;
   /** The process's logger, for what the bus's helpers find wrong. */
   readonly log: Logger;
