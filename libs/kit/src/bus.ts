@@ -276,15 +276,15 @@ export function longestRetentionMs(bus: Bus): number {
   return Math.max(bus.retentionMs, foundRetention.get(bus)?.longestMs ?? 0);
 }
 
-/** Keeps the retention of a stream someone else makes (a consumer's of another service's stream). */
-export async function noteStreamRetention(bus: Bus, stream: string): Promise<void> {
-  const { config } = await bus.jsm.streams.info(bus.name(stream));
-  // A stream that keeps everything gets the retention from its owner's ensureStream.
-  if (config.max_age > 0) noteRetention(bus, config.name, config.max_age / 1_000_000);
-}
-
-/** Keeps a found stream's retention, and says once per stream that it is not the configured one. */
-function noteRetention(bus: Bus, stream: string, keptMs: number): void {
+/**
+ * Keeps the retention of a stream found already made (by an operator, or by another service), and
+ * says once per stream that it is not the configured one. A stream that keeps everything is left
+ * out: its owner's ensureStream gives it the bus's retention.
+ */
+export function noteRetention(bus: Bus, config: { name: string; max_age: number }): void {
+  if (config.max_age === 0) return;
+  const keptMs = config.max_age / 1_000_000;
+  const stream = config.name;
   const found = foundRetention.get(bus) ?? { longestMs: 0, warned: new Set<string>() };
   foundRetention.set(bus, found);
   found.longestMs = Math.max(found.longestMs, keptMs);
@@ -310,7 +310,7 @@ export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
   const existing = await bus.jsm.streams.info(name).catch(() => undefined);
   if (existing) {
     if (existing.config.max_age === 0) await bus.jsm.streams.update(name, { ...existing.config, max_age: config.max_age });
-    else noteRetention(bus, name, existing.config.max_age / 1_000_000);
+    else noteRetention(bus, existing.config);
     return;
   }
   try {

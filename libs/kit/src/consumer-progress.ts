@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ConsumerInfo, JetStreamApiCodes, JetStreamApiError, type StreamInfo } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import type { Bus, DurableConsumerSpec } from './bus.ts';
+import { type Bus, type DurableConsumerSpec, noteRetention } from './bus.ts';
 import { exec, maybeOne, type Pool } from './db.ts';
 
 /** Events a durable consumer has not read that its stream's retention (EVENT_RETENTION_DAYS) dropped first. */
@@ -33,11 +33,14 @@ const SAVE_MARK = `INSERT INTO event_consumer_marks (stream, durable, stream_cre
  * The events the durable will never get: for a new durable, those the stream dropped before it
  * existed; for one that exists, those dropped after what it is known to have read (its own
  * position, or its mark when its filter's last event lies further back). Undefined when none, and
- * for a durable without a mark (made before marks were kept): what it read is not known.
+ * for a durable without a mark (made before marks were kept): what it read is not known. Notes the
+ * stream's retention on the way (noteRetention).
  */
 export async function lostEvents(bus: Bus, pool: Pool, spec: DurableConsumerSpec): Promise<LostEvents | undefined> {
   const info = await consumerInfo(bus, spec);
   const stream = await bus.jsm.streams.info(bus.name(spec.stream));
+  // Every start looks at the stream here: what it keeps decides how long records of applied events last.
+  noteRetention(bus, stream.config);
   const { state } = stream;
   // A stream that never held an event has first_seq 0; one that dropped every event, last_seq + 1.
   const gone = state.first_seq - 1;

@@ -85,6 +85,15 @@ export async function many<T extends Row>(db: Queryable, sql: Sql, params: unkno
   return rows as T[];
 }
 
+/**
+ * Whether `query` finds any row, asked as one prepared statement: what a clock or a poll asks many
+ * times a second before it opens a transaction.
+ */
+export async function exists(db: Queryable, query: string, params: unknown[] = []): Promise<boolean> {
+  const row = await maybeOne<{ found: boolean }>(db, prepared(`SELECT EXISTS (${query}) AS found`), params);
+  return row?.found === true;
+}
+
 /** Runs a statement and answers how many rows it touched. */
 export async function exec(db: Queryable, sql: Sql, params: unknown[] = []): Promise<number> {
   const { rowCount } = await run(db, sql, params);

@@ -12,7 +12,6 @@ import {
   ensureConsumer,
   ensureStream,
   headerRecord,
-  noteStreamRetention,
   REQUEST_ID_HEADER,
   requestHeaders,
   requestRpc,
@@ -20,7 +19,7 @@ import {
   whenConnected,
 } from './bus.ts';
 import { keepMarking, type LostEvents, lostEvents, markProgress } from './consumer-progress.ts';
-import { exec, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
+import { exec, exists, markEventsWritten, onEventsCommitted, type Pool, prepared, type Queryable, withTx } from './db.ts';
 import { AppError } from './errors.ts';
 import { consumerLostEvents, consumerRedeliveries, watchConsumer, watchOutbox } from './metrics.ts';
 import { walkPages } from './paging.ts';
@@ -31,8 +30,6 @@ const UNSENT_EVENTS = prepared(
   'SELECT seq, id, subject, payload, headers FROM outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
 );
 const MARK_SENT = prepared('UPDATE outbox SET sent_at = now() WHERE seq = ANY($1)');
-// The poll's question: one statement instead of a batch's transaction while there is nothing to send.
-const ANY_UNSENT = prepared('SELECT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL) AS pending');
 // Oldest first along the primary key: the published rows are the oldest, so the walk stops early.
 const PURGE_SENT =
   'DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at < now() - make_interval(secs => $1) ORDER BY seq LIMIT $2)';
@@ -258,8 +255,8 @@ export function startOutboxRelay(options: {
   /** The poll finds other replicas' commits and rows a failed batch left: it asks before it drains. */
   async function anyUnsent(): Promise<boolean> {
     try {
-      const { rows } = await pool.query<{ pending: boolean }>(ANY_UNSENT);
-      return rows[0]?.pending === true;
+      // One statement instead of a batch's transaction while there is nothing to send.
+      return await exists(pool, 'SELECT 1 FROM outbox WHERE sent_at IS NULL');
     } catch (err) {
       logFailure(err);
       return false;
@@ -400,9 +397,7 @@ type ConsumeOptions = Parameters<typeof consumeEvents>[0];
 async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
-  // Either way the stream's retention is known: records of applied events last as long (longestRetentionMs).
   if (options.stream) await ensureStream(bus, options.stream);
-  else await noteStreamRetention(bus, spec.stream);
   // The lock and its connection only when a backfill looks needed: most starts find nothing lost.
   const { backfill } = options;
   const lost = await lostEvents(bus, pool, spec);

@@ -1,5 +1,5 @@
 import type { LoopMode, PlayerState, Track } from '@chat/contracts';
-import { exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
+import { exec, exists, many, maybeOne, one, type Queryable } from '@chat/kit';
 
 /** The player row as a control sees it under its lock. */
 export interface LockedPlayer {
@@ -56,13 +56,9 @@ export async function lockPlayer(tx: Queryable, channelId: string, serverId: str
   return toLockedPlayer(row);
 }
 
-// Asked four times a second by every replica: prepared.
-const ANY_DUE = prepared('SELECT EXISTS (SELECT 1 FROM players WHERE ends_at <= $1) AS due');
-
-/** Whether any player's current track has ended by `now`: the clock's question before it opens a transaction. */
-export async function anyDuePlayer(db: Queryable, now: Date): Promise<boolean> {
-  const row = await one<{ due: boolean }>(db, ANY_DUE, [now]);
-  return row.due;
+/** Whether any player's current track has ended by `now`: the clock's question, four times a second, before it opens a transaction. */
+export function anyDuePlayer(db: Queryable, now: Date): Promise<boolean> {
+  return exists(db, 'SELECT 1 FROM players WHERE ends_at <= $1', [now]);
 }
 
 /**

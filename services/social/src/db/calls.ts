@@ -1,5 +1,5 @@
 import type { Call } from '@chat/contracts';
-import { exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
+import { exec, exists, many, maybeOne, prepared, type Queryable } from '@chat/kit';
 
 type CallRow = {
   id: string;
@@ -81,13 +81,9 @@ export async function markEnded(tx: Queryable, callId: string, now: Date, reason
   await exec(tx, "UPDATE calls SET state = 'ended', ended_at = $2, end_reason = $3 WHERE id = $1", [callId, now, reason]);
 }
 
-// Asked every second by every replica: prepared.
-const ANY_UNANSWERED = prepared(`SELECT EXISTS (SELECT 1 FROM calls WHERE state = 'ringing' AND ring_expires_at <= $1) AS due`);
-
-/** Whether any call still rings past its time: the clock's question before it opens a transaction. */
-export async function anyUnansweredCall(db: Queryable, now: Date): Promise<boolean> {
-  const row = await one<{ due: boolean }>(db, ANY_UNANSWERED, [now]);
-  return row.due;
+/** Whether any call still rings past its time: the clock's question, every second, before it opens a transaction. */
+export function anyUnansweredCall(db: Queryable, now: Date): Promise<boolean> {
+  return exists(db, "SELECT 1 FROM calls WHERE state = 'ringing' AND ring_expires_at <= $1", [now]);
 }
 
 /**
