@@ -111,12 +111,19 @@ async function run(db: Queryable, sql: Sql, params: unknown[]) {
 
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND']);
 
-/** Maps driver errors to statuses: unique violations are conflicts, a lost database is a 503. */
+/**
+ * PostgreSQL refuses U+0000 in text (22021) and in jsonb (22P05); JavaScript strings and JSON allow
+ * it, and a string from JavaScript reaches the database as valid UTF-8 in every other respect.
+ */
+const NUL_REFUSED = new Set(['22021', '22P05']);
+
+/** Maps driver errors to statuses: unique violations are conflicts, text PostgreSQL cannot store is a 400, a lost database is a 503. */
 export function translatePgError(err: unknown): unknown {
   if (err instanceof AppError) return err;
   const code = (err as { code?: string }).code;
   if (code === '23505') return new AppError(409, uniqueMessage((err as { constraint?: string }).constraint), { cause: err });
   if (code === '22P02') return new AppError(400, 'Malformed identifier', { cause: err });
+  if (code && NUL_REFUSED.has(code)) return new AppError(400, 'Text cannot contain the NUL character (\\u0000)', { cause: err });
   if (code && PG_UNAVAILABLE.has(code)) return new AppError(503, 'Database unavailable', { cause: err });
   if (err instanceof Error && /timeout exceeded when trying to connect|Connection terminated|not queryable/.test(err.message)) {
     return new AppError(503, 'Database unavailable', { cause: err });

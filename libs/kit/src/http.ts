@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type { Pool } from './db.ts';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
 import { type IdempotencyScope, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import { redactUrl } from './logger.ts';
 import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
 import { endSpan, extractContext, SpanKind, startSpan, tracingEnabled, withSpan } from './tracing.ts';
@@ -196,7 +197,8 @@ function traceRequests(app: FastifyInstance): void {
     const span = startSpan(req.method, {
       kind: SpanKind.SERVER,
       parent: extractContext(req.headers),
-      attributes: { 'http.request.method': req.method, 'url.path': req.url.split('?')[0] ?? '/' },
+      // Spans leave the process: a secret in the path (a webhook's token) is redacted as in the logs.
+      attributes: { 'http.request.method': req.method, 'url.path': redactUrl(req.url.split('?')[0] ?? '/') },
     });
     if (!span) return;
     requestSpans.set(req, span);

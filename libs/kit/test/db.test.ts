@@ -85,6 +85,16 @@ describe('query helpers', () => {
     expect(err.status).toBe(400);
   });
 
+  it('turns a NUL character, which PostgreSQL cannot store in text or jsonb, into a 400 that writes nothing', async () => {
+    await exec(pool, 'CREATE TABLE IF NOT EXISTS notes (id int PRIMARY KEY, body text, doc jsonb)');
+    const inText = await appError(exec(pool, 'INSERT INTO notes (id, body) VALUES (1, $1)', ['a\u0000b']));
+    expect(inText.status).toBe(400);
+    expect(inText.message).toBe('Text cannot contain the NUL character (\\u0000)');
+    const inJson = await appError(exec(pool, 'INSERT INTO notes (id, doc) VALUES (2, $1)', [{ content: 'a\u0000b' }]));
+    expect(inJson).toMatchObject({ status: 400, message: inText.message });
+    expect(await many(pool, 'SELECT id FROM notes')).toEqual([]);
+  });
+
   it('turns a lost database into a 503 and keeps other errors as they are', () => {
     const lost = translatePgError(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
     expect(lost).toMatchObject({ status: 503, message: 'Database unavailable' });

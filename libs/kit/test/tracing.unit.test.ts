@@ -17,6 +17,16 @@ const ping = defineRoute({
   response: z.object({ traceparent: z.string() }),
 });
 
+const executeWebhook = defineRoute({
+  method: 'POST',
+  path: '/v1/webhooks/:id/:token',
+  service: 'guilds',
+  summary: 'execute a webhook',
+  auth: false,
+  status: 204,
+  response: z.undefined(),
+});
+
 afterEach(() => stopTracing());
 
 describe('tracing', () => {
@@ -53,5 +63,19 @@ describe('tracing', () => {
     expect(byName['rpc in']!.parentSpanContext?.spanId).toBe(byName['rpc out']!.spanContext().spanId);
     expect(new Set(spans.map((s) => s.spanContext().traceId))).toEqual(new Set(['0af7651916cd43dd8448eb211c80319c']));
     expect(server.attributes['http.response.status_code']).toBe(200);
+  });
+
+  it('never exports a secret of the path: a webhook token is redacted in the span as in the logs', async () => {
+    const exporter = new InMemorySpanExporter();
+    startTracing({ service: 'test', exporter });
+    const app = createHttpApp({ log: pino({ level: 'silent' }) });
+    route(app, executeWebhook, async () => undefined);
+    const res = await app.inject({ method: 'POST', url: '/v1/webhooks/0190f2a0-0000-7000-8000-000000000001/s3cret-token?wait=true' });
+    expect(res.statusCode).toBe(204);
+
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.name).toBe('POST /v1/webhooks/:id/:token');
+    expect(span?.attributes['url.path']).toBe('/v1/webhooks/0190f2a0-0000-7000-8000-000000000001/[redacted]');
+    expect(JSON.stringify(span?.attributes)).not.toContain('s3cret-token');
   });
 });
