@@ -73,7 +73,12 @@ function stringOf(s: Schema): fc.Arbitrary<string> {
     case 'date-time':
       return fc.date({ min: new Date(0), max: new Date(4e12), noInvalidDate: true }).map((d) => d.toISOString());
     default:
-      return fc.oneof(fc.string({ minLength: min, maxLength: max }), fc.string({ minLength: min, maxLength: max, unit: 'grapheme' }));
+      return fc.oneof(
+        fc.string({ minLength: min, maxLength: max }),
+        fc.string({ minLength: min, maxLength: max, unit: 'grapheme' }),
+        // What JSON carries and a database may refuse: NUL and other controls, a lone surrogate.
+        fc.string({ minLength: min, maxLength: max, unit: fc.constantFrom('a', ' ', '\u0000', '\u001f', '\ud800', 'é') }),
+      );
   }
 }
 
