@@ -52,3 +52,69 @@ describe('embeds of channel messages', () => {
     expect(await g.outbox('guilds.message.updated')).toHaveLength(1);
   });
 });
+
+describe('embeds after an edit', () => {
+  const previewOf = (url: string, title: string) => ({ url, title, description: null, siteName: null, imageUrl: null, type: 'website' });
+  const bank = previewOf('https://bank.test/login', 'Your bank');
+
+  async function textChannel(owner: string) {
+    const server = (await g.call(owner, 'POST', '/v1/servers', { name: 'Edits' })).body;
+    const channels = (await g.call(owner, 'GET', `/v1/servers/${server.id}/channels`)).body as { id: string; channelType: string }[];
+    return channels.find((c) => c.channelType === 'text')!.id;
+  }
+  const storedEmbeds = async (messageId: string) =>
+    (await g.db.query('SELECT embeds FROM messages WHERE id = $1', [messageId])).rows[0].embeds;
+  const updatesOf = async (messageId: string) =>
+    (await g.outbox('guilds.message.updated')).filter((e) => (e.data as { id: string }).id === messageId).map((e) => e.data);
+  const applied = async (eventId: string) =>
+    (await g.db.query("SELECT 1 FROM processed_events WHERE consumer = 'guilds-embeds' AND event_id = $1", [eventId])).rowCount === 1;
+
+  it('drops the previews of the links an edit removes, in the answer, the row and the update event', async () => {
+    const owner = await g.knownUser('edits');
+    const channelId = await textChannel(owner);
+    const posted = (await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'pay at https://bank.test/login' })).body;
+    await resolved({ target: { kind: 'channel', channelId, messageId: posted.id }, embeds: [bank] });
+    await until(async () => (await storedEmbeds(posted.id)).length === 1);
+
+    const edited = await g.call(owner, 'PATCH', `/v1/channels/${channelId}/messages/${posted.id}`, {
+      content: 'pay at https://phish.test/login',
+    });
+    expect(edited.status).toBe(200);
+    expect(edited.body).toMatchObject({ content: 'pay at https://phish.test/login', embeds: [] });
+    expect(await storedEmbeds(posted.id)).toEqual([]);
+    const updates = await updatesOf(posted.id);
+    expect(updates.at(-1)).toMatchObject({ content: 'pay at https://phish.test/login', embeds: [] });
+  });
+
+  it('keeps the previews of the links an edit keeps', async () => {
+    const owner = await g.knownUser('typo');
+    const channelId = await textChannel(owner);
+    const posted = (await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'teh bank: https://bank.test/login' }))
+      .body;
+    await resolved({ target: { kind: 'channel', channelId, messageId: posted.id }, embeds: [bank] });
+    await until(async () => (await storedEmbeds(posted.id)).length === 1);
+
+    const edited = await g.call(owner, 'PATCH', `/v1/channels/${channelId}/messages/${posted.id}`, {
+      content: 'the bank: https://bank.test/login#top',
+    });
+    expect(edited.status).toBe(200);
+    expect(edited.body.embeds).toEqual([bank]);
+    expect(await storedEmbeds(posted.id)).toEqual([bank]);
+  });
+
+  it('does not store previews resolved for the text before an edit when they arrive after it', async () => {
+    const owner = await g.knownUser('late');
+    const channelId = await textChannel(owner);
+    const posted = (await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'https://bank.test/login' })).body;
+    const edited = await g.call(owner, 'PATCH', `/v1/channels/${channelId}/messages/${posted.id}`, { content: 'https://phish.test/login' });
+    expect(edited.status).toBe(200);
+    const updatesAfterEdit = await updatesOf(posted.id);
+
+    const late = await resolved({ target: { kind: 'channel', channelId, messageId: posted.id }, embeds: [bank] });
+    await until(() => applied(late.id));
+    expect(await storedEmbeds(posted.id)).toEqual([]);
+    expect(await updatesOf(posted.id)).toEqual(updatesAfterEdit);
+    const read = (await g.call(owner, 'GET', `/v1/channels/${channelId}/messages`)).body[0];
+    expect(read).toMatchObject({ id: posted.id, content: 'https://phish.test/login', embeds: [] });
+  });
+});

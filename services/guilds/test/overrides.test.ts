@@ -1,6 +1,6 @@
 import { Permission, toMask } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId, startGuilds } from './harness.ts';
+import { newId, startGuilds, until } from './harness.ts';
 
 /**
  * Issue 16, item 3: an override change (add, remove, allow or deny) may touch only bits the actor
@@ -118,6 +118,44 @@ describe('changing an override', () => {
     // Last, as it takes ADD_REACTIONS from the moderator too: after it they may no longer change that bit.
     expect((await put(moderator, channelId, { roleId: serverId, ...react })).status).toBe(200);
     expect((await overridesOf(channelId)).map((o) => o.role_id ?? o.user_id).sort()).toEqual([juniors.id, seniors.id, serverId].sort());
+  });
+
+  it('checks a create against the override another transaction created meanwhile, so a concurrent owner deny is not lifted', async () => {
+    const channelId = await newChannel('racing');
+    const send = toMask(Permission.SEND_MESSAGES);
+    expect((await put(owner, channelId, { roleId: serverId, allowBits: 0, denyBits: send })).status).toBe(200);
+
+    // The owner's deny of SEND_MESSAGES for juniors, written and not yet committed when the moderator's PUT reads.
+    const owners = await g.db.connect();
+    try {
+      await owners.query('BEGIN');
+      await owners.query('INSERT INTO channel_overrides (id, channel_id, role_id, allow_bits, deny_bits) VALUES ($1, $2, $3, 0, $4)', [
+        newId(),
+        channelId,
+        juniors.id,
+        send,
+      ]);
+      const racing = put(moderator, channelId, { roleId: juniors.id, allowBits: 0, denyBits: toMask(Permission.ADD_REACTIONS) });
+      await until(
+        async () =>
+          (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! >
+          0,
+      );
+      await owners.query('COMMIT');
+      const res = await racing;
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ error: 'You cannot allow, deny or lift a permission you do not have in this channel' });
+    } finally {
+      owners.release();
+    }
+    expect((await overridesOf(channelId)).find((o) => o.role_id === juniors.id)).toEqual({
+      role_id: juniors.id,
+      user_id: null,
+      allow_bits: 0,
+      deny_bits: send,
+    });
+    const updates = (await g.outbox('guilds.override.updated')).filter((e) => e.data.channelId === channelId);
+    expect(updates).toHaveLength(1);
   });
 
   it('lets an ADMINISTRATOR lift any deny on roles below theirs', async () => {

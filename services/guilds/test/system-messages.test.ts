@@ -1,3 +1,4 @@
+import { Permission, toMask } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
 
@@ -54,6 +55,64 @@ describe('member_join', () => {
     const before = (await g.db.query('SELECT count(*)::int AS n FROM messages')).rows[0].n;
     expect((await g.call(newId(), 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
     expect((await g.db.query('SELECT count(*)::int AS n FROM messages')).rows[0].n).toBe(before);
+  });
+});
+
+describe('editing a system message', () => {
+  it('answers 403 to the joining user who authored member_join, even in a read-only channel, and changes nothing', async () => {
+    const lobby = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'lobby', channelType: 'text' })).body;
+    const readOnly = { roleId: server.id, allowBits: 0, denyBits: toMask(Permission.SEND_MESSAGES) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${lobby.id}/permissions`, readOnly)).status).toBe(200);
+    await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { entranceChannelId: lobby.id });
+    const joiner = newId();
+    expect((await g.call(joiner, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+    const [join] = (await g.db.query('SELECT id FROM messages WHERE channel_id = $1 AND author_id = $2', [lobby.id, joiner])).rows;
+    const updatesBefore = (await g.outbox('guilds.message.updated')).length;
+
+    const edited = await g.call(joiner, 'PATCH', `/v1/channels/${lobby.id}/messages/${join.id}`, {
+      content: 'free nitro at https://phish.test',
+    });
+    expect(edited.status).toBe(403);
+    expect(edited.body).toEqual({ error: 'Cannot edit a system message' });
+    expect(await messagesIn(lobby.id)).toEqual([{ author_id: joiner, content: '', type: 'member_join', reply_to_id: null }]);
+    expect((await g.db.query('SELECT edited_at FROM messages WHERE id = $1', [join.id])).rows).toEqual([{ edited_at: null }]);
+    expect(await g.outbox('guilds.message.updated')).toHaveLength(updatesBefore);
+  });
+
+  it('answers 403 to who pinned for the pinned message, while the pinned message itself stays editable', async () => {
+    const text = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'pins', channelType: 'text' })).body;
+    const first = await g.call(owner, 'POST', `/v1/channels/${text.id}/messages`, { content: 'keep this' });
+    expect((await g.call(owner, 'PUT', `/v1/channels/${text.id}/pins/${first.body.id}`)).status).toBe(204);
+    const [pin] = (await g.db.query("SELECT id FROM messages WHERE channel_id = $1 AND type = 'pinned'", [text.id])).rows;
+
+    const edited = await g.call(owner, 'PATCH', `/v1/channels/${text.id}/messages/${pin.id}`, { content: 'rewritten' });
+    expect(edited.status).toBe(403);
+    expect(edited.body).toEqual({ error: 'Cannot edit a system message' });
+    const own = await g.call(owner, 'PATCH', `/v1/channels/${text.id}/messages/${first.body.id}`, { content: 'kept' });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ content: 'kept', type: 'default' });
+    expect(await messagesIn(text.id)).toEqual([
+      { author_id: owner, content: 'kept', type: 'default', reply_to_id: null },
+      { author_id: owner, content: '', type: 'pinned', reply_to_id: first.body.id },
+    ]);
+  });
+
+  it('still lets members react to, pin and reply to a system message (as Discord does)', async () => {
+    const welcome = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'hello', channelType: 'text' })).body;
+    await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { entranceChannelId: welcome.id });
+    const joiner = newId();
+    expect((await g.call(joiner, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+    const [join] = (await g.db.query('SELECT id FROM messages WHERE channel_id = $1', [welcome.id])).rows;
+
+    expect(
+      (await g.call(owner, 'PUT', `/v1/channels/${welcome.id}/messages/${join.id}/reactions/${encodeURIComponent('👋')}/@me`)).status,
+    ).toBe(204);
+    expect((await g.call(owner, 'PUT', `/v1/channels/${welcome.id}/pins/${join.id}`)).status).toBe(204);
+    const reply = await g.call(owner, 'POST', `/v1/channels/${welcome.id}/messages`, { content: 'welcome!', replyToId: join.id });
+    expect(reply.status).toBe(201);
+    expect(reply.body).toMatchObject({ type: 'reply', replyToId: join.id });
+    const [row] = (await g.db.query('SELECT pinned_at IS NOT NULL AS pinned FROM messages WHERE id = $1', [join.id])).rows;
+    expect(row).toEqual({ pinned: true });
   });
 });
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Permission, toMask } from '@chat/contracts';
+import { MANAGE_SERVER, Permission, toMask } from '@chat/contracts';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
@@ -200,6 +200,37 @@ describe('GET /v1/servers/{id}/template', () => {
     const member = newId();
     await g.db.query('INSERT INTO members (server_id, user_id) VALUES ($1, $2)', [server.id, member]);
     expect((await g.call(member, 'GET', `/v1/servers/${server.id}/template`)).status).toBe(403);
+  });
+
+  it('leaves out the channels a MANAGE_SERVER member cannot view, with their overrides, and shows the owner all', async () => {
+    const owner = newId();
+    const manager = newId();
+    const made = (await g.call(owner, 'POST', '/v1/servers', { name: 'Secrets', isPublic: true })).body;
+    expect((await g.call(manager, 'POST', `/v1/servers/${made.id}/join`)).status).toBe(200);
+    const managers = (await g.call(owner, 'POST', `/v1/servers/${made.id}/roles`, { name: 'managers', permissions: toMask(MANAGE_SERVER) }))
+      .body;
+    expect((await g.call(owner, 'PUT', `/v1/servers/${made.id}/members/${manager}/roles/${managers.id}`)).status).toBe(204);
+    const staff = (await g.call(owner, 'POST', `/v1/servers/${made.id}/channels`, { name: 'staff', channelType: 'text', topic: 'raises' }))
+      .body;
+    const hidden = { roleId: made.id, allowBits: 0, denyBits: toMask(Permission.VIEW_CHANNEL) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${staff.id}/permissions`, hidden)).status).toBe(200);
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${made.id}`, { entranceChannelId: staff.id })).status).toBe(200);
+
+    const byManager = await g.call(manager, 'GET', `/v1/servers/${made.id}/template`);
+    expect(byManager.status).toBe(200);
+    const theirs = byManager.body.serialized_source_guild;
+    expect(theirs.channels.map((c: { name: string }) => c.name)).toEqual(['General', 'general', 'General']);
+    expect(JSON.stringify(byManager.body)).not.toContain('raises');
+    expect(theirs.system_channel_id).toBeNull();
+    expect(theirs.channels.flatMap((c: { permission_overwrites: unknown[] }) => c.permission_overwrites)).toEqual([]);
+
+    const byOwner = (await g.call(owner, 'GET', `/v1/servers/${made.id}/template`)).body.serialized_source_guild;
+    const ownersStaff = byOwner.channels.find((c: { name: string }) => c.name === 'staff');
+    expect(ownersStaff).toMatchObject({
+      topic: 'raises',
+      permission_overwrites: [{ id: 0, type: 0, allow: '0', deny: String(Permission.VIEW_CHANNEL) }],
+    });
+    expect(byOwner.system_channel_id).toBe(ownersStaff.id);
   });
 
   it('exports a server made through the API, and importing the export gives back the same server', async () => {

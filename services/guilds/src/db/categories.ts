@@ -38,6 +38,15 @@ export async function findCategory(db: Queryable, serverId: string, id: string):
   return row && toCategory(row);
 }
 
+/**
+ * Whether the category is this server's, locked against deletion until the transaction ends: a
+ * channel about to be put in it then never points at a category deleted meanwhile (a foreign-key
+ * failure); a delete already under way is waited for, and the category is then not found.
+ */
+export async function holdCategory(db: Queryable, serverId: string, id: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, 'SELECT 1 FROM categories WHERE id = $1 AND server_id = $2 FOR KEY SHARE', [id, serverId]));
+}
+
 export async function renameCategory(db: Queryable, serverId: string, id: string, name: string): Promise<Category | undefined> {
   const row = await maybeOne<CategoryRow>(db, `UPDATE categories SET name = $3 WHERE id = $1 AND server_id = $2 RETURNING ${COLUMNS}`, [
     id,

@@ -155,14 +155,21 @@ export async function postMessageRow(db: Queryable, m: NewMessage, event: Outbox
   return { outcome: row.outcome };
 }
 
+/**
+ * How a read locks the message for the rest of the transaction: `update` to change or delete it,
+ * `key share` to write rows that refer to it (a delete then waits, and one already under way is
+ * waited for and the message is not found, rather than the write failing on the foreign key).
+ */
+const MESSAGE_LOCKS = { update: 'FOR UPDATE OF m', 'key share': 'FOR KEY SHARE OF m' } as const;
+
 /** The message if it is in this channel: an id from another channel is simply not found. */
 export async function findMessage(
   db: Queryable,
   channelId: string,
   id: string,
-  options: { lock?: boolean } = {},
+  options: { lock?: keyof typeof MESSAGE_LOCKS } = {},
 ): Promise<StoredMessage | undefined> {
-  const lock = options.lock ? 'FOR UPDATE OF m' : '';
+  const lock = options.lock ? MESSAGE_LOCKS[options.lock] : '';
   const row = await maybeOne<MessageRow>(db, `SELECT ${COLUMNS} ${FROM} WHERE m.id = $1 AND m.channel_id = $2 ${lock}`, [id, channelId]);
   return row && toMessage(row);
 }
@@ -212,12 +219,17 @@ export function searchMessages(db: Queryable, scope: ChannelScope, search: Chann
   return searchIn(db, CHANNEL_MESSAGES, { scope: searchScope, text: search.text, page: search.page, ...(filter && { filter }) });
 }
 
-export async function updateContent(tx: Queryable, id: string, content: string, mentions: MessageMentions): Promise<StoredMessage> {
+/** An edit: the new text, its mentions, and the link previews it keeps. */
+export async function updateContent(
+  tx: Queryable,
+  id: string,
+  edit: { content: string; mentions: MessageMentions; embeds: LinkPreview[] },
+): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
-    `WITH m AS (UPDATE messages SET content = $2, mentions = $3, edited_at = now() WHERE id = $1 RETURNING *)
+    `WITH m AS (UPDATE messages SET content = $2, mentions = $3, embeds = $4, edited_at = now() WHERE id = $1 RETURNING *)
      SELECT ${COLUMNS} FROM m LEFT JOIN users u ON u.id = m.author_id`,
-    [id, content, mentions],
+    [id, edit.content, edit.mentions, JSON.stringify(edit.embeds)],
     'Message',
   );
   return toMessage(row);

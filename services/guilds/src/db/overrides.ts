@@ -55,6 +55,7 @@ export async function overridesOfServer(db: Queryable, serverId: string): Promis
   return rows.map(toOverride);
 }
 
+/** The override of that role or user in the channel, locked for the rest of the transaction; none locks nothing. */
 export async function findOverride(
   db: Queryable,
   channelId: string,
@@ -76,21 +77,48 @@ export async function findOverrideById(db: Queryable, channelId: string, id: str
   return row && toOverride(row);
 }
 
+type NewOverride = { id: string; channelId: string; roleId: string | null; userId: string | null; allow: bigint; deny: bigint };
+
 /** Creates the override of that role or user, or replaces its bits (one per target and channel). */
-export async function upsertOverride(
-  db: Queryable,
-  o: { id: string; channelId: string; roleId: string | null; userId: string | null; allow: bigint; deny: bigint },
-): Promise<PermissionOverride> {
-  const conflict = o.roleId ? '(channel_id, role_id) WHERE role_id IS NOT NULL' : '(channel_id, user_id) WHERE user_id IS NOT NULL';
+export async function upsertOverride(db: Queryable, o: NewOverride): Promise<PermissionOverride> {
   const row = await one<OverrideRow>(
     db,
     `INSERT INTO channel_overrides (id, channel_id, role_id, user_id, allow_bits, deny_bits) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT ${conflict} DO UPDATE SET allow_bits = EXCLUDED.allow_bits, deny_bits = EXCLUDED.deny_bits
+     ON CONFLICT ${targetOf(o)} DO UPDATE SET allow_bits = EXCLUDED.allow_bits, deny_bits = EXCLUDED.deny_bits
      RETURNING ${COLUMNS}`,
-    [o.id, o.channelId, o.roleId, o.userId, o.allow.toString(), o.deny.toString()],
+    overrideParams(o),
   );
   return toOverride(row);
 }
+
+/**
+ * Creates the override of that role or user unless it has one: undefined when another transaction
+ * created it first (this one waits for it to commit), so a check made against "none" never overwrites it.
+ */
+export async function insertOverrideIfAbsent(db: Queryable, o: NewOverride): Promise<PermissionOverride | undefined> {
+  const row = await maybeOne<OverrideRow>(
+    db,
+    `INSERT INTO channel_overrides (id, channel_id, role_id, user_id, allow_bits, deny_bits) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT ${targetOf(o)} DO NOTHING
+     RETURNING ${COLUMNS}`,
+    overrideParams(o),
+  );
+  return row && toOverride(row);
+}
+
+export async function setOverrideBits(db: Queryable, id: string, allow: bigint, deny: bigint): Promise<PermissionOverride> {
+  const row = await one<OverrideRow>(
+    db,
+    `UPDATE channel_overrides SET allow_bits = $2, deny_bits = $3 WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, allow.toString(), deny.toString()],
+    'Permission override',
+  );
+  return toOverride(row);
+}
+
+const targetOf = (o: NewOverride) =>
+  o.roleId ? '(channel_id, role_id) WHERE role_id IS NOT NULL' : '(channel_id, user_id) WHERE user_id IS NOT NULL';
+const overrideParams = (o: NewOverride) => [o.id, o.channelId, o.roleId, o.userId, o.allow.toString(), o.deny.toString()];
 
 export function deleteOverride(db: Queryable, id: string): Promise<number> {
   return exec(db, 'DELETE FROM channel_overrides WHERE id = $1', [id]);

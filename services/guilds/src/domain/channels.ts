@@ -2,7 +2,7 @@ import type { Channel } from '@chat/contracts';
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
 import { badRequest, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
-import { findCategory } from '../db/categories.ts';
+import { holdCategory } from '../db/categories.ts';
 import { deleteChannel as deleteChannelRow, findChannel, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
 import { channelOrder } from '../db/layout.ts';
 import { findServer, toServer } from '../db/servers.ts';
@@ -15,15 +15,15 @@ import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 const inLayoutTx = withRetryingTx;
 
 /**
- * A change of a category's channel layout: MANAGE_CHANNELS, a category of this server (or none),
- * then the server's layout lock. Answers the access and the category id (null: uncategorised).
+ * A change of a category's channel layout: MANAGE_CHANNELS, the server's layout lock, then a
+ * category of this server (or none). Answers the access and the category id (null: uncategorised).
  */
 async function lockCategoryLayout(tx: Queryable, ctx: Ctx, serverId: string, given: string | null | undefined) {
   const access = await memberAccess(tx, serverId, ctx.userId);
   requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
   const categoryId = given ?? null;
-  await checkCategory(tx, serverId, categoryId);
   await lockLayout(tx, serverId);
+  await checkCategory(tx, serverId, categoryId);
   return { access, categoryId };
 }
 
@@ -43,9 +43,13 @@ export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: Creat
   });
 }
 
-/** A category named in a body must be one of this server's: an id from another server is a 400. */
+/**
+ * A category named in a body must be one of this server's: an id from another server is a 400, as
+ * is one deleted meanwhile. Checked under the layout lock (deletes take it first, so taken before
+ * the category's row lock it cannot deadlock with one), and the category stays until the write.
+ */
 async function checkCategory(tx: Queryable, serverId: string, categoryId: string | null) {
-  if (categoryId !== null && !(await findCategory(tx, serverId, categoryId))) {
+  if (categoryId !== null && !(await holdCategory(tx, serverId, categoryId))) {
     throw badRequest('categoryId is not a category of this server');
   }
 }
@@ -68,11 +72,11 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
     if (patch.userLimit !== undefined && access.channel.channelType !== 'voice') {
       throw badRequest('userLimit applies to voice channels only');
     }
-    if (patch.categoryId !== undefined) await checkCategory(tx, access.channel.serverId, patch.categoryId);
     const { position, categoryId, ...fields } = patch;
     let channel = await updateChannelRow(tx, channelId, fields);
     if (position !== undefined || (categoryId !== undefined && categoryId !== access.channel.categoryId)) {
       await lockLayout(tx, channel.serverId);
+      if (categoryId !== undefined) await checkCategory(tx, channel.serverId, categoryId);
       // Re-read under the lock: a concurrent move may have changed its place since.
       const current = await findChannel(tx, channelId);
       if (!current) throw notFound('Channel');

@@ -3,6 +3,7 @@ import {
   type ChannelMessagesQuery,
   type MESSAGES_EVENTS,
   type MessageMentions,
+  type MessageType,
   Permission,
   type SendMessageBody,
 } from '@chat/contracts';
@@ -36,6 +37,7 @@ import { messageReactions } from '../db/reactions.ts';
 import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
 import type { ChannelLists } from './channel-list.ts';
 import type { Ctx, Domain } from './context.ts';
+import { previewsOfLinksIn } from './link-previews.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
 import { has } from './permissions.ts';
 import { AccessSnapshots, postingSnapshot } from './post-access.ts';
@@ -196,11 +198,16 @@ export async function listMessages(d: Domain, ctx: Ctx, channelId: string, query
   return withReactions(d.pool, await pageOfMessages(d.pool, channelId, query), ctx.userId);
 }
 
+/** What people write; system messages (a join, a pin) stay as posted, as Discord refuses to edit them (50021). */
+const EDITABLE_TYPES: ReadonlySet<MessageType> = new Set(['default', 'reply']);
+
 export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messageId: string, content: string): Promise<ChannelMessage> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
   const updated = await withTx(d.pool, async (tx) => {
-    const current = await findMessage(tx, channelId, messageId, { lock: true });
+    const current = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!current) throw notFound('Message');
+    // Its author is who joined or pinned: without this, they could rewrite what the platform said.
+    if (!EDITABLE_TYPES.has(current.type)) throw forbidden('Cannot edit a system message');
     if (current.authorId !== ctx.userId) throw forbidden('You can only edit your own messages');
     assertHasBody(content, current.attachments);
     const mentions: MessageMentions = await resolveMentions(
@@ -209,7 +216,9 @@ export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messag
       parseMentions(content),
       has(access.channelPermissions, Permission.MENTION_EVERYONE),
     );
-    const message = await updateContent(tx, messageId, content, mentions);
+    // A link no longer in the text loses its preview (a bank's preview must not stay on a phishing link).
+    const embeds = previewsOfLinksIn(content, current.embeds);
+    const message = await updateContent(tx, messageId, { content, mentions, embeds });
     await emitMessageEvent(tx, ctx, 'guilds.message.updated', message);
     return message;
   });
@@ -220,7 +229,7 @@ export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messag
 export async function deleteMessage(d: Domain, ctx: Ctx, channelId: string, messageId: string): Promise<void> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
   await withTx(d.pool, async (tx) => {
-    const message = await findMessage(tx, channelId, messageId, { lock: true });
+    const message = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!message) throw notFound('Message');
     if (message.authorId !== ctx.userId) requirePermission(access.channelPermissions, Permission.MANAGE_MESSAGES, 'MANAGE_MESSAGES');
     await deleteMessageRow(tx, messageId);

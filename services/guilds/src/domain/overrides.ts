@@ -1,14 +1,15 @@
 import type { PermissionOverride } from '@chat/contracts';
 import { Permission, type PutOverrideBody } from '@chat/contracts';
-import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { AppError, badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
 import {
   deleteOverride as deleteOverrideRow,
   findOverride,
   findOverrideById,
+  insertOverrideIfAbsent,
   listOverrides as listOverrideRows,
-  upsertOverride,
+  setOverrideBits,
 } from '../db/overrides.ts';
 import { findServerRole } from '../db/roles.ts';
 import { type ChannelAccess, channelAccess, loadServerAccess, requirePermission } from './access.ts';
@@ -61,21 +62,39 @@ export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOve
     const target = await targetOf(tx, serverId, body);
     if (body.roleId && !target) throw badRequest('roleId is not a role of this server');
     if (body.userId && !(await findMember(tx, serverId, body.userId))) throw badRequest('userId is not a member of this server');
-    const previous = await findOverride(tx, channelId, body);
     const [allow, deny] = [BigInt(body.allowBits), BigInt(body.denyBits)];
     if (allow & deny) throw badRequest('allowBits and denyBits must not share a bit');
-    requireOverrideChange(access, target!, bitsOf(previous), { allow, deny });
-    const override = await upsertOverride(tx, {
-      id: uuidv7(),
-      channelId,
-      roleId: body.roleId ?? null,
-      userId: body.userId ?? null,
-      allow,
-      deny,
-    });
+    const override = await writeCheckedOverride(tx, access, target!, channelId, body, { allow, deny });
     await emit(tx, ctx, 'guilds.override.updated', override);
     return override;
   });
+}
+
+// A create that loses to a concurrent create decides again; more than this means the target keeps changing.
+const WRITE_ATTEMPTS = 3;
+
+/**
+ * Writes the override only over the one the change was checked against: an existing override is
+ * locked while checked; when there is none, the insert does not overwrite one that another
+ * transaction created meanwhile (a moderator lifting the owner's deny that way), it checks again.
+ */
+async function writeCheckedOverride(
+  tx: Queryable,
+  access: ChannelAccess,
+  target: OverrideTarget,
+  channelId: string,
+  of: Pick<PutOverrideBody, 'roleId' | 'userId'>,
+  bits: OverrideBits,
+): Promise<PermissionOverride> {
+  const row = { channelId, roleId: of.roleId ?? null, userId: of.userId ?? null, ...bits };
+  for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+    const previous = await findOverride(tx, channelId, of);
+    requireOverrideChange(access, target, bitsOf(previous), bits);
+    if (previous) return setOverrideBits(tx, previous.id, bits.allow, bits.deny);
+    const created = await insertOverrideIfAbsent(tx, { id: uuidv7(), ...row });
+    if (created) return created;
+  }
+  throw new AppError(503, 'The override kept changing while saving; try again');
 }
 
 export async function deleteOverride(d: Domain, ctx: Ctx, channelId: string, overrideId: string): Promise<void> {

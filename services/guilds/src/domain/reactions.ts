@@ -12,8 +12,13 @@ import { emitMessageEvent, historyAccess, textChannelAccess } from './messages.t
  * emoji nobody has put on the message yet; adding or removing twice changes nothing.
  */
 
-async function messageIn(db: Queryable, channelId: string, messageId: string): Promise<StoredMessage> {
-  const message = await findMessage(db, channelId, messageId);
+async function messageIn(
+  db: Queryable,
+  channelId: string,
+  messageId: string,
+  options: { lock?: 'key share' } = {},
+): Promise<StoredMessage> {
+  const message = await findMessage(db, channelId, messageId, options);
   if (!message) throw notFound('Message');
   return message;
 }
@@ -21,7 +26,8 @@ async function messageIn(db: Queryable, channelId: string, messageId: string): P
 export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
   const access = await historyAccess(d.pool, channelId, ctx.userId);
   await withTx(d.pool, async (tx) => {
-    const message = await messageIn(tx, channelId, messageId);
+    // Locked against a concurrent delete, which would otherwise fail the insert on its foreign key (a 500).
+    const message = await messageIn(tx, channelId, messageId, { lock: 'key share' });
     if (!(await messageReactions.isOnMessage(tx, messageId, emoji))) {
       requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
     }

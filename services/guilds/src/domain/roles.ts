@@ -12,6 +12,7 @@ import {
   moveRole,
   updateRole as updateRoleRow,
 } from '../db/roles.ts';
+import { lockServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { bitsBeyondActor, canManageRoleAt } from './permissions.ts';
@@ -97,6 +98,9 @@ export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string
     const actor = await roleManager(tx, ids.serverId, ctx.userId);
     const role = await manageableRole(tx, actor, ids.roleId);
     if (isEveryone(role)) throw badRequest('Every member has @everyone');
+    // As kicks, bans and leaves do: one that is under way finishes first and the member is then not
+    // found (rather than the insert failing on its foreign key), and none starts before this commits.
+    await lockServer(tx, ids.serverId);
     if (!(await findMember(tx, ids.serverId, ids.userId))) throw notFound('Member');
     const changed = give
       ? await addMemberRole(tx, ids.serverId, ids.userId, ids.roleId)

@@ -10,11 +10,11 @@ import {
 import { type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { insertCategory, listCategories } from '../db/categories.ts';
-import { insertChannel, listChannels, updateChannel } from '../db/channels.ts';
+import { insertChannel, updateChannel } from '../db/channels.ts';
 import { listOverrides, upsertOverride } from '../db/overrides.ts';
 import { insertEveryoneRole, insertRoleAtBottom, listRoles } from '../db/roles.ts';
 import { insertServer, toServer, updateServer } from '../db/servers.ts';
-import { memberAccess, requirePermission } from './access.ts';
+import { memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
 import { planTemplate, type TemplatePlan } from './template-plan.ts';
@@ -111,16 +111,19 @@ async function createChannels(tx: Queryable, ctx: Ctx, serverId: string, plan: T
 /**
  * The server as a Discord template: roles numbered from 0 (@everyone) in position order,
  * categories and channels numbered from 1 in the order a client lists them, positions counted
- * within each parent. Temporary channels are left out (they exist only while in use).
+ * within each parent. Temporary channels are left out (they exist only while in use), and so are
+ * the channels the caller cannot view; an AFK or entrance channel among them is exported as none.
  */
 export async function exportTemplate(d: Domain, ctx: Ctx, serverId: string): Promise<ExportedTemplate> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
   const server = toServer(access.server);
+  // Only the channels the caller may view (all of them for the owner and ADMINISTRATOR): MANAGE_SERVER
+  // alone must not reveal a hidden channel, its name, topic or overrides.
   const [roles, categories, channels] = await Promise.all([
     listRoles(d.pool, serverId),
     listCategories(d.pool, serverId),
-    listChannels(d.pool, serverId).then((all) => all.filter((c) => !c.isTemporary)),
+    visibleChannels(d.pool, access).then((visible) => visible.map((v) => v.channel).filter((c) => !c.isTemporary)),
   ]);
   const overrides = new Map<string, PermissionOverride[]>();
   for (const c of channels) overrides.set(c.id, await listOverrides(d.pool, c.id));

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId, startGuilds, until } from './harness.ts';
+
+/**
+ * A write that refers to a row (a reaction to its message, a member's role to the member, a
+ * channel to its category) while another transaction deletes that row answers what the same
+ * request answers after the delete, never a 500 from the foreign key.
+ */
+const g = await startGuilds();
+afterAll(() => g.close());
+
+const owner = newId();
+const member = newId();
+let serverId: string;
+let channelId: string;
+
+beforeAll(async () => {
+  serverId = (await g.call(owner, 'POST', '/v1/servers', { name: 'Races', isPublic: true })).body.id;
+  expect((await g.call(member, 'POST', `/v1/servers/${serverId}/join`)).status).toBe(200);
+  channelId = (await g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name: 'talk', channelType: 'text' })).body.id;
+});
+
+/**
+ * Runs `change` in a transaction left open, starts `request`, waits until it waits for a lock,
+ * commits, and answers what the request answered.
+ */
+async function whileUncommitted<T>(
+  change: (q: (sql: string, params: unknown[]) => Promise<unknown>) => Promise<void>,
+  request: () => Promise<T>,
+) {
+  const other = await g.db.connect();
+  try {
+    await other.query('BEGIN');
+    await change((sql, params) => other.query(sql, params));
+    const answer = request();
+    await until(
+      async () =>
+        (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! > 0,
+    );
+    await other.query('COMMIT');
+    return await answer;
+  } finally {
+    other.release();
+  }
+}
+
+describe('writes racing a delete', () => {
+  it('answers 404 to a reaction on a message deleted meanwhile, and stores no reaction', async () => {
+    const message = (await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'soon gone' })).body;
+    const added = (await g.outbox('guilds.reaction.added')).length;
+
+    const res = await whileUncommitted(
+      (q) => q('DELETE FROM messages WHERE id = $1', [message.id]).then(() => undefined),
+      () => g.call(member, 'PUT', `/v1/channels/${channelId}/messages/${message.id}/reactions/${encodeURIComponent('👍')}/@me`),
+    );
+
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Message not found' });
+    expect((await g.db.query('SELECT count(*)::int AS n FROM message_reactions WHERE message_id = $1', [message.id])).rows[0].n).toBe(0);
+    expect(await g.outbox('guilds.reaction.added')).toHaveLength(added);
+  });
+
+  it('answers 404 to giving a role to a member kicked meanwhile, and gives nothing', async () => {
+    const kicked = newId();
+    expect((await g.call(kicked, 'POST', `/v1/servers/${serverId}/join`)).status).toBe(200);
+    const role = (await g.call(owner, 'POST', `/v1/servers/${serverId}/roles`, { name: 'helpers' })).body;
+    const updated = (await g.outbox('guilds.member.updated')).length;
+
+    // As a kick does: the server row, then the member.
+    const res = await whileUncommitted(
+      async (q) => {
+        await q('SELECT 1 FROM servers WHERE id = $1 FOR UPDATE', [serverId]);
+        await q('DELETE FROM members WHERE server_id = $1 AND user_id = $2', [serverId, kicked]);
+      },
+      () => g.call(owner, 'PUT', `/v1/servers/${serverId}/members/${kicked}/roles/${role.id}`),
+    );
+
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Member not found' });
+    expect((await g.db.query('SELECT count(*)::int AS n FROM member_roles WHERE role_id = $1', [role.id])).rows[0].n).toBe(0);
+    expect(await g.outbox('guilds.member.updated')).toHaveLength(updated);
+  });
+
+  it('answers 400 to creating a channel in a category deleted meanwhile, and creates none', async () => {
+    const category = (await g.call(owner, 'POST', `/v1/servers/${serverId}/categories`, { name: 'doomed' })).body;
+
+    const res = await whileUncommitted(
+      (q) => q('DELETE FROM categories WHERE id = $1', [category.id]).then(() => undefined),
+      () => g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name: 'late', channelType: 'text', categoryId: category.id }),
+    );
+
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'categoryId is not a category of this server' });
+    expect((await g.db.query("SELECT count(*)::int AS n FROM channels WHERE server_id = $1 AND name = 'late'", [serverId])).rows[0].n).toBe(
+      0,
+    );
+  });
+
+  it('answers 400 to moving a channel into a category deleted meanwhile, and leaves it where it was', async () => {
+    const category = (await g.call(owner, 'POST', `/v1/servers/${serverId}/categories`, { name: 'also doomed' })).body;
+    const moving = (await g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name: 'moving', channelType: 'text' })).body;
+
+    const res = await whileUncommitted(
+      (q) => q('DELETE FROM categories WHERE id = $1', [category.id]).then(() => undefined),
+      () => g.call(owner, 'PATCH', `/v1/channels/${moving.id}`, { categoryId: category.id }),
+    );
+
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'categoryId is not a category of this server' });
+    const [row] = (await g.db.query('SELECT category_id, position FROM channels WHERE id = $1', [moving.id])).rows;
+    expect(row).toEqual({ category_id: null, position: moving.position });
+  });
+});
