@@ -36,6 +36,6 @@ export const CALL_SUBJECTS = {
   ended: 'social.call.ended',
 } as const;
 
-/** Payload of every call event: the call, and who it concerns (the conversation's participants). */
+/** Payload of every call event: the call, and who it concerns (the conversation's participants, less those who blocked the one acting or the caller). */
 export const CallEvent = z.object({ call: Call, participantIds: z.array(Id) });
 export type CallEvent = z.infer<typeof CallEvent>;

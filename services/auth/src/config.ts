@@ -10,7 +10,7 @@ export const AuthConfig = baseConfig
     /**
      * The signing keys: a JWK Set of private keys, each with a `kid` and the configured algorithm.
      * All of them are published; JWT_SIGNING_KID (default: the first) signs. Rotate by adding the
-     * new key, then signing with it, then removing the old one once its tokens have expired.
+     * new key, then signing with it, then removing the old one once its tokens (and emailed codes) have expired.
      */
     JWT_PRIVATE_KEYS: z.string().optional(),
     JWT_SIGNING_KID: z.string().optional(),

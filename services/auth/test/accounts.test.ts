@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { AUTH_SUBJECTS, SelfUser, TokenPair, UserEventData } from '@chat/contracts';
-import { createTokenVerifier } from '@chat/kit';
-import { countRoundTrips, createTestIssuer } from '@chat/testkit';
+import { AUTH_SUBJECTS, PresenceSeenRpc, type SeenStatus, SelfUser, TokenPair, UserEventData } from '@chat/contracts';
+import { createTokenVerifier, serveRpc } from '@chat/kit';
+import { countRoundTrips, createTestIssuer, until } from '@chat/testkit';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findUserById } from '../src/db/users.ts';
@@ -17,6 +17,12 @@ async function register(body = newAccount()) {
   const res = await app.inject({ method: 'POST', url: '/v1/auth/register', payload: body });
   return { res, body, pair: res.json() as { token: string; refreshToken: string; user: { id: string; username: string } } };
 }
+
+// A stand-in for the gateway, which knows who is connected: `seen` is what it answers (offline for anyone else).
+const seen = new Map<string, SeenStatus>();
+serveRpc(runtime.bus, runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
+  statuses: Object.fromEntries(userIds.map((id) => [id, seen.get(id) ?? ('offline' as const)])),
+}));
 
 const userCount = async () => Number((await runtime.pool.query('SELECT count(*) AS n FROM users')).rows[0].n);
 
@@ -256,6 +262,44 @@ describe('profile', () => {
     expect(unknown.json()).toEqual({ error: 'User not found' });
     expect((await app.inject({ method: 'GET', url: '/v1/users/nope', headers: bearer(pair.token) })).statusCode).toBe(400);
     expect((await app.inject({ method: 'GET', url: `/v1/users/${pair.user.id}` })).statusCode).toBe(401);
+  });
+
+  it('GET /v1/users/:id shows offline without the custom status while no session is connected, whatever was chosen', async () => {
+    const viewer = (await register()).pair;
+    const never = (await register()).pair;
+    const busy = (await register()).pair;
+    const hidden = (await register()).pair;
+    const choose = (user: typeof busy, presence: object) =>
+      app.inject({ method: 'PATCH', url: '/v1/users/@me/presence', headers: bearer(user.token), payload: presence });
+    expect((await choose(busy, { status: 'dnd', customStatus: 'deep work' })).statusCode).toBe(200);
+    expect((await choose(hidden, { status: 'invisible', customStatus: 'secret plans' })).statusCode).toBe(200);
+    const shown = async (user: typeof busy) =>
+      (await app.inject({ method: 'GET', url: `/v1/users/${user.user.id}`, headers: bearer(viewer.token) })).json();
+    // A new account's stored status is `online` (the column's default), yet it has never connected.
+    expect(await shown(never)).toMatchObject({ id: never.user.id, status: 'offline', customStatus: '' });
+    expect(await shown(busy)).toMatchObject({ status: 'offline', customStatus: '' });
+    expect(await shown(hidden)).toMatchObject({ status: 'offline', customStatus: '' });
+    // The owner still reads their own choice.
+    const own = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(hidden.token) });
+    expect(own.json()).toMatchObject({ status: 'invisible', customStatus: 'secret plans' });
+  });
+
+  it('GET /v1/users/:id shows the status the gateway shows, and the custom status with it', async () => {
+    const viewer = (await register()).pair;
+    const busy = (await register()).pair;
+    const chosen = await app.inject({
+      method: 'PATCH',
+      url: '/v1/users/@me/presence',
+      headers: bearer(busy.token),
+      payload: { status: 'dnd', customStatus: 'deep work' },
+    });
+    expect(chosen.statusCode).toBe(200);
+    seen.set(busy.user.id, 'dnd');
+    const shown = async () => (await app.inject({ method: 'GET', url: `/v1/users/${busy.user.id}`, headers: bearer(viewer.token) })).json();
+    await until(async () => (await shown()).status === 'dnd', { what: 'the stand-in gateway answers' });
+    expect(await shown()).toMatchObject({ id: busy.user.id, status: 'dnd', customStatus: 'deep work' });
+    seen.set(busy.user.id, 'offline');
+    expect(await shown()).toMatchObject({ status: 'offline', customStatus: '' });
   });
 
   it('PATCH /v1/users/@me changes the given fields and announces a new display name or avatar', async () => {

@@ -1,10 +1,16 @@
+import { randomUUID } from 'node:crypto';
 import { TokenPair } from '@chat/contracts';
+import { countRoundTrips } from '@chat/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createSmtpMailer } from '../src/domain/mailer.ts';
+import { forgotPassword } from '../src/domain/password-reset.ts';
 import { newAccount, startAuth, startMailbox } from './helpers.ts';
 
 const mailbox = await startMailbox();
-const { app, runtime } = await startAuth({ env: { SMTP_URL: mailbox.url, MAILS_PER_ADDRESS_PER_HOUR: '100' } });
+const { app, runtime, keys, config } = await startAuth({ env: { SMTP_URL: mailbox.url, MAILS_PER_ADDRESS_PER_HOUR: '100' } });
+const mailer = createSmtpMailer({ smtpUrl: config.SMTP_URL, from: config.MAIL_FROM });
 afterAll(async () => {
+  mailer.close();
   await app.close();
   await runtime.close();
   await mailbox.close();
@@ -68,5 +74,31 @@ describe('password-reset attempts per account over a rolling day', () => {
     expect(done.statusCode).toBe(200);
     const count = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);
     expect(count.rows[0].n).toBe(0);
+  });
+});
+
+describe('forgot-password', () => {
+  const deps = { pool: runtime.pool, config, keys, mailer, log: runtime.log };
+  /** The statements one request sends before it answers (the mail goes out after). */
+  const statementsOf = async (email: string) => {
+    const { roundTrips, statements } = await countRoundTrips(() => forgotPassword(deps, email));
+    return statements.slice(0, roundTrips);
+  };
+
+  it('sends the same statements for a known and an unknown email, issuing a code only to the account', async () => {
+    const user = await account();
+    const known = await statementsOf(user.email);
+    const unknown = await statementsOf(`nobody_${randomUUID()}@example.test`);
+    expect(unknown).toEqual(known);
+    expect(known).toHaveLength(2);
+    expect(await mailbox.mailTo(user.email)).toMatchObject({ code: expect.stringMatching(/^\d{6}$/) });
+    const issued = await storedCode(user.id);
+    expect(issued).toBeDefined();
+
+    // Within the minute nothing is issued, after the same statements again.
+    expect(await statementsOf(user.email)).toEqual(known);
+    expect((await storedCode(user.id)).code_hash).toEqual(issued.code_hash);
+    const resets = await runtime.pool.query('SELECT count(*)::int AS n FROM password_resets WHERE user_id = $1', [user.id]);
+    expect(resets.rows[0].n).toBe(1);
   });
 });

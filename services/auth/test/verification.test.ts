@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { TokenPair } from '@chat/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
+import { generatePrivateJwk } from '../src/domain/keys.ts';
 import { bearer, newAccount, startAuth, startMailbox } from './helpers.ts';
 
 const mailbox = await startMailbox();
@@ -155,6 +156,45 @@ describe('when the SMTP server is down', () => {
       expect(res.json()).toEqual({ error: 'Service unavailable' });
     } finally {
       await down.app.close();
+    }
+  });
+});
+
+describe('emailed codes across a signing key rotation', () => {
+  it('stay valid: a code mailed under the old signing key works once the new one signs, and on a replica still signing with the old one', async () => {
+    const [k1, k2] = [await generatePrivateJwk('EdDSA'), await generatePrivateJwk('EdDSA')];
+    const env = { EMAIL_VERIFICATION: 'true', SMTP_URL: mailbox.url };
+    // The documented rotation: [K1]; then [K1, K2] everywhere, signing with K2 (a replica mid-deploy still signs with K1).
+    const old = await startAuth({ runtime, privateJwks: [k1], env });
+    const rotated = await startAuth({ runtime, privateJwks: [k1, k2], env: { ...env, JWT_SIGNING_KID: k2.kid as string } });
+    const lagging = await startAuth({ runtime, privateJwks: [k1, k2], env });
+    const send = (auth: { app: typeof app }, url: string, payload: object) => auth.app.inject({ method: 'POST', url, payload });
+    const register = async (auth: { app: typeof app }) => {
+      const account = newAccount();
+      const { pendingId } = (await send(auth, '/v1/auth/register', account)).json() as { pendingId: string };
+      return { account, pendingId, code: (await mailbox.mailTo(account.email)).code };
+    };
+    try {
+      const underK1 = await register(old);
+      const verified = await send(rotated, '/v1/auth/verify-email', { pendingId: underK1.pendingId, code: underK1.code });
+      expect(verified.statusCode).toBe(200);
+      expect(TokenPair.parse(verified.json()).user.username).toBe(underK1.account.username);
+
+      const underK2 = await register(rotated);
+      expect((await send(lagging, '/v1/auth/verify-email', { pendingId: underK2.pendingId, code: underK2.code })).statusCode).toBe(200);
+
+      expect((await send(old, '/v1/auth/forgot-password', { email: underK1.account.email })).statusCode).toBe(202);
+      const { code } = await mailbox.mailTo(underK1.account.email);
+      const reset = await send(rotated, '/v1/auth/reset-password', { email: underK1.account.email, code, password: 'rotated password' });
+      expect(reset.statusCode).toBe(200);
+      const failures = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [
+        TokenPair.parse(verified.json()).user.id,
+      ]);
+      expect(failures.rows[0].n).toBe(0);
+      const login = await send(rotated, '/v1/auth/login', { login: underK1.account.username, password: 'rotated password' });
+      expect(login.statusCode).toBe(200);
+    } finally {
+      await Promise.all([old.app.close(), rotated.app.close(), lagging.app.close()]);
     }
   });
 });

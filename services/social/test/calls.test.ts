@@ -18,6 +18,8 @@ async function conversation(owner: User, ...others: User[]): Promise<string> {
 }
 const ring = (user: User, conversationId: string) => h.call(user, 'POST', `/v1/dm/conversations/${conversationId}/call`);
 const act = (user: User, callId: string, action: 'accept' | 'decline' | 'leave') => h.call(user, 'POST', `/v1/calls/${callId}/${action}`);
+const leaveGroup = (user: User, conversationId: string) => h.call(user, 'DELETE', `/v1/dm/conversations/${conversationId}/members/@me`);
+const callOf = async (user: User, callId: string) => (await h.call(user, 'GET', `/v1/calls/${callId}`)).body;
 const participant = (call: { participants: { userId: string; state: string }[] }, user: User) =>
   call.participants.find((p) => p.userId === user.id)?.state;
 const eventsOf = async (callId: string) =>
@@ -94,6 +96,121 @@ describe('a 1:1 call', () => {
   });
 });
 
+describe('accepting', () => {
+  it('answers 409 to the caller accepting their own ringing call, which still rings for the others and ends as missed on time', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const call = (await ring(alice, await conversation(alice, bob))).body;
+    expect(await act(alice, call.id, 'accept')).toEqual({ status: 409, body: { error: 'You are already in this call' } });
+    const ringing = await callOf(bob, call.id);
+    expect(ringing).toMatchObject({ state: 'ringing', answeredAt: null });
+    expect([participant(ringing, alice), participant(ringing, bob)]).toEqual(['joined', 'ringing']);
+
+    await endUnansweredCalls(callDeps(h.deps), new Date(Date.parse(call.createdAt) + 31_000));
+    expect(await callOf(bob, call.id)).toMatchObject({ state: 'ended', endReason: 'missed', answeredAt: null });
+    expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.ended']);
+  });
+
+  it('answers 409 to someone accepting a call they are already in, and changes nothing', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const call = (await ring(alice, await conversation(alice, bob))).body;
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    const before = await callOf(alice, call.id);
+    expect(await act(bob, call.id, 'accept')).toEqual({ status: 409, body: { error: 'You are already in this call' } });
+    expect(await callOf(alice, call.id)).toEqual(before);
+    expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.updated']);
+  });
+
+  it('still lets someone who left rejoin a live call, with a new grant', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const call = (await ring(alice, await conversation(alice, bob))).body;
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await act(alice, call.id, 'leave')).status).toBe(200);
+    const back = await act(alice, call.id, 'accept');
+    expect(back.status).toBe(200);
+    expect(participant(back.body, alice)).toBe('joined');
+    expect((await verifier.verify(back.body.grant.token)).sub).toBe(alice.id);
+  });
+
+  it('refuses accepting a 1:1 call across a block (403), also to rejoin after leaving, and hands out no grant', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const call = (await ring(alice, await conversation(alice, bob))).body;
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
+    expect((await act(alice, call.id, 'leave')).body).toMatchObject({ state: 'active' });
+    const before = await callOf(bob, call.id);
+
+    const back = await act(alice, call.id, 'accept');
+    expect(back).toEqual({ status: 403, body: { error: 'You cannot call this user: one of you has blocked the other' } });
+    expect(await callOf(bob, call.id)).toEqual(before);
+    expect(participant(before, alice)).toBe('left');
+    expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.updated', 'social.call.updated']);
+  });
+
+  it('refuses answering a 1:1 call once either of the two blocked the other (403); the call keeps ringing', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const call = (await ring(alice, await conversation(alice, bob))).body;
+    expect((await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id })).status).toBe(201);
+    expect((await act(bob, call.id, 'accept')).status).toBe(403);
+    const ringing = await callOf(bob, call.id);
+    expect(ringing).toMatchObject({ state: 'ringing', answeredAt: null });
+    expect(participant(ringing, bob)).toBe('ringing');
+  });
+});
+
+describe('a member leaving the group during a call', () => {
+  it('leaves the call too: the call ends when the last one still in it leaves, and the group can ring again', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob, carol);
+    const call = (await ring(alice, id)).body;
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await leaveGroup(bob, id)).status).toBe(204);
+    const afterLeaving = await callOf(alice, call.id);
+    expect(afterLeaving.state).toBe('active');
+    expect(participant(afterLeaving, bob)).toBe('left');
+    const updated = (await h.events('social.call.updated')).filter((e) => (e.data.call as { id: string }).id === call.id).at(-1);
+    expect([...((updated?.data.participantIds as string[] | undefined) ?? [])].sort()).toEqual([alice.id, bob.id, carol.id].sort());
+
+    const ended = await act(alice, call.id, 'leave');
+    expect(ended.status).toBe(200);
+    expect(ended.body).toMatchObject({ state: 'ended', endReason: 'completed' });
+    expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.updated', 'social.call.updated', 'social.call.ended']);
+    const next = await ring(carol, id);
+    expect(next.status).toBe(201);
+    expect(next.body).toMatchObject({ initiatorId: carol.id, state: 'ringing' });
+  });
+
+  it('ends the call when the last one in it leaves the group, with the leave’s event and message', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob, carol);
+    const call = (await ring(alice, id)).body;
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect((await act(alice, call.id, 'leave')).status).toBe(200);
+    expect((await leaveGroup(bob, id)).status).toBe(204);
+    expect(await callOf(carol, call.id)).toMatchObject({ state: 'ended', endReason: 'completed' });
+    const [last] = (await h.call(carol, 'GET', `/v1/dm/conversations/${id}/messages`)).body;
+    expect(last).toMatchObject({ type: 'call_ended', senderId: alice.id, call: { id: call.id } });
+    expect((await eventsOf(call.id)).at(-1)).toBe('social.call.ended');
+    expect((await ring(carol, id)).status).toBe(201);
+  });
+
+  it('declines for a member still rung, and a caller leaving while it rings hangs up (missed)', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const declined = await conversation(alice, bob, carol);
+    const rung = (await ring(alice, declined)).body;
+    expect((await act(carol, rung.id, 'decline')).status).toBe(200);
+    expect((await leaveGroup(bob, declined)).status).toBe(204);
+    const afterDecline = await callOf(alice, rung.id);
+    expect(afterDecline).toMatchObject({ state: 'ended', endReason: 'declined' });
+    expect(participant(afterDecline, bob)).toBe('declined');
+
+    const missed = await conversation(alice, bob, carol);
+    const hungUp = (await ring(alice, missed)).body;
+    expect((await leaveGroup(alice, missed)).status).toBe(204);
+    expect(await callOf(bob, hungUp.id)).toMatchObject({ state: 'ended', endReason: 'missed' });
+    expect(await eventsOf(hungUp.id)).toEqual(['social.call.created', 'social.call.ended']);
+  });
+});
+
 describe('who may see and ring', () => {
   it('answers 404 to someone outside the conversation, for the call and for ringing', async () => {
     const [alice, bob, eve] = [await h.addUser(), await h.addUser(), await h.addUser()];
@@ -124,6 +241,30 @@ describe('who may see and ring', () => {
     const call = (await ring(alice, id)).body;
     expect(participant(call, carol)).toBe('ringing');
     expect(participant(call, bob)).toBeUndefined();
+  });
+});
+
+describe('who hears of a call in a group with blocks', () => {
+  const audiences = async (callId: string) =>
+    (await h.events())
+      .filter((e) => e.subject.startsWith('social.call.') && (e.data.call as { id: string }).id === callId)
+      .map((e) => [...(e.data.participantIds as string[])].sort());
+
+  it('leaves out whoever blocked the one acting, and whoever blocked the caller unless they joined', async () => {
+    const [alice, bob, carol, dave] = [await h.addUser(), await h.addUser(), await h.addUser(), await h.addUser()];
+    const id = await conversation(carol, alice, bob, dave);
+    expect((await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
+    expect((await h.call(dave, 'POST', '/v1/friends/block', { userId: carol.id })).status).toBe(201);
+    const call = (await ring(alice, id)).body;
+    expect((await act(carol, call.id, 'accept')).status).toBe(200);
+    expect((await act(dave, call.id, 'accept')).status).toBe(200);
+    expect((await act(bob, call.id, 'accept')).status).toBe(200);
+    expect(await audiences(call.id)).toEqual([
+      [alice.id, carol.id, dave.id].sort(),
+      [alice.id, carol.id].sort(),
+      [alice.id, carol.id, dave.id].sort(),
+      [alice.id, bob.id, carol.id, dave.id].sort(),
+    ]);
   });
 });
 

@@ -46,6 +46,23 @@ describe('POST /v1/dm/conversations/{id}/typing', () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it('leaves out of a group typing event whoever blocked the typist', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const group = (await h.call(carol, 'POST', '/v1/dm/conversations', { userIds: [alice.id, bob.id] })).body;
+    expect((await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
+    await h.runtime.relay.flush();
+    const typingOf = async (user: typeof alice) => {
+      const stream = await h.runtime.bus.jsm.streams.info(h.runtime.bus.name('SOCIAL'));
+      expect((await h.call(user, 'POST', `/v1/dm/conversations/${group.id}/typing`)).status).toBe(204);
+      const msg = await h.runtime.bus.jsm.streams.getMessage(h.runtime.bus.name('SOCIAL'), { seq: stream.state.last_seq + 1 });
+      return msg?.json<{ data: { userId: string; participantIds: string[] } }>().data;
+    };
+    expect(await typingOf(alice)).toMatchObject({ userId: alice.id, participantIds: [alice.id, carol.id].sort() });
+    // The block is Bob's: he still reaches Alice, and Carol reaches everyone.
+    expect(await typingOf(bob)).toMatchObject({ userId: bob.id, participantIds: [alice.id, bob.id, carol.id].sort() });
+    expect(await typingOf(carol)).toMatchObject({ userId: carol.id, participantIds: [alice.id, bob.id, carol.id].sort() });
+  });
+
   it('answers 404 to someone outside the conversation', async () => {
     const [alice, bob, eve] = [await h.addUser(), await h.addUser(), await h.addUser()];
     const conversation = (await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).body;

@@ -381,7 +381,11 @@ const callRoutes = {
     params: CallParams,
     status: 200,
     response: JoinedCall,
-    errors: { ...CALL_VISIBILITY, 409: 'The call has ended' },
+    errors: {
+      ...CALL_VISIBILITY,
+      403: 'Blocked: in a 1:1 call, one of the two blocked the other',
+      409: 'The call has ended, or the caller is already in it',
+    },
   }),
   declineCall: defineRoute({
     method: 'POST',

@@ -74,14 +74,30 @@ export function lockPasswordReset(tx: Queryable, userId: string): Promise<Stored
   ]);
 }
 
-/** A new reset code replaces the previous one, with fresh attempts. */
-export async function upsertPasswordReset(tx: Queryable, userId: string, codeHash: Buffer, codeExpiresAt: Date): Promise<void> {
-  await exec(
-    tx,
-    `INSERT INTO password_resets (user_id, code_hash, code_expires_at) VALUES ($1, $2, $3)
-     ON CONFLICT (user_id) DO UPDATE SET code_hash = $2, code_expires_at = $3, failed_attempts = 0, code_sent_at = now()`,
-    [userId, codeHash, codeExpiresAt],
+/**
+ * Issues a reset code to the account `userId` in one statement (the same for an id that names no
+ * account, which issues nothing): not when its code was sent less than `resendIntervalMs` ago, nor
+ * when it had `maxFailures` wrong codes within `failureWindowMs`. A new code replaces the previous
+ * one, with fresh attempts. The conflict takes the previous code's row lock and reads it afresh, so
+ * of two concurrent requests only one issues. True when a code was issued.
+ */
+export async function issuePasswordReset(
+  db: Queryable,
+  r: { userId: string; codeHash: Buffer; codeExpiresAt: Date; resendIntervalMs: number; failureWindowMs: number; maxFailures: number },
+): Promise<boolean> {
+  const issued = await maybeOne<{ user_id: string }>(
+    db,
+    `INSERT INTO password_resets AS r (user_id, code_hash, code_expires_at)
+     SELECT u.id, $2, $3 FROM users u
+     WHERE u.id = $1
+       AND (SELECT count(*) FROM password_reset_failures f
+            WHERE f.user_id = u.id AND f.failed_at > now() - make_interval(secs => $5 / 1000.0)) < $6
+     ON CONFLICT (user_id) DO UPDATE SET code_hash = $2, code_expires_at = $3, failed_attempts = 0, code_sent_at = now()
+       WHERE r.code_sent_at <= now() - make_interval(secs => $4 / 1000.0)
+     RETURNING r.user_id`,
+    [r.userId, r.codeHash, r.codeExpiresAt, r.resendIntervalMs, r.failureWindowMs, r.maxFailures],
   );
+  return issued !== undefined;
 }
 
 export async function countResetFailure(tx: Queryable, userId: string): Promise<void> {

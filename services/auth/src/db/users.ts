@@ -3,6 +3,7 @@ import {
   type Badge,
   type BadgeId,
   FOUNDER_BADGE,
+  type SeenStatus,
   type SelfUser,
   type UpdateProfileBody,
   type User,
@@ -51,24 +52,28 @@ export const badgesOf = (row: UserRow, policy: BadgePolicy): Badge[] => {
   return BADGES.filter((b) => ids.has(b.id));
 };
 
-/** What anyone may see of a user: never the email or the hash; "invisible" shows as offline. */
-export function toUser(row: UserRow, policy: BadgePolicy): z.input<typeof User> {
+/**
+ * What anyone may see of a user: never the email or the hash, and the status others see now
+ * (`seen`, the gateway's: offline while no session is connected or when invisible), with the custom
+ * status only while they are seen (the gateway clears it for offline too).
+ */
+export function toUser(row: UserRow, policy: BadgePolicy, seen: SeenStatus): z.input<typeof User> {
   return {
     id: row.id,
     username: row.username,
     displayName: row.display_name,
     avatarUrl: row.avatar_url,
     bio: row.bio,
-    status: row.status === 'invisible' ? 'offline' : row.status,
-    customStatus: row.custom_status,
+    status: seen,
+    customStatus: seen === 'offline' ? '' : row.custom_status,
     badges: badgeIdsOf(row, policy),
     createdAt: row.created_at,
   };
 }
 
-/** The account as its owner sees it. */
+/** The account as its owner sees it: the status and custom status they chose. */
 export function toSelfUser(row: UserRow, policy: BadgePolicy): z.input<typeof SelfUser> {
-  return { ...toUser(row, policy), status: row.status, email: row.email };
+  return { ...toUser(row, policy, 'offline'), status: row.status, customStatus: row.custom_status, email: row.email };
 }
 
 export function toUserEvent(row: UserRow, policy: BadgePolicy): UserEventData {

@@ -19,6 +19,7 @@ import {
   judgeCode,
   newEmailCode,
   passwordMatches,
+  presentedCodeHashes,
 } from './secrets.ts';
 import { startSession } from './sessions.ts';
 
@@ -82,7 +83,7 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
   const outcome = await withTx(deps.pool, async (tx): Promise<{ verdict: CodeVerdict; pair?: Pair }> => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
-    const verdict = judgeCode(pending, hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code));
+    const verdict = judgeCode(pending, presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code));
     if (verdict === 'wrong') await codes.countPendingFailure(tx, pendingId);
     if (verdict !== 'ok') return { verdict };
     await codes.deletePendingRegistration(tx, pendingId);

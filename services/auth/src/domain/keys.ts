@@ -29,8 +29,13 @@ export interface SigningKeys {
   jwks: { keys: JWK[] };
   /** Verifies with the published keys, without a network hop (auth verifies its own tokens). */
   getKey: JWTVerifyGetKey;
-  /** Keys the HMAC of emailed codes; derived from the signing key, so there is no extra secret to manage. */
+  /** Keys the HMAC of new emailed codes; derived from the signing key, so there is no extra secret to manage. */
   codeSecret: Buffer;
+  /**
+   * The same secret of every key in the set, the signer's first: a presented code is checked against
+   * each, so codes issued just before a rotation (or by a replica still signing with the old key) keep working.
+   */
+  codeSecrets: Buffer[];
 }
 
 // Private members of the JWK types we accept (OKP and EC): never published.
@@ -61,8 +66,13 @@ export async function signingKeysFrom(privateJwks: JWK[], algorithm: SigningAlgo
     privateKey,
     jwks,
     getKey: createLocalJWKSet(jwks),
-    codeSecret: Buffer.from(hkdfSync('sha256', base64url.decode(signer.d as string), Buffer.alloc(0), 'chat-auth email codes', 32)),
+    codeSecret: codeSecretOf(signer),
+    codeSecrets: [signer, ...privateJwks.filter((jwk) => jwk !== signer)].map(codeSecretOf),
   };
+}
+
+function codeSecretOf(jwk: JWK): Buffer {
+  return Buffer.from(hkdfSync('sha256', base64url.decode(jwk.d as string), Buffer.alloc(0), 'chat-auth email codes', 32));
 }
 
 function publicPart(jwk: JWK): JWK {

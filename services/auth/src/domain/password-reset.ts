@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Queryable, withTx } from '@chat/kit';
 import * as codes from '../db/codes.ts';
 import * as sessions from '../db/sessions.ts';
@@ -6,32 +7,41 @@ import type { AuthDomainDeps } from '../deps.ts';
 import { invalidCode } from './accounts.ts';
 import { sendCapped } from './mail-limit.ts';
 import { codeMail } from './mailer.ts';
-import { CODE_RESEND_INTERVAL_MS, CODE_TTL_MS, hashEmailCode, hashPassword, judgeCode, newEmailCode } from './secrets.ts';
+import {
+  CODE_RESEND_INTERVAL_MS,
+  CODE_TTL_MS,
+  hashEmailCode,
+  hashPassword,
+  judgeCode,
+  newEmailCode,
+  presentedCodeHashes,
+} from './secrets.ts';
 import { announceRevoked } from './sessions.ts';
+
+const DAY_MS = 86_400_000;
 
 /**
  * A known email gets a reset code (at most one a minute); an unknown one gets nothing. Both
- * answer the same, and the mail is sent after answering, so timing tells nothing either.
+ * answer the same after the same work: an unknown email's code is issued, in the same statement,
+ * to an account id that does not exist, which issues nothing. The mail is sent after answering.
  */
 export async function forgotPassword(deps: AuthDomainDeps, email: string): Promise<void> {
   const user = await users.findUserByEmail(deps.pool, email);
-  if (!user) return;
+  const userId = user?.id ?? randomUUID();
   const code = newEmailCode();
-  const issued = await withTx(deps.pool, async (tx) => {
-    const previous = await codes.lockPasswordReset(tx, user.id);
-    if (previous && previous.sinceSentMs < CODE_RESEND_INTERVAL_MS) return false;
-    if (await resetLockedOut(deps, tx, user.id)) return false;
-    const codeHash = hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code);
-    await codes.upsertPasswordReset(tx, user.id, codeHash, new Date(Date.now() + CODE_TTL_MS));
-    return true;
+  const issued = await codes.issuePasswordReset(deps.pool, {
+    userId,
+    codeHash: hashEmailCode(deps.keys.codeSecret, 'reset-password', userId, code),
+    codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
+    resendIntervalMs: CODE_RESEND_INTERVAL_MS,
+    failureWindowMs: DAY_MS,
+    maxFailures: deps.config.RESET_FAILURES_PER_DAY,
   });
-  if (!issued) return;
+  if (!issued || !user) return;
   sendCapped(deps, codeMail(user.email, 'reset-password', code)).catch((err) => {
     deps.log.error({ err, userId: user.id }, 'password reset email not sent');
   });
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * Each reset code allows 5 tries, and a new code starts afresh: the account's wrong codes over a
@@ -51,7 +61,7 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
     const stored = user && (await codes.lockPasswordReset(tx, user.id));
     if (!user || !stored) return false;
     if (await resetLockedOut(deps, tx, user.id)) return false;
-    const verdict = judgeCode(stored, hashEmailCode(deps.keys.codeSecret, 'reset-password', user.id, code));
+    const verdict = judgeCode(stored, presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', user.id, code));
     if (verdict === 'wrong') {
       await codes.countResetFailure(tx, user.id);
       await codes.recordResetFailure(tx, user.id);

@@ -1,8 +1,8 @@
 import { AUTH_SUBJECTS, type ChosenStatus, REALTIME_SUBJECTS, type SelfUser, type UpdateProfileBody, type User } from '@chat/contracts';
-import { enqueueEvent, notFound, type RequestContext, withTx } from '@chat/kit';
+import { enqueueEvent, notFound, type RequestContext, seenStatuses, withTx } from '@chat/kit';
 import type { z } from 'zod';
 import * as users from '../db/users.ts';
-import type { AuthDomainDeps } from '../deps.ts';
+import type { AuthDeps, AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
 
 export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<users.UserRow> {
@@ -42,9 +42,18 @@ export async function getMe(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: s
   return users.toSelfUser(await getUser(deps, id), badgePolicy(deps.config));
 }
 
-/** What anyone may see of a user. */
-export async function getPublicUser(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: string): Promise<z.input<typeof User>> {
-  return users.toUser(await getUser(deps, id), badgePolicy(deps.config));
+/**
+ * What anyone may see of a user, with the status others see now: auth stores only the choice, the
+ * gateway knows who is connected (asked as social's lists ask it; offline when it does not answer).
+ */
+export async function getPublicUser(
+  deps: Pick<AuthDeps, 'pool' | 'config' | 'bus'>,
+  ctx: Pick<RequestContext, 'requestId'>,
+  id: string,
+): Promise<z.input<typeof User>> {
+  const row = await getUser(deps, id);
+  const seen = await seenStatuses(deps.bus, [row.id], ctx.requestId);
+  return users.toUser(row, badgePolicy(deps.config), seen(row.id));
 }
 
 /** Changes the caller's profile and answers it as its owner sees it. */

@@ -41,6 +41,19 @@ export function hashEmailCode(secret: Buffer, purpose: 'verify-email' | 'reset-p
   return createHmac('sha256', secret).update(`${purpose}:${subjectId}:${code}`).digest();
 }
 
+/**
+ * What a presented code is checked against: its HMAC under each key's secret (`SigningKeys.codeSecrets`),
+ * as a code issued under the previous signing key stays valid after a rotation.
+ */
+export function presentedCodeHashes(
+  secrets: Buffer[],
+  purpose: 'verify-email' | 'reset-password',
+  subjectId: string,
+  code: string,
+): Buffer[] {
+  return secrets.map((secret) => hashEmailCode(secret, purpose, subjectId, code));
+}
+
 /** How many wrong codes end a registration or a reset. */
 export const MAX_CODE_ATTEMPTS = 5;
 export const CODE_TTL_MS = 15 * 60_000;
@@ -51,9 +64,11 @@ export const codeExhausted = (stored: { failedAttempts: number }) => stored.fail
 
 export type CodeVerdict = 'ok' | 'wrong' | 'expired' | 'exhausted';
 
-/** The one rule for an emailed code: attempts left, not expired, equal in constant time. */
-export function judgeCode(stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number }, presented: Buffer): CodeVerdict {
+/** The one rule for an emailed code: attempts left, not expired, equal (to any of its `presented` forms) in constant time. */
+export function judgeCode(stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number }, presented: Buffer[]): CodeVerdict {
   if (codeExhausted(stored)) return 'exhausted';
   if (Date.parse(stored.codeExpiresAt) <= Date.now()) return 'expired';
-  return timingSafeEqual(stored.codeHash, presented) ? 'ok' : 'wrong';
+  // Every form is compared, so the time does not tell which key matched.
+  const equal = presented.filter((hash) => timingSafeEqual(stored.codeHash, hash));
+  return equal.length > 0 ? 'ok' : 'wrong';
 }

@@ -12,7 +12,7 @@ import {
 } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import * as calls from '../db/calls.ts';
-import { conversationForParticipant, lockConversation } from '../db/conversations.ts';
+import { type ConversationAccess, conversationForParticipant, lockConversation } from '../db/conversations.ts';
 import { participantAccess } from './conversations.ts';
 import { writeMessage } from './messages.ts';
 
@@ -30,12 +30,14 @@ export interface CallDeps {
   now: () => Date;
 }
 
-type Change = { subject: (typeof CALL_SUBJECTS)[keyof typeof CALL_SUBJECTS]; call: Call; audience: string[] };
+type Subject = (typeof CALL_SUBJECTS)[keyof typeof CALL_SUBJECTS];
+
+const BLOCKED_CALL = 'You cannot call this user: one of you has blocked the other';
 
 export async function startCall(deps: CallDeps, ctx: RequestContext, conversationId: string): Promise<JoinedCall> {
   const call = await withTx(deps.pool, async (tx) => {
     const access = await participantAccess(tx, ctx, conversationId, { lock: true });
-    if (access.blocked) throw forbidden('You cannot call this user: one of you has blocked the other');
+    if (access.blocked) throw forbidden(BLOCKED_CALL);
     // Whoever blocked the caller is not rung (and does not learn of the call).
     const rung = access.audienceIds.filter((id) => id !== ctx.userId);
     if (rung.length === 0) throw conflict('There is nobody else in this conversation to call');
@@ -47,7 +49,7 @@ export async function startCall(deps: CallDeps, ctx: RequestContext, conversatio
     }
     const call = (await calls.findCall(tx, id)) as Call;
     await postCallMessage(tx, ctx.requestId, call);
-    return publish(tx, ctx, { subject: CALL_SUBJECTS.created, call, audience: access.audienceIds });
+    return publish(tx, ctx, CALL_SUBJECTS.created, call, access.audienceIds);
   });
   return { ...call, grant: await grantFor(deps, call, ctx.userId) };
 }
@@ -59,41 +61,73 @@ export async function getCall(deps: Pick<CallDeps, 'pool'>, ctx: RequestContext,
   return call;
 }
 
-/** Answers a ringing call, or rejoins a live one left earlier; the call becomes active. */
+/**
+ * Answers a call ringing for the caller, or rejoins a live one left (or declined) earlier; the call
+ * becomes active. Whoever is in it already, the one who rang above all, has nothing to answer: their
+ * "accept" would make a call nobody answered active and stop its ring from ending as missed.
+ */
 export async function acceptCall(deps: CallDeps, ctx: RequestContext, callId: string): Promise<JoinedCall> {
-  const call = await change(deps, ctx, callId, async (tx, current, audience) => {
+  const call = await change(deps, ctx, callId, async (tx, current, access) => {
     if (current.state === 'ended') throw conflict('The call has ended');
+    // As a ring: a block in a 1:1 conversation hands out no grant for its room, also to someone who left and comes back.
+    if (access.blocked) throw forbidden(BLOCKED_CALL);
+    if (stateOf(current, ctx.userId) === 'joined') throw conflict('You are already in this call');
     await calls.setParticipantState(tx, callId, ctx.userId, 'joined');
     await calls.markAnswered(tx, callId, deps.now());
-    return { subject: CALL_SUBJECTS.updated, audience };
+    return CALL_SUBJECTS.updated;
   });
   return { ...call, grant: await grantFor(deps, call, ctx.userId) };
 }
 
 /** Declines a call ringing for the caller; a call that nobody answered ends when nobody is left ringing. */
 export function declineCall(deps: CallDeps, ctx: RequestContext, callId: string): Promise<Call> {
-  return change(deps, ctx, callId, async (tx, current, audience) => {
+  return change(deps, ctx, callId, async (tx, current) => {
     if (stateOf(current, ctx.userId) !== 'ringing' || current.state === 'ended') throw conflict('The call is not ringing for you');
-    await calls.setParticipantState(tx, callId, ctx.userId, 'declined');
-    const stillRinging = current.participants.some((p) => p.userId !== ctx.userId && p.state === 'ringing');
-    if (current.state === 'ringing' && !stillRinging) {
-      await calls.markEnded(tx, callId, deps.now(), 'declined');
-      return { subject: CALL_SUBJECTS.ended, audience };
-    }
-    return { subject: CALL_SUBJECTS.updated, audience };
+    return decline(tx, current, ctx.userId, deps.now());
   });
 }
 
 /** Leaves a call; the last one out ends it (the caller hanging up before anyone answered: missed). */
 export function leaveCall(deps: CallDeps, ctx: RequestContext, callId: string): Promise<Call> {
-  return change(deps, ctx, callId, async (tx, current, audience) => {
+  return change(deps, ctx, callId, async (tx, current) => {
     if (stateOf(current, ctx.userId) !== 'joined' || current.state === 'ended') throw conflict('You are not in this call');
-    await calls.setParticipantState(tx, callId, ctx.userId, 'left');
-    const othersIn = current.participants.some((p) => p.userId !== ctx.userId && p.state === 'joined');
-    if (othersIn) return { subject: CALL_SUBJECTS.updated, audience };
-    await calls.markEnded(tx, callId, deps.now(), current.answeredAt ? 'completed' : 'missed');
-    return { subject: CALL_SUBJECTS.ended, audience };
+    return hangUp(tx, current, ctx.userId, deps.now());
   });
+}
+
+/**
+ * Takes the caller, about to leave the conversation of `access` (whose row lock the transaction
+ * holds), out of its live call as their own leave (joined) or decline (rung) would, with the same
+ * events and message: once out of the conversation they could not do either, and a call they
+ * stayed joined in would never end.
+ */
+export async function leaveLiveCall(tx: Queryable, ctx: RequestContext, access: ConversationAccess, now: Date): Promise<void> {
+  const [live] = await calls.liveCallsOf(tx, [access.id]);
+  if (!live) return;
+  const current = (await calls.findCall(tx, live.id, { lock: true })) as Call;
+  const state = current.state === 'ended' ? undefined : stateOf(current, ctx.userId);
+  if (state === 'joined') await settle(tx, ctx, current.id, await hangUp(tx, current, ctx.userId, now), access);
+  if (state === 'ringing') await settle(tx, ctx, current.id, await decline(tx, current, ctx.userId, now), access);
+}
+
+/** `userId` declines; a call nobody answered ends (declined) when nobody is left ringing. */
+async function decline(tx: Queryable, call: Call, userId: string, now: Date): Promise<Subject> {
+  await calls.setParticipantState(tx, call.id, userId, 'declined');
+  const stillRinging = call.participants.some((p) => p.userId !== userId && p.state === 'ringing');
+  if (call.state === 'ringing' && !stillRinging) {
+    await calls.markEnded(tx, call.id, now, 'declined');
+    return CALL_SUBJECTS.ended;
+  }
+  return CALL_SUBJECTS.updated;
+}
+
+/** `userId` leaves; the last one out ends the call (`missed` when nobody had answered). */
+async function hangUp(tx: Queryable, call: Call, userId: string, now: Date): Promise<Subject> {
+  await calls.setParticipantState(tx, call.id, userId, 'left');
+  const othersIn = call.participants.some((p) => p.userId !== userId && p.state === 'joined');
+  if (othersIn) return CALL_SUBJECTS.updated;
+  await calls.markEnded(tx, call.id, now, call.answeredAt ? 'completed' : 'missed');
+  return CALL_SUBJECTS.ended;
 }
 
 /**
@@ -134,7 +168,7 @@ async function change(
   deps: CallDeps,
   ctx: RequestContext,
   callId: string,
-  apply: (tx: Queryable, call: Call, audience: string[]) => Promise<Omit<Change, 'call'>>,
+  apply: (tx: Queryable, call: Call, access: ConversationAccess) => Promise<Subject>,
 ): Promise<Call> {
   return withTx(deps.pool, async (tx) => {
     // The conversation's row lock before the call's, in the order a ring takes them: a change that
@@ -143,11 +177,28 @@ async function change(
     const access = found && (await conversationForParticipant(tx, found.conversationId, ctx.userId, { lock: true }));
     if (!found || !access) throw notFound('Call');
     const current = (await calls.findCall(tx, callId, { lock: true })) as Call;
-    const { subject, audience } = await apply(tx, current, access.participantIds);
-    const call = (await calls.findCall(tx, callId)) as Call;
-    if (call.state === 'ended') await postCallMessage(tx, ctx.requestId, call);
-    return publish(tx, ctx, { subject, audience, call });
+    return settle(tx, ctx, callId, await apply(tx, current, access), access);
   });
+}
+
+/** After a change by the caller (`access` is theirs): the message of a call that ended, and the event. */
+async function settle(tx: Queryable, ctx: RequestContext, callId: string, subject: Subject, access: ConversationAccess): Promise<Call> {
+  const call = (await calls.findCall(tx, callId)) as Call;
+  if (call.state === 'ended') await postCallMessage(tx, ctx.requestId, call);
+  return publish(tx, ctx, subject, call, await audienceOf(tx, call, ctx.userId, access));
+}
+
+/**
+ * Who hears of a change to a call: the participants who did not block the one who changed it and,
+ * of those who blocked the caller, only someone who joined the call anyway: the ring did not reach
+ * them (startCall), so neither does the rest of the call.
+ */
+async function audienceOf(tx: Queryable, call: Call, actorId: string, actor: ConversationAccess): Promise<string[]> {
+  if (actorId === call.initiatorId) return actor.audienceIds;
+  // A caller who has left the group since blocks nobody out of it any more.
+  const caller = await conversationForParticipant(tx, call.conversationId, call.initiatorId);
+  const reached = new Set([...(caller?.audienceIds ?? actor.participantIds), ...call.participants.map((p) => p.userId)]);
+  return actor.audienceIds.filter((id) => reached.has(id));
 }
 
 /**
@@ -182,9 +233,9 @@ function callMessageType(call: Call): 'call_started' | 'call_missed' | 'call_end
 
 const secondsBetween = (from: string, to: string) => Math.max(0, Math.round((Date.parse(to) - Date.parse(from)) / 1000));
 
-async function publish(tx: Queryable, ctx: RequestContext, c: Change): Promise<Call> {
-  await enqueueEvent(tx, c.subject, { call: c.call, participantIds: c.audience } satisfies CallEvent, ctx.requestId);
-  return c.call;
+async function publish(tx: Queryable, ctx: RequestContext, subject: Subject, call: Call, audience: string[]): Promise<Call> {
+  await enqueueEvent(tx, subject, { call, participantIds: audience } satisfies CallEvent, ctx.requestId);
+  return call;
 }
 
 const stateOf = (call: Call, userId: string) => call.participants.find((p) => p.userId === userId)?.state;

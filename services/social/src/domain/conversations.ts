@@ -20,12 +20,8 @@ import {
   type ConversationView,
   conversationForParticipant,
   conversationsOf,
-  deleteConversation,
-  deleteParticipant,
   insertGroupConversation,
   insertPairConversation,
-  lockGroupParticipants,
-  setOwner,
 } from '../db/conversations.ts';
 import { messagesByIds } from '../db/messages.ts';
 import { dmReactions } from '../db/reactions.ts';
@@ -100,29 +96,6 @@ async function openGroup(tx: Queryable, others: string[], ctx: RequestContext) {
   const id = uuidv7();
   await insertGroupConversation(tx, id, ctx.userId, [ctx.userId, ...others]);
   return { id, created: true };
-}
-
-/**
- * The caller leaves a group. The owner's leaving hands the group to the participant who joined
- * first (ties by user id); the last one out removes the group and its messages.
- */
-export async function leaveConversation(deps: Deps, ctx: RequestContext, id: string): Promise<void> {
-  await withTx(deps.pool, async (tx) => {
-    const access = await participantAccess(tx, ctx, id, { lock: true });
-    if (!access.isGroup) throw badRequest('A direct conversation cannot be left');
-    const remaining = (await lockGroupParticipants(tx, id)).filter((userId) => userId !== ctx.userId);
-    await deleteParticipant(tx, id, ctx.userId);
-    let ownerId = access.ownerId;
-    if (remaining.length === 0) {
-      await deleteConversation(tx, id);
-      ownerId = null;
-    } else if (ownerId === ctx.userId) {
-      ownerId = remaining[0]!;
-      await setOwner(tx, id, ownerId);
-    }
-    const data = { conversationId: id, userId: ctx.userId, ownerId, participantIds: remaining };
-    await enqueueEvent(tx, SOCIAL_SUBJECTS.conversationLeft, data, ctx.requestId);
-  });
 }
 
 export async function conversationOf(deps: Deps, ctx: RequestContext, id: string): Promise<Conversation> {

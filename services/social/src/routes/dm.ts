@@ -2,7 +2,8 @@ import { socialRoutes as r, searchRoutes } from '@chat/contracts';
 import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SocialDeps } from '../deps.ts';
-import { conversationOf, leaveConversation, listConversations, openConversation } from '../domain/conversations.ts';
+import { conversationOf, listConversations, openConversation } from '../domain/conversations.ts';
+import { leaveConversation } from '../domain/groups.ts';
 import { deleteMessage, editMessage, listMessages, react, searchDirectMessages, sendMessage } from '../domain/messages.ts';
 import { startTyping } from '../domain/typing.ts';
 
