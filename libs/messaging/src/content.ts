@@ -1,5 +1,5 @@
-import { EXCERPT_LENGTH } from '@chat/contracts';
-import { badRequest } from '@chat/kit';
+import { EXCERPT_LENGTH, type MessageType } from '@chat/contracts';
+import { badRequest, forbidden } from '@chat/kit';
 import type { StoredFile } from './attachments.ts';
 
 /** A message needs words or files: content may be blank only when it carries attachments. */
@@ -12,6 +12,14 @@ export function assertHasBody(content: string, attachments: Record<string, Store
 /** The type of a message someone writes: a reply when it answers another message. */
 export function writtenMessageType(replyToId: string | null): 'default' | 'reply' {
   return replyToId === null ? 'default' : 'reply';
+}
+
+/** What people write; a system message (a join, a pin, a call) stays as posted. */
+const EDITABLE_TYPES: ReadonlySet<MessageType> = new Set(['default', 'reply']);
+
+/** Only what people write can be edited, even by its author (who joined, pinned or rang): Discord refuses with 50021. */
+export function assertEditable(type: MessageType): void {
+  if (!EDITABLE_TYPES.has(type)) throw forbidden('Cannot edit a system message');
 }
 
 /** The message with the client's nonce, when it sent one (Discord echoes it on the post and its event only). */

@@ -1,4 +1,4 @@
-import { EmbedsResolved, MEDIA_SUBJECTS, STREAMS } from '@chat/contracts';
+import { EmbedsResolved, type LinkPreview, MEDIA_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool, type Queryable } from '@chat/kit';
 
 /**
@@ -18,4 +18,43 @@ export function consumeResolvedEmbeds(
     spec: { stream: STREAMS.media.name, durable, filter: MEDIA_SUBJECTS.embedsResolved },
     handle: async (event, tx) => store(tx, EmbedsResolved.parse(event.data)),
   });
+}
+
+/** Discord embeds the first five links of a message; so do we. */
+export const MAX_EMBEDS = 5;
+
+/**
+ * The http(s) links of a message, in order, without repeats: the ones media previews. As on
+ * Discord, a link wrapped in `<...>` is not embedded; trailing punctuation that ends a sentence is
+ * not part of the link.
+ */
+export function linksIn(content: string): string[] {
+  const links: string[] = [];
+  for (const match of content.matchAll(/(<)?(https?:\/\/[^\s<>]+)(>)?/gi)) {
+    if (match[1] && match[3]) continue;
+    const link = (match[2] ?? '').replace(/[.,;:!?)\]'"]+$/, '');
+    if (URL.canParse(link) && !links.includes(link)) links.push(link);
+    if (links.length === MAX_EMBEDS) break;
+  }
+  return links;
+}
+
+/**
+ * Of these previews, those of links the content has: a message carries previews of its current
+ * text only. An edit keeps the previews of the links it keeps and drops the others (new links get
+ * none: media resolves posted messages only), and previews resolved for a text edited meanwhile
+ * are stored only for the links it kept. A preview names its link as media's cache does: parsed,
+ * without its fragment or an empty query.
+ */
+export function previewsOfLinksIn(content: string, previews: readonly LinkPreview[]): LinkPreview[] {
+  const links = new Set(linksIn(content).map(previewUrlOf));
+  return previews.filter((p) => links.has(p.url));
+}
+
+function previewUrlOf(link: string): string {
+  const url = new URL(link);
+  url.hash = '';
+  // An empty query (`/page?`) is the same page: setting it drops the lone "?".
+  if (url.search === '') url.search = '';
+  return url.href;
 }

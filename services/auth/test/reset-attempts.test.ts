@@ -3,7 +3,7 @@ import { TokenPair } from '@chat/contracts';
 import { countRoundTrips } from '@chat/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSmtpMailer } from '../src/domain/mailer.ts';
-import { forgotPassword } from '../src/domain/password-reset.ts';
+import { forgotPassword, resetPassword } from '../src/domain/password-reset.ts';
 import { newAccount, startAuth, startMailbox } from './helpers.ts';
 
 const mailbox = await startMailbox();
@@ -100,5 +100,33 @@ describe('forgot-password', () => {
     expect((await storedCode(user.id)).code_hash).toEqual(issued.code_hash);
     const resets = await runtime.pool.query('SELECT count(*)::int AS n FROM password_resets WHERE user_id = $1', [user.id]);
     expect(resets.rows[0].n).toBe(1);
+  });
+});
+
+describe('reset-password', () => {
+  const deps = { pool: runtime.pool, config, keys, mailer, log: runtime.log };
+  /** The statements one reset sends, and what it answers (a right answer would be undefined). */
+  const attempt = async (email: string) => {
+    const { result, statements } = await countRoundTrips(() =>
+      resetPassword(deps, email, '123456', 'a new password').then(
+        () => undefined,
+        (err: { status?: number; message?: string }) => ({ status: err.status, message: err.message }),
+      ),
+    );
+    return { result, statements };
+  };
+
+  it('sends the same statements for a known email without a pending code and an unknown email, and changes nothing', async () => {
+    const user = await account();
+    const known = await attempt(user.email);
+    const unknown = await attempt(`nobody_${randomUUID()}@example.test`);
+    expect(unknown).toEqual(known);
+    expect(known.result).toEqual({ status: 400, message: 'Invalid or expired code' });
+    expect(known.statements).toHaveLength(4);
+
+    const failures = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);
+    expect(failures.rows[0].n).toBe(0);
+    expect(await storedCode(user.id)).toBeUndefined();
+    expect((await post('/v1/auth/login', { login: user.email, password: user.password })).statusCode).toBe(200);
   });
 });

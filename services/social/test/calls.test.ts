@@ -341,6 +341,33 @@ describe('the messages a call leaves in its conversation', () => {
     expect((await createdEventsOf(id)).map((e) => e.message.type)).toEqual(['call_started', 'call_missed', 'call_started', 'call_missed']);
   });
 
+  it('answers 403 to the caller editing the call_started and call_missed they authored, and changes nothing', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    const call = (await ring(alice, id)).body;
+    expect((await act(bob, call.id, 'decline')).status).toBe(200);
+    const before = await messagesOf(alice, id);
+    expect(before.map((m) => [m.type, m.senderId])).toEqual([
+      ['call_missed', alice.id],
+      ['call_started', alice.id],
+    ]);
+
+    for (const message of before) {
+      const edited = await h.call(alice, 'PATCH', `/v1/dm/messages/${message.id}`, { content: 'free nitro at https://phish.test' });
+      expect(edited).toEqual({ status: 403, body: { error: 'Cannot edit a system message' } });
+    }
+    expect(await messagesOf(bob, id)).toEqual(before);
+    const stored = await h.runtime.pool.query('SELECT content, edited_at FROM direct_messages WHERE conversation_id = $1', [id]);
+    expect(stored.rows).toEqual([
+      { content: '', edited_at: null },
+      { content: '', edited_at: null },
+    ]);
+    const updates = (await h.events('social.dm.updated')).filter(
+      (e) => (e.data.message as { conversationId: string }).conversationId === id,
+    );
+    expect(updates).toEqual([]);
+  });
+
   it('writes nothing when the ring is refused', async () => {
     const [alice, bob] = [await h.addUser(), await h.addUser()];
     const id = await conversation(alice, bob);

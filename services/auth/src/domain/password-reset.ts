@@ -52,25 +52,31 @@ function resetLockedOut(deps: AuthDomainDeps, db: Queryable, userId: string): Pr
   return codes.countResetFailures(db, userId, DAY_MS).then((n) => n >= deps.config.RESET_FAILURES_PER_DAY);
 }
 
-/** A right code sets the password, uses the code up and ends every session of the account. */
+/**
+ * A right code sets the password, uses the code up and ends every session of the account. An
+ * unknown email looks for the code of an id that names no account, so it sends the same statements
+ * as a known email without a code pending (as forgotPassword): the round trips do not tell whether
+ * the email has an account.
+ */
 export async function resetPassword(deps: AuthDomainDeps, email: string, code: string, password: string): Promise<void> {
   const user = await users.findUserByEmail(deps.pool, email);
+  const userId = user?.id ?? randomUUID();
   // Hashed before looking at the code, so a right and a wrong code take the same time.
   const passwordHash = await hashPassword(password);
   const done = await withTx(deps.pool, async (tx) => {
-    const stored = user && (await codes.lockPasswordReset(tx, user.id));
-    if (!user || !stored) return false;
-    if (await resetLockedOut(deps, tx, user.id)) return false;
-    const verdict = judgeCode(stored, presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', user.id, code));
+    const stored = await codes.lockPasswordReset(tx, userId);
+    if (!stored) return false;
+    if (await resetLockedOut(deps, tx, userId)) return false;
+    const verdict = judgeCode(stored, presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', userId, code));
     if (verdict === 'wrong') {
-      await codes.countResetFailure(tx, user.id);
-      await codes.recordResetFailure(tx, user.id);
+      await codes.countResetFailure(tx, userId);
+      await codes.recordResetFailure(tx, userId);
     }
     if (verdict !== 'ok') return false;
-    await users.updatePassword(tx, user.id, passwordHash);
-    await codes.deletePasswordReset(tx, user.id);
-    await codes.clearResetFailures(tx, user.id);
-    await announceRevoked(tx, await sessions.revokeUserSessions(tx, user.id, 'password reset'));
+    await users.updatePassword(tx, userId, passwordHash);
+    await codes.deletePasswordReset(tx, userId);
+    await codes.clearResetFailures(tx, userId);
+    await announceRevoked(tx, await sessions.revokeUserSessions(tx, userId, 'password reset'));
     return true;
   });
   if (!done) throw invalidCode();

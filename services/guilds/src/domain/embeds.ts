@@ -1,7 +1,7 @@
 import type { EmbedsResolved } from '@chat/contracts';
 import type { Queryable } from '@chat/kit';
+import { previewsOfLinksIn } from '@chat/messaging';
 import { findMessage, setMessageEmbeds } from '../db/messages.ts';
-import { previewsOfLinksIn } from './link-previews.ts';
 import { emitMessageEvent } from './messages.ts';
 
 /**

@@ -3,7 +3,6 @@ import {
   type ChannelMessagesQuery,
   type MESSAGES_EVENTS,
   type MessageMentions,
-  type MessageType,
   Permission,
   type SendMessageBody,
 } from '@chat/contracts';
@@ -19,7 +18,15 @@ import {
   tooManyRequests,
   withTx,
 } from '@chat/kit';
-import { assertHasBody, resolveAttachments, withNonce, withReactions as withViewerReactions, writtenMessageType } from '@chat/messaging';
+import {
+  assertEditable,
+  assertHasBody,
+  previewsOfLinksIn,
+  resolveAttachments,
+  withNonce,
+  withReactions as withViewerReactions,
+  writtenMessageType,
+} from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import {
@@ -37,7 +44,6 @@ import { messageReactions } from '../db/reactions.ts';
 import { type ChannelAccess, channelAccess, requirePermission } from './access.ts';
 import type { ChannelLists } from './channel-list.ts';
 import type { Ctx, Domain } from './context.ts';
-import { previewsOfLinksIn } from './link-previews.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
 import { has } from './permissions.ts';
 import { AccessSnapshots, postingSnapshot } from './post-access.ts';
@@ -198,16 +204,13 @@ export async function listMessages(d: Domain, ctx: Ctx, channelId: string, query
   return withReactions(d.pool, await pageOfMessages(d.pool, channelId, query), ctx.userId);
 }
 
-/** What people write; system messages (a join, a pin) stay as posted, as Discord refuses to edit them (50021). */
-const EDITABLE_TYPES: ReadonlySet<MessageType> = new Set(['default', 'reply']);
-
 export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messageId: string, content: string): Promise<ChannelMessage> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
   const updated = await withTx(d.pool, async (tx) => {
     const current = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!current) throw notFound('Message');
     // Its author is who joined or pinned: without this, they could rewrite what the platform said.
-    if (!EDITABLE_TYPES.has(current.type)) throw forbidden('Cannot edit a system message');
+    assertEditable(current.type);
     if (current.authorId !== ctx.userId) throw forbidden('You can only edit your own messages');
     assertHasBody(content, current.attachments);
     const mentions: MessageMentions = await resolveMentions(

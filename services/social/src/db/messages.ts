@@ -206,12 +206,17 @@ export function searchMessages(
   });
 }
 
-export async function updateMessageContent(tx: Queryable, id: string, content: string): Promise<StoredMessage> {
+/** An edit: the new text and the link previews it keeps. */
+export async function updateMessageContent(
+  tx: Queryable,
+  id: string,
+  edit: { content: string; embeds: LinkPreview[] },
+): Promise<StoredMessage> {
   const row = await one<MessageRow>(
     tx,
-    `WITH m AS (UPDATE direct_messages SET content = $2, edited_at = now() WHERE id = $1 RETURNING *)
+    `WITH m AS (UPDATE direct_messages SET content = $2, embeds = $3, edited_at = now() WHERE id = $1 RETURNING *)
      SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
-    [id, content],
+    [id, edit.content, JSON.stringify(edit.embeds)],
     'Message',
   );
   return toMessage(row);
@@ -221,16 +226,31 @@ export async function deleteMessageRow(tx: Queryable, id: string): Promise<void>
   await tx.query('DELETE FROM direct_messages WHERE id = $1', [id]);
 }
 
-export type LockedMessage = { id: string; conversationId: string; senderId: string; attachments: Record<string, StoredFile> };
+export type LockedMessage = Pick<StoredMessage, 'id' | 'conversationId' | 'senderId' | 'type' | 'content' | 'embeds'> & {
+  attachments: Record<string, StoredFile>;
+};
 
-/** The message row, locked until the transaction ends, for a change by its sender (edit, delete). */
+/**
+ * The message row, locked until the transaction ends, for a change by its sender (edit, delete) or
+ * of its link previews.
+ */
 export async function lockMessage(tx: Queryable, id: string): Promise<LockedMessage | undefined> {
-  const row = await maybeOne<{ conversation_id: string; sender_id: string; attachments: Record<string, StoredFile> }>(
+  const row = await maybeOne<Pick<MessageRow, 'conversation_id' | 'sender_id' | 'type' | 'content' | 'attachments' | 'embeds'>>(
     tx,
-    'SELECT conversation_id, sender_id, attachments FROM direct_messages WHERE id = $1 FOR UPDATE',
+    'SELECT conversation_id, sender_id, type, content, attachments, embeds FROM direct_messages WHERE id = $1 FOR UPDATE',
     [id],
   );
-  return row && { id, conversationId: row.conversation_id, senderId: row.sender_id, attachments: row.attachments };
+  return (
+    row && {
+      id,
+      conversationId: row.conversation_id,
+      senderId: row.sender_id,
+      type: row.type,
+      content: row.content,
+      attachments: row.attachments,
+      embeds: row.embeds,
+    }
+  );
 }
 
 /** Stores the link previews media resolved for a message of this conversation; undefined when it is gone. */

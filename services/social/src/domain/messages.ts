@@ -18,7 +18,16 @@ import {
   type RequestContext,
   withTx,
 } from '@chat/kit';
-import { assertHasBody, type Page, resolveAttachments, withNonce, withReactions, writtenMessageType } from '@chat/messaging';
+import {
+  assertEditable,
+  assertHasBody,
+  type Page,
+  previewsOfLinksIn,
+  resolveAttachments,
+  withNonce,
+  withReactions,
+  writtenMessageType,
+} from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import { conversationIdsOf } from '../db/audience.ts';
 import type { ConversationAccess } from '../db/conversations.ts';
@@ -162,8 +171,12 @@ async function changeOwnMessage<T>(
 
 export async function editMessage(deps: Deps, ctx: RequestContext, messageId: string, content: string): Promise<DirectMessage> {
   const updated = await changeOwnMessage(deps, ctx, messageId, async (tx, current, participantIds) => {
+    // Their author is the caller: without this, the caller could rewrite what the platform said.
+    assertEditable(current.type);
     assertHasBody(content, current.attachments);
-    const message = await updateMessageContent(tx, messageId, content);
+    // A link no longer in the text loses its preview (a bank's preview must not stay on a phishing link).
+    const embeds = previewsOfLinksIn(content, current.embeds);
+    const message = await updateMessageContent(tx, messageId, { content, embeds });
     await enqueueEvent(tx, SOCIAL_SUBJECTS.dmUpdated, { message, participantIds }, ctx.requestId);
     return message;
   });
