@@ -37,7 +37,10 @@ export const SkipBody = PlayerTarget.extend({
 });
 export type SkipBody = z.infer<typeof SkipBody>;
 
-export const VolumeBody = PlayerTarget.extend({ volume: z.number().int().min(0).max(200) });
+/** 100 is as loud as the track itself; 200 doubles it. */
+const Volume = z.number().int().min(0).max(200);
+
+export const VolumeBody = PlayerTarget.extend({ volume: Volume });
 export type VolumeBody = z.infer<typeof VolumeBody>;
 
 /** POST /v1/music/queue: the same fields as play, but it never starts the player. */
@@ -48,10 +51,10 @@ export type QueueBody = z.infer<typeof QueueBody>;
 export const LoopMode = z.enum(['off', 'track', 'queue']);
 export type LoopMode = z.infer<typeof LoopMode>;
 
-/** PATCH /v1/music/{channelId}: the modes; the volume keeps its own route. */
+/** PATCH /v1/music/{channelId}: any of the volume (as POST /v1/music/volume sets it), loop and shuffle. */
 export const PlayerModesBody = z
-  .object({ loop: LoopMode.optional(), shuffle: z.boolean().optional() })
-  .refine((b) => b.loop !== undefined || b.shuffle !== undefined, { error: 'give loop or shuffle' });
+  .object({ volume: Volume.optional(), loop: LoopMode.optional(), shuffle: z.boolean().optional() })
+  .refine((b) => b.volume !== undefined || b.loop !== undefined || b.shuffle !== undefined, { error: 'give volume, loop or shuffle' });
 export type PlayerModesBody = z.infer<typeof PlayerModesBody>;
 
 export const QueueItemParams = z.object({ channelId: Id, itemId: Id });
@@ -83,7 +86,7 @@ export const PlayerState = z
     serverId: Id,
     current: CurrentTrack.nullable(),
     paused: z.boolean(),
-    volume: z.number().int().min(0).max(200),
+    volume: Volume,
     /** Upcoming tracks in play order, the current one excluded. */
     queue: z.array(Track),
     /** Grows by one with every change, so a client can drop an event older than what it has. */

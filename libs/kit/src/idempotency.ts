@@ -16,8 +16,13 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 const KEY = /^[\x21-\x7e]{1,255}$/;
-// pg_try_advisory_xact_lock(space, hash): one lock space of the kit's, apart from the relay's and migrations'.
+// The keys' advisory locks (space, hash): one lock space of the kit's, apart from the relay's and migrations'.
 const LOCK_SPACE = 727_003;
+
+/** The scope of a route whose keys belong to the caller (`idempotent: 'user'`). */
+export function userIdempotencyScope(userId: string): string {
+  return `user:${userId}`;
+}
 
 /** The key of a request: absent, or 1 to 255 visible ASCII characters (a structured-field string's quotes are dropped). */
 export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
@@ -30,8 +35,9 @@ export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
 
 /**
  * What makes two requests "the same": method, path with query, and body (keys sorted, so a client that
- * re-serialises its JSON still matches). An upload's body is a stream read only by its handler:
- * its declared length and type stand for it.
+ * re-serialises its JSON still matches). A body left to the handler as a stream is known here only
+ * by its declared length and type; a handler that reads it can do better (see
+ * streamedRequestFingerprint).
  */
 export function requestFingerprint(req: FastifyRequest): string {
   const body =
@@ -41,6 +47,16 @@ export function requestFingerprint(req: FastifyRequest): string {
   return createHash('sha256')
     .update(`${req.method} ${req.url}\n${canonicalJson(body)}`)
     .digest('base64url');
+}
+
+/**
+ * What makes two requests "the same" when the handler reads the body itself (an upload): method,
+ * path with query, and `content`, what the handler read that makes the request what it is (a
+ * file's hash and name, not the multipart framing around it, whose boundary a client draws anew
+ * for each attempt).
+ */
+export function streamedRequestFingerprint(req: FastifyRequest, content: string): string {
+  return createHash('sha256').update(`${req.method} ${req.url}\n${content}`).digest('base64url');
 }
 
 function canonicalJson(value: unknown): string {
@@ -54,7 +70,8 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-interface StoredAnswer extends Record<string, unknown> {
+/** An answer kept under an Idempotency-Key. */
+export interface StoredAnswer extends Record<string, unknown> {
   fingerprint: string;
   status: number;
   response: unknown;
@@ -83,26 +100,84 @@ export async function runIdempotent(
       `${scope}\n${key}`,
     ]);
     if (!rows[0]?.held) throw new AppError(409, 'A request with this Idempotency-Key is still being processed; retry later');
-    const stored = await storedAnswer(tx, scope, key);
-    if (stored) {
-      if (stored.fingerprint !== fingerprint) {
-        throw new AppError(422, 'This Idempotency-Key was already used for a different request');
-      }
-      reply.header(REPLAYED_HEADER, 'true');
-      return { status: stored.status, body: stored.response, replayed: true };
-    }
+    const stored = await findIdempotentAnswer(tx, scope, key);
+    if (stored) return replayAnswer(stored, fingerprint, reply);
     const answer = await handle();
-    await tx.query(
-      `INSERT INTO idempotency_keys (scope, key, fingerprint, status, response) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, status = $4, response = $5, created_at = now()`,
-      [scope, key, fingerprint, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body)],
-    );
+    await storeAnswer(tx, scope, key, fingerprint, answer);
     return { ...answer, replayed: false };
   });
 }
 
-/** The answer stored under a key, unless it expired (an expired one is as good as absent). */
-async function storedAnswer(tx: Queryable, scope: string, key: string): Promise<StoredAnswer | undefined> {
+/** Where a request that reads its own body (see commitIdempotent) keeps its answer. */
+export interface IdempotencyClaim {
+  scope: string;
+  key: string;
+  /** streamedRequestFingerprint of the request, once its body was read. */
+  fingerprint: string;
+}
+
+/**
+ * Ends an idempotent request whose body the handler read before anything was written, holding no
+ * connection meanwhile: an upload, whose transfer may take minutes, would otherwise keep a pool
+ * connection idle in a transaction all along (runIdempotent's), and a few slow clients would take
+ * them all. One short transaction waits for the key's lock (a request with the same key may be
+ * committing), then replays an answer stored meanwhile (422 for another fingerprint) without
+ * running `write`, or runs `write` (its withTx calls join the transaction) and stores its answer
+ * with it. Two concurrent requests with one key thus apply once: the later one is answered as a
+ * retry. The caller undoes what it did before this call (bytes it stored) when the answer is a
+ * replay or the call throws.
+ */
+export async function commitIdempotent(
+  pool: Pool,
+  reply: FastifyReply,
+  claim: IdempotencyClaim,
+  write: (tx: Queryable) => Promise<{ status: number; body: unknown }>,
+): Promise<{ status: number; body: unknown; replayed: boolean }> {
+  const { scope, key, fingerprint } = claim;
+  return withRequestTx(pool, async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_SPACE, `${scope}\n${key}`]);
+    const stored = await findIdempotentAnswer(tx, scope, key);
+    if (stored) return replayAnswer(stored, fingerprint, reply);
+    const answer = await write(tx);
+    await storeAnswer(tx, scope, key, fingerprint, answer);
+    return { ...answer, replayed: false };
+  });
+}
+
+/**
+ * A stored answer given again, marked `Idempotent-Replayed`, to a request with its fingerprint;
+ * 422 for another request under the same key.
+ */
+export function replayAnswer(
+  stored: StoredAnswer,
+  fingerprint: string,
+  reply: FastifyReply,
+): { status: number; body: unknown; replayed: true } {
+  if (stored.fingerprint !== fingerprint) throw new AppError(422, 'This Idempotency-Key was already used for a different request');
+  reply.header(REPLAYED_HEADER, 'true');
+  return { status: stored.status, body: stored.response, replayed: true };
+}
+
+async function storeAnswer(
+  tx: Queryable,
+  scope: string,
+  key: string,
+  fingerprint: string,
+  answer: { status: number; body: unknown },
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO idempotency_keys (scope, key, fingerprint, status, response) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, status = $4, response = $5, created_at = now()`,
+    [scope, key, fingerprint, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body)],
+  );
+}
+
+/**
+ * The answer stored under a key, unless it expired (an expired one is as good as absent). A handler
+ * that reads its body before committing asks this first, so that a retry is answered without its
+ * work being done again (nor counted against a quota the first request may have filled).
+ */
+export async function findIdempotentAnswer(tx: Queryable, scope: string, key: string): Promise<StoredAnswer | undefined> {
   return maybeOne<StoredAnswer>(
     tx,
     `SELECT fingerprint, status, response FROM idempotency_keys

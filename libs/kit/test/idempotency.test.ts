@@ -2,14 +2,20 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineRoute } from '@chat/contracts';
-import { createTestIssuer, createTestRuntime } from '@chat/testkit';
+import { createTestIssuer, createTestRuntime, until } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { many, one, withTx } from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
 import { enqueueEvent } from '../src/events.ts';
 import { createHttpApp, route } from '../src/http.ts';
-import { purgeIdempotencyKeys } from '../src/idempotency.ts';
+import {
+  commitIdempotent,
+  idempotencyKeyOf,
+  purgeIdempotencyKeys,
+  streamedRequestFingerprint,
+  userIdempotencyScope,
+} from '../src/idempotency.ts';
 
 // A service of one table, whose creating route opts into Idempotency-Key like the real ones do.
 const migrationsDir = await mkdtemp(join(tmpdir(), 'kit-idem-'));
@@ -42,6 +48,16 @@ const executeHook = defineRoute({
   status: 201,
   response: Widget,
 });
+// A route that reads its own body before anything is written (as an upload does) and commits with commitIdempotent.
+const createStreamed = defineRoute({
+  method: 'POST',
+  path: '/v1/streamed',
+  service: 'guilds',
+  summary: 'test',
+  body: z.object({ name: z.string() }),
+  status: 201,
+  response: Widget,
+});
 
 // Lets a test hold a request inside its handler, after its write, before it answers.
 let gate: Promise<void> | undefined;
@@ -66,6 +82,15 @@ const insertWidget = async (name: string, fail?: boolean) => {
 route(app, createWidget, async (req) => insertWidget(req.body.name, req.body.fail), { idempotent: 'user' });
 route(app, executeHook, async (req) => insertWidget(req.body.name), {
   idempotent: (req) => `webhook:${(req.params as { id: string }).id}`,
+});
+route(app, createStreamed, async (req, reply) => {
+  const claim = {
+    scope: userIdempotencyScope(req.user.id),
+    key: idempotencyKeyOf(req) as string,
+    fingerprint: streamedRequestFingerprint(req, req.body.name),
+  };
+  const answer = await commitIdempotent(runtime.pool, reply, claim, async () => ({ status: 201, body: await insertWidget(req.body.name) }));
+  return answer.body as z.infer<typeof Widget>;
 });
 afterAll(async () => {
   await app.close();
@@ -201,5 +226,51 @@ describe('Idempotency-Key on a creating POST', () => {
     await runtime.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
     expect(await purgeIdempotencyKeys(runtime.pool)).toBeGreaterThanOrEqual(1);
     expect(await many(runtime.pool, 'SELECT 1 FROM idempotency_keys WHERE key = $1', [key])).toEqual([]);
+  });
+});
+
+describe('commitIdempotent, for a handler that reads its body before it writes', () => {
+  const postStreamed = async (name: string, key: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/streamed',
+      headers: { authorization: `Bearer ${await issuer.sign(userA)}`, 'idempotency-key': key },
+      payload: { name },
+    });
+
+  it('writes once for two concurrent requests with one key: the later one waits, then replays the first answer', async () => {
+    const key = crypto.randomUUID();
+    let release: () => void = () => {};
+    gate = new Promise((resolve) => {
+      release = resolve;
+    });
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const first = postStreamed('streamed together', key);
+    await inside;
+    entered = undefined;
+    const second = postStreamed('streamed together', key);
+    const waiting =
+      "SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted";
+    await until(async () => (await many(runtime.pool, waiting)).length > 0, { what: 'the second request waits for the key' });
+    release();
+    gate = undefined;
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.statusCode).toBe(201);
+    expect(b.statusCode).toBe(201);
+    expect(b.payload).toBe(a.payload);
+    expect(b.headers['idempotent-replayed']).toBe('true');
+    expect(await widgetsNamed('streamed together')).toHaveLength(1);
+    expect(await eventsFor('streamed together')).toHaveLength(1);
+  });
+
+  it('answers 422 for another fingerprint under the key, and writes nothing', async () => {
+    const key = crypto.randomUUID();
+    expect((await postStreamed('streamed first', key)).statusCode).toBe(201);
+    const other = await postStreamed('streamed other', key);
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
+    expect(await widgetsNamed('streamed other')).toEqual([]);
   });
 });

@@ -31,10 +31,13 @@ const sweeper = startMediaSweeper(deps, runtime.log, {
   intervalSeconds: config.MEDIA_SWEEP_INTERVAL_SECONDS,
   orphanAgeSeconds: config.MEDIA_ORPHAN_AGE_SECONDS,
 });
-// Expired cached previews are dead weight; an hourly sweep keeps the table to about a day of links.
+// Expired cached previews are dead weight, and so are the images only they showed; an hourly sweep
+// keeps the table to about a day of links and the bucket to the images messages show.
 const purge = setInterval(
   () => {
-    purgeExpiredPreviews(deps).catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
+    purgeExpiredPreviews(deps)
+      .then((purged) => purged.images > 0 && runtime.log.info(purged, 'purged expired link previews and their images'))
+      .catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
   },
   60 * 60 * 1000,
 ).unref();

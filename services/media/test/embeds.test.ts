@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { MEDIA_SUBJECTS, MESSAGES_SUBJECTS, SOCIAL_SUBJECTS } from '@chat/contracts';
 import type { ConsumerHandle } from '@chat/kit';
+import { linksIn } from '@chat/messaging';
 import { channelMessageRecord } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { consumeMessagesForEmbeds } from '../src/bus/embeds.ts';
 import { addressPolicy } from '../src/domain/address-policy.ts';
-import { linksIn } from '../src/domain/embeds.ts';
 import { createSafeFetch } from '../src/domain/safe-fetch.ts';
 import { createMediaHarness, type MediaHarness } from './harness.ts';
-import { html, startPageServer } from './page-server.ts';
+import { html, redirect, startPageServer } from './page-server.ts';
 
 let h: MediaHarness;
 let server: Awaited<ReturnType<typeof startPageServer>>;
@@ -18,8 +18,14 @@ beforeAll(async () => {
   server = await startPageServer({
     '/a': html('<meta property="og:title" content="Page A">'),
     '/b': html('<title>Page B</title>'),
+    '/to-bad-port': redirect('http://a:99999/'),
   });
-  const fetchLink = createSafeFetch({ policy: addressPolicy(['127.0.0.1']), timeoutMs: 5_000, maxRedirects: 5, userAgent: 'test' });
+  const safeFetch = createSafeFetch({ policy: addressPolicy(['127.0.0.1']), timeoutMs: 5_000, maxRedirects: 5, userAgent: 'test' });
+  // A link under /bug fails as a bug would: not a refused link (400), an error nobody foresaw.
+  const fetchLink: typeof safeFetch = async (url, options) => {
+    if (new URL(url).pathname.startsWith('/bug')) throw new TypeError('an unforeseen failure');
+    return safeFetch(url, options);
+  };
   h = await createMediaHarness({ fetchLink });
   consumers = await consumeMessagesForEmbeds(h.deps);
 });
@@ -95,6 +101,25 @@ describe('embeds of posted messages', () => {
       target: { kind: 'dm', conversationId: message.conversationId, messageId: message.id },
       embeds: [{ url: `${server.origin}/b`, title: 'Page B' }],
     });
+  });
+
+  it('publishes the previews of the other links when one link cannot be fetched (a redirect to no url)', async () => {
+    const message = channelMessage(`${server.origin}/to-bad-port then ${server.origin}/a`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0]).toEqual({
+      target: { kind: 'channel', channelId: message.channelId, messageId: message.id },
+      embeds: [expect.objectContaining({ url: `${server.origin}/a`, title: 'Page A' })],
+    });
+    const { rows } = await h.runtime.pool.query('SELECT error FROM link_previews WHERE url = $1', [`${server.origin}/to-bad-port`]);
+    expect(rows).toEqual([{ error: 'The link could not be fetched' }]);
+  });
+
+  it('publishes the previews of the other links when one fails unexpectedly, instead of retrying the message for ever', async () => {
+    const message = channelMessage(`${server.origin}/bug and ${server.origin}/b`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0].embeds).toEqual([expect.objectContaining({ url: `${server.origin}/b`, title: 'Page B' })]);
   });
 
   it('publishes nothing for a message whose links give no preview', async () => {

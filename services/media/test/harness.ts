@@ -1,13 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { STREAMS } from '@chat/contracts';
-import { loadConfig } from '@chat/kit';
+import { createPool, loadConfig } from '@chat/kit';
 import { type Backing, collect, createTestIssuer, createTestRuntime, incompleteUploads, minioUrl, removeBucket } from '@chat/testkit';
 import { Client } from 'minio';
 import { inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
-import { createObjectStore } from '../src/db/storage.ts';
+import { createObjectStore, type ObjectStore } from '../src/db/storage.ts';
 import type { MediaDeps } from '../src/deps.ts';
 import { linkFetcher } from '../src/domain/link-fetcher.ts';
 import type { SafeFetch } from '../src/domain/safe-fetch.ts';
@@ -19,7 +19,17 @@ export type MinioOptions = Backing['minio'];
  * with a direct MinIO client to check what the store holds.
  */
 export async function createMediaHarness(
-  options: { minio?: MinioOptions; env?: Record<string, string>; createBucket?: boolean; now?: () => Date; fetchLink?: SafeFetch } = {},
+  options: {
+    minio?: MinioOptions;
+    env?: Record<string, string>;
+    createBucket?: boolean;
+    now?: () => Date;
+    fetchLink?: SafeFetch;
+    /** The app's own pool of this many connections (DATABASE_POOL_SIZE), instead of the runtime's ten. */
+    poolSize?: number;
+    /** Wraps the object store the app uses, to watch or stall its calls. */
+    storage?: (store: ObjectStore) => ObjectStore;
+  } = {},
 ) {
   const backing = inject('backing');
   const minio = options.minio ?? backing.minio;
@@ -39,10 +49,13 @@ export async function createMediaHarness(
   });
   const issuer = await createTestIssuer();
   const tokens = issuer.verifier();
-  const storage = createObjectStore({ minio: config.MINIO_URL, bucket, log: runtime.log });
+  const store = createObjectStore({ minio: config.MINIO_URL, bucket, log: runtime.log });
+  const storage = options.storage ? options.storage(store) : store;
   if (options.createBucket !== false) await storage.ensureBucket();
+  const pool = options.poolSize === undefined ? runtime.pool : createPool(runtime.databaseUrl, options.poolSize);
   const deps: MediaDeps = {
     ...runtime,
+    pool,
     config,
     tokens,
     storage,
@@ -73,6 +86,7 @@ export async function createMediaHarness(
       ).rows,
     async close() {
       await app.close();
+      if (pool !== runtime.pool) await pool.end();
       await removeBucket(s3, bucket).catch(() => {});
       await runtime.close();
     },

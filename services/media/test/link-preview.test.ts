@@ -1,15 +1,26 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { withTx } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressPolicy } from '../src/domain/address-policy.ts';
-import { PLATFORM_UPLOADER, previewLink } from '../src/domain/link-previews.ts';
+import { resolveEmbeds } from '../src/domain/embeds.ts';
+import { PLATFORM_UPLOADER, previewLink, purgeExpiredPreviews } from '../src/domain/link-previews.ts';
 import { createSafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
-import { createMediaHarness, type MediaHarness, PNG_1X1 } from './harness.ts';
-import { html, redirect, startPageServer } from './page-server.ts';
+import { createMediaHarness, type MediaHarness, PNG_1X1, sha256 } from './harness.ts';
+import { html, type Page, redirect, startPageServer } from './page-server.ts';
 
 let h: MediaHarness;
 let server: Awaited<ReturnType<typeof startPageServer>>;
 const user = randomUUID();
 let failing = true;
+// Images of their own (a PNG signature sniffs as PNG whatever follows), so that no other test's copy is reused.
+const LOGO = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const FLEETING = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const SHOWN = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const GONE = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const png =
+  (bytes: Buffer): Page =>
+  (_req, res) =>
+    res.writeHead(200, { 'content-type': 'image/png' }).end(bytes);
 
 beforeAll(async () => {
   server = await startPageServer({
@@ -35,8 +46,18 @@ beforeAll(async () => {
     '/not-an-image.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end('<script>alert(1)</script>'),
     '/doc.pdf': (_req, res) => res.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.4 <title>no</title>'),
     '/to-private': redirect('http://10.0.0.1/'),
+    '/to-bad-port': redirect('http://a:99999/'),
+    '/to-bad-host': redirect('http://['),
     '/flaky': (_req, res) => (failing ? res.writeHead(500).end() : html('<title>back</title>')(_req, res)),
     '/cached': html('<title>cached page</title>'),
+    '/with-logo': html('<meta property="og:image" content="/logo.png">'),
+    '/logo.png': png(LOGO),
+    '/fleeting': html('<meta property="og:image" content="/fleeting.png">'),
+    '/fleeting.png': png(FLEETING),
+    '/shown': html('<meta property="og:image" content="/shown.png">'),
+    '/shown.png': png(SHOWN),
+    '/gone': html('<title>gone</title><meta property="og:image" content="/gone.png">'),
+    '/gone.png': png(GONE),
   });
   // The twitter page names its image with an absolute url on the server's own port.
   server.pages['/twitter'] = html(
@@ -140,6 +161,19 @@ describe('GET /v1/link-preview', () => {
     expect(res.json()).toEqual({ error: 'The link points to an address that is not allowed' });
   });
 
+  it('answers 400 for a redirect whose Location is no url, and caches that failure like any other', async () => {
+    for (const path of ['/to-bad-port', '/to-bad-host']) {
+      const res = await preview(`${server.origin}${path}`);
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ error: 'The link could not be fetched' });
+      const again = await preview(`${server.origin}${path}`);
+      expect(again.statusCode).toBe(400);
+      expect(server.hits(path)).toBe(1);
+      const { rows } = await h.runtime.pool.query('SELECT preview, error FROM link_previews WHERE url = $1', [`${server.origin}${path}`]);
+      expect(rows).toEqual([{ preview: null, error: 'The link could not be fetched' }]);
+    }
+  });
+
   it('answers 400 naming the field for a missing or non-http url', async () => {
     const missing = await h.app.inject({ method: 'GET', url: '/v1/link-preview', headers: await h.auth(user) });
     expect(missing.statusCode).toBe(400);
@@ -171,5 +205,62 @@ describe('GET /v1/link-preview', () => {
     const fresh = await previewLink({ ...h.deps, now: () => sixMinutesOn }, url);
     expect(fresh.title).toBe('back');
     expect(server.hits('/flaky')).toBe(2);
+  });
+});
+
+describe('preview images', () => {
+  const platformFilesOf = async (bytes: Buffer) =>
+    (await h.rows()).filter((r) => r.uploader_id === PLATFORM_UPLOADER && r.sha256 === sha256(bytes));
+  const imageIdOf = (imageUrl: string) => new URL(imageUrl).pathname.split('/')[3] as string;
+  const served = async (imageUrl: string) => (await h.app.inject({ method: 'GET', url: new URL(imageUrl).pathname })).statusCode;
+
+  it('stores one object for two urls that differ only in their query and show the same image', async () => {
+    const objects = (await h.objectKeys()).length;
+    const first = await preview(`${server.origin}/with-logo?utm_source=a`);
+    const second = await preview(`${server.origin}/with-logo?utm_source=b`);
+    expect(first.statusCode).toBe(200);
+    expect(second.statusCode).toBe(200);
+    expect(second.json().imageUrl).toBe(first.json().imageUrl);
+    expect(server.hits('/with-logo')).toBe(2);
+    const files = await platformFilesOf(LOGO);
+    expect(files).toEqual([expect.objectContaining({ id: imageIdOf(first.json().imageUrl) })]);
+    expect(await h.objectKeys()).toHaveLength(objects + 1);
+    expect(await h.objectBytes(files[0].storage_key)).toEqual(LOGO);
+  });
+
+  it('removes an image once its previews expired and no message shows it; keeps one that a message shows', async () => {
+    const fleeting = (await preview(`${server.origin}/fleeting`)).json().imageUrl as string;
+    const shown = (await preview(`${server.origin}/shown`)).json().imageUrl as string;
+    const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
+    await withTx(h.runtime.pool, (tx) => resolveEmbeds(h.deps, tx, message, `look ${server.origin}/shown`));
+    const hour = 60 * 60 * 1000;
+    const purgeAt = (ms: number) => purgeExpiredPreviews({ ...h.deps, now: () => new Date(Date.now() + ms) });
+
+    // Two hours on, the previews are still cached: both images stay.
+    await purgeAt(2 * hour);
+    expect(await platformFilesOf(FLEETING)).toHaveLength(1);
+    expect(await served(fleeting)).toBe(200);
+
+    // A day on, the previews expired: the image only they showed goes, record and object.
+    const fleetingKey = (await platformFilesOf(FLEETING))[0].storage_key;
+    const purged = await purgeAt(25 * hour);
+    expect(await platformFilesOf(FLEETING)).toEqual([]);
+    expect(purged.images).toBeGreaterThanOrEqual(1);
+    expect(await h.objectKeys()).not.toContain(fleetingKey);
+    expect(await served(fleeting)).toBe(404);
+    expect(await platformFilesOf(SHOWN)).toEqual([expect.objectContaining({ id: imageIdOf(shown) })]);
+    expect(await served(shown)).toBe(200);
+  });
+
+  it('leaves out of a message the image of a cached preview that was purged meanwhile', async () => {
+    const image = (await preview(`${server.origin}/gone`)).json().imageUrl as string;
+    await h.runtime.pool.query('DELETE FROM media_files WHERE id = $1', [imageIdOf(image)]);
+    const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
+    await withTx(h.runtime.pool, (tx) => resolveEmbeds(h.deps, tx, message, `${server.origin}/gone`));
+    const { rows } = await h.runtime.pool.query(
+      "SELECT payload->'data'->'embeds' AS embeds FROM outbox WHERE payload->'data'->'target'->>'messageId' = $1",
+      [message.messageId],
+    );
+    expect(rows).toEqual([{ embeds: [expect.objectContaining({ url: `${server.origin}/gone`, title: 'gone', imageUrl: null })] }]);
   });
 });

@@ -24,6 +24,7 @@ beforeAll(async () => {
     '/to-metadata': redirect('http://169.254.169.254/latest/meta-data/'),
     '/to-private-name': redirect('http://intranet.test/admin'),
     '/loop': redirect('/loop'),
+    '/to-no-url': redirect('http://[::1'),
   });
 });
 afterAll(() => server.close());
@@ -126,6 +127,12 @@ describe('the safe fetcher follows what it may and stops what it must', () => {
     const f = fetcher({ resolve });
     await expect(f.get(`${server.origin}/to-private-name`)).rejects.toMatchObject({ status: 400 });
     expect(resolve).toHaveBeenCalledWith('intranet.test');
+    expect(f.connect).toHaveBeenCalledTimes(1);
+  });
+
+  it('fails like any bad answer on a redirect whose Location is no url, connecting nowhere else', async () => {
+    const f = fetcher();
+    await expect(f.get(`${server.origin}/to-no-url`)).rejects.toMatchObject({ status: 400, message: 'The link could not be fetched' });
     expect(f.connect).toHaveBeenCalledTimes(1);
   });
 

@@ -237,6 +237,140 @@ describe('stop and volume', () => {
   });
 });
 
+describe('an idle player with queued tracks', () => {
+  /** A voice channel with alice in it and tracks added with POST /v1/music/queue: nothing plays. */
+  async function channelQueued(...urls: string[]) {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const target = { channelId: channel.id, serverId: channel.serverId };
+    for (const url of urls) {
+      const res = await t.app.inject({ method: 'POST', url: '/v1/music/queue', headers: await t.auth(alice), payload: { ...target, url } });
+      expect(res.statusCode).toBe(201);
+    }
+    return { channel, target };
+  }
+
+  it('lists every queued track as upcoming, none as current', async () => {
+    const { channel } = await channelQueued('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const idle = await state(alice, channel.id);
+    expect(idle.current).toBeNull();
+    expect(idle.queue.map((track) => track.url)).toEqual(['https://example.com/a.mp3', 'https://example.com/b.mp3']);
+  });
+
+  it('removes the first listed track (204): it is not playing', async () => {
+    const { channel } = await channelQueued('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const first = (await state(alice, channel.id)).queue[0]?.id as string;
+    const res = await t.app.inject({ method: 'DELETE', url: `/v1/music/${channel.id}/queue/${first}`, headers: await t.auth(alice) });
+
+    expect(res.statusCode).toBe(204);
+    expect(await state(alice, channel.id)).toMatchObject({ current: null, queue: [{ url: 'https://example.com/b.mp3' }] });
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/b.mp3']);
+    const last = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id).at(-1);
+    expect(last).toMatchObject({ action: 'remove', actorId: alice });
+  });
+
+  it('stop clears the queue and publishes the change', async () => {
+    const { channel, target } = await channelQueued('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const res = await control(alice, 'stop', target);
+
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ current: null, queue: [], version: 3 });
+    expect(await dbTracks(channel.id)).toEqual([]);
+    const last = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id).at(-1);
+    expect(last).toMatchObject({ action: 'stop', actorId: alice, player: { queue: [], version: 3 } });
+  });
+
+  it('stop on an idle, empty player changes nothing and publishes nothing', async () => {
+    const { channel, target } = await channelQueued('https://example.com/a.mp3');
+    expect((await control(alice, 'stop', target)).statusCode).toBe(200);
+    const eventsBefore = (await t.playerEvents()).length;
+    const again = await control(alice, 'stop', target);
+
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ current: null, queue: [], version: 2 });
+    expect((await dbPlayer(channel.id)).version).toBe(2);
+    expect(await t.playerEvents()).toHaveLength(eventsBefore);
+  });
+
+  it('skip with the first listed url answers 409 and starts nothing', async () => {
+    const { channel, target } = await channelQueued('https://example.com/a.mp3', 'https://example.com/b.mp3');
+    const eventsBefore = (await t.playerEvents()).length;
+    const res = await control(alice, 'skip', { ...target, url: 'https://example.com/a.mp3' });
+
+    expect(res.statusCode).toBe(409);
+    expect(res.json()).toEqual({ error: 'That track is no longer playing' });
+    expect(await state(alice, channel.id)).toMatchObject({ current: null, version: 2 });
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3', 'https://example.com/b.mp3']);
+    expect((await dbPlayer(channel.id)).started_at).toBeNull();
+    expect(await t.playerEvents()).toHaveLength(eventsBefore);
+  });
+});
+
+describe('POST /v1/music/queue with an Idempotency-Key', () => {
+  it('answers a retry with the first result and queues the track once; another track under the key is 422', async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const key = uuidv7();
+    const queue = async (url: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/music/queue',
+        headers: { ...(await t.auth(alice)), 'idempotency-key': key },
+        payload: { channelId: channel.id, serverId: channel.serverId, url },
+      });
+    const first = await queue('https://example.com/a.mp3');
+    const retry = await queue('https://example.com/a.mp3');
+    const other = await queue('https://example.com/b.mp3');
+
+    expect(first.statusCode).toBe(201);
+    expect(retry.statusCode).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json()).toEqual(first.json());
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3']);
+    const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
+    expect(events.map((e) => e.action)).toEqual(['queue']);
+  });
+});
+
+describe('PATCH /v1/music/:channelId', () => {
+  const patch = async (channelId: string, payload: Record<string, unknown>) =>
+    t.app.inject({ method: 'PATCH', url: `/v1/music/${channelId}`, headers: await t.auth(alice), payload });
+
+  it('sets the volume, alone or with the modes, and publishes it', async () => {
+    const { channel } = await channelPlaying('https://example.com/a.mp3');
+    const res = await patch(channel.id, { volume: 50 });
+
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ volume: 50, loop: 'off', shuffle: false, version: 2 });
+    expect((await dbPlayer(channel.id)).volume).toBe(50);
+    const last = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id).at(-1);
+    expect(last).toMatchObject({ action: 'modes', actorId: alice, player: { volume: 50, version: 2 } });
+
+    const both = await patch(channel.id, { volume: 200, loop: 'queue' });
+    expect(both.json()).toMatchObject({ volume: 200, loop: 'queue', version: 3 });
+    expect(await dbPlayer(channel.id)).toMatchObject({ volume: 200, loop: 'queue' });
+  });
+
+  it('changes nothing and publishes nothing for the volume it already has', async () => {
+    const { channel } = await channelPlaying('https://example.com/a.mp3');
+    const eventsBefore = (await t.playerEvents()).length;
+    const res = await patch(channel.id, { volume: 100 });
+
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ volume: 100, version: 1 });
+    expect(await t.playerEvents()).toHaveLength(eventsBefore);
+  });
+
+  it.each([201, -1, 1.5, '50'])('answers 400 for volume %j and changes nothing', async (volume) => {
+    const { channel } = await channelPlaying('https://example.com/a.mp3');
+    const res = await patch(channel.id, { volume, loop: 'track' });
+
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: expect.stringMatching(/^body.volume: /) });
+    expect(await dbPlayer(channel.id)).toMatchObject({ volume: 100, loop: 'off' });
+  });
+});
+
 describe('GET /v1/music/:channelId', () => {
   it('shows a member who is not in the channel the whole state', async () => {
     const { channel } = await channelPlaying('https://example.com/a.mp3', 'https://example.com/b.mp3');

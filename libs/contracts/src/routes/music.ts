@@ -65,7 +65,7 @@ export const musicRoutes = {
     method: 'PATCH',
     path: '/v1/music/:channelId',
     service: 'music',
-    summary: 'Set loop (off, track, queue) and shuffle',
+    summary: 'Set the volume (0-200), loop (off, track, queue) and shuffle',
     params: z.object({ channelId: Id }),
     body: PlayerModesBody,
     status: 200,

@@ -1,8 +1,9 @@
 import { DirectMessage, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type ConsumerHandle, consumeEvents } from '@chat/kit';
+import { linksIn } from '@chat/messaging';
 import { z } from 'zod';
 import type { MediaDeps } from '../deps.ts';
-import { linksIn, resolveEmbeds } from '../domain/embeds.ts';
+import { resolveEmbeds } from '../domain/embeds.ts';
 
 /**
  * What the previews read of each message (tolerant readers): the kit parses only these fields of

@@ -12,11 +12,19 @@ export async function findCachedPreview(db: Queryable, url: string, now: Date): 
   );
 }
 
-export async function cachePreview(db: Queryable, url: string, outcome: CachedPreview, expiresAt: Date): Promise<void> {
+/** `imageId`: the stored preview image the preview shows, which stays while this row does. */
+export async function cachePreview(
+  db: Queryable,
+  url: string,
+  outcome: CachedPreview,
+  imageId: string | null,
+  expiresAt: Date,
+): Promise<void> {
   await db.query(
-    `INSERT INTO link_previews (url, preview, error, expires_at) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (url) DO UPDATE SET preview = EXCLUDED.preview, error = EXCLUDED.error, expires_at = EXCLUDED.expires_at`,
-    [url, outcome.preview, outcome.error, expiresAt],
+    `INSERT INTO link_previews (url, preview, error, image_id, expires_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (url) DO UPDATE SET preview = EXCLUDED.preview, error = EXCLUDED.error, image_id = EXCLUDED.image_id,
+       expires_at = EXCLUDED.expires_at`,
+    [url, outcome.preview, outcome.error, imageId, expiresAt],
   );
 }
 

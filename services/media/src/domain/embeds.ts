@@ -1,44 +1,51 @@
-import { type EmbedsResolved, type LinkPreview, MEDIA_SUBJECTS } from '@chat/contracts';
+import { type EmbedsResolved, type LinkPreview, MEDIA_SUBJECTS, mediaIdFromUrl } from '@chat/contracts';
 import { AppError, enqueueEvent, type Queryable } from '@chat/kit';
+import { linksIn } from '@chat/messaging';
+import { markPreviewImagesEmbedded } from '../db/preview-images.ts';
 import { type PreviewDeps, previewLink } from './link-previews.ts';
-
-/** Discord embeds the first five links of a message; so do we. */
-export const MAX_EMBEDS = 5;
-
-/**
- * The http(s) links of a message, in order, without repeats. As on Discord, a link wrapped in
- * `<...>` is not embedded; trailing punctuation that ends a sentence is not part of the link.
- */
-export function linksIn(content: string): string[] {
-  const links: string[] = [];
-  for (const match of content.matchAll(/(<)?(https?:\/\/[^\s<>]+)(>)?/gi)) {
-    if (match[1] && match[3]) continue;
-    const link = (match[2] ?? '').replace(/[.,;:!?)\]'"]+$/, '');
-    if (URL.canParse(link) && !links.includes(link)) links.push(link);
-    if (links.length === MAX_EMBEDS) break;
-  }
-  return links;
-}
 
 /**
  * Resolves a posted message's links and, when any gave a preview, queues `media.embeds.resolved`
- * for the service that owns the message. A link that cannot be previewed is left out.
+ * for the service that owns the message. Each link stands alone: one that cannot be previewed is
+ * left out, and the others are still published.
  */
 export async function resolveEmbeds(deps: PreviewDeps, tx: Queryable, target: EmbedsResolved['target'], content: string): Promise<void> {
   const links = linksIn(content);
   if (links.length === 0) return;
-  const previews = await Promise.all(links.map((link) => previewOrNothing(deps, link)));
-  const embeds = previews.filter((p): p is LinkPreview => p !== undefined);
-  if (embeds.length === 0) return;
-  const payload: EmbedsResolved = { target, embeds };
+  const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link)));
+  const previews = outcomes.flatMap((outcome, i) =>
+    outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason),
+  );
+  if (previews.length === 0) return;
+  const payload: EmbedsResolved = { target, embeds: await keepShownImages(tx, previews) };
   await enqueueEvent(tx, MEDIA_SUBJECTS.embedsResolved, payload);
 }
 
-async function previewOrNothing(deps: PreviewDeps, link: string): Promise<LinkPreview | undefined> {
-  try {
-    return await previewLink(deps, link);
-  } catch (err) {
-    if (err instanceof AppError && err.status === 400) return undefined;
-    throw err;
-  }
+/**
+ * A link without a preview. A store that is down (503) fails the whole event, to be tried again
+ * once it is back; anything else would fail the same way on every redelivery, so the link is left
+ * out rather than holding the message (and every message behind it) back for ever.
+ */
+function leftOut(deps: PreviewDeps, link: string | undefined, err: unknown): LinkPreview[] {
+  if (err instanceof AppError && err.status === 503) throw err;
+  if (!(err instanceof AppError && err.status === 400))
+    deps.log.error({ err, link }, 'link preview failed; the link is left out of the embeds');
+  return [];
+}
+
+/**
+ * The message keeps its embeds' image urls for good, so their images are marked never to be
+ * purged, in the transaction that publishes them. An image purged since its preview was read is
+ * left out, so that no message names a file that is gone.
+ */
+async function keepShownImages(tx: Queryable, embeds: LinkPreview[]): Promise<LinkPreview[]> {
+  const imageOf = (embed: LinkPreview) => (embed.imageUrl ? mediaIdFromUrl(embed.imageUrl) : undefined);
+  const kept = await markPreviewImagesEmbedded(
+    tx,
+    embeds.flatMap((embed) => imageOf(embed) ?? []),
+  );
+  return embeds.map((embed) => {
+    const image = imageOf(embed);
+    return image && !kept.has(image) ? { ...embed, imageUrl: null } : embed;
+  });
 }

@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { LinkPreview } from '@chat/contracts';
-import { AppError, type Logger } from '@chat/kit';
+import { AppError, type Logger, withTx } from '@chat/kit';
 import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
 import { insertMediaFile } from '../db/media-files.ts';
+import { deleteUnusedPreviewImages, insertPreviewImage, reusePreviewImage } from '../db/preview-images.ts';
 import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
 import { fileUrl } from './files.ts';
@@ -17,6 +18,12 @@ export const PAGE_MAX_BYTES = 1024 * 1024;
 export const IMAGE_MAX_BYTES = 5 * 1024 * 1024;
 const PREVIEW_TTL_MS = 24 * 60 * 60 * 1000;
 const FAILURE_TTL_MS = 5 * 60 * 1000;
+/**
+ * A preview image no cached preview names is removed only this long after a preview last took
+ * it: a preview being built names its image before its cache row is written (its fetches take
+ * seconds).
+ */
+export const UNUSED_IMAGE_GRACE_MS = 60 * 60 * 1000;
 /** Stored preview images belong to the platform itself, not to a user (no user has this id). */
 export const PLATFORM_UPLOADER = '00000000-0000-0000-0000-000000000000';
 
@@ -44,44 +51,66 @@ export async function previewLink(deps: PreviewDeps, value: string): Promise<Lin
   if (cached?.error) throw new AppError(400, cached.error);
   if (cached?.preview) return cached.preview;
   let outcome: CachedPreview;
+  let imageId: string | null = null;
   try {
-    outcome = { preview: await buildPreview(deps, url), error: null };
+    const built = await buildPreview(deps, url);
+    outcome = { preview: built.preview, error: null };
+    imageId = built.image?.id ?? null;
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
     outcome = { preview: null, error: err.message };
   }
   const ttl = outcome.preview ? PREVIEW_TTL_MS : FAILURE_TTL_MS;
-  await cachePreview(deps.pool, url, outcome, new Date(now.getTime() + ttl));
+  await cachePreview(deps.pool, url, outcome, imageId, new Date(now.getTime() + ttl));
   if (outcome.error !== null) throw new AppError(400, outcome.error);
   return outcome.preview;
 }
 
-/** Removes cached outcomes that have expired; returns how many. */
-export function purgeExpiredPreviews(deps: Pick<PreviewDeps, 'pool' | 'now'>): Promise<number> {
-  return deleteExpiredPreviews(deps.pool, deps.now());
+/**
+ * Removes cached outcomes that have expired, then the preview images that nothing needs any more:
+ * no message shows them, no cached preview names them, and no preview took them lately. Answers
+ * how many of each went.
+ */
+export async function purgeExpiredPreviews(
+  deps: Pick<PreviewDeps, 'pool' | 'now' | 'storage'>,
+): Promise<{ previews: number; images: number }> {
+  const now = deps.now();
+  const previews = await deleteExpiredPreviews(deps.pool, now);
+  const keys = await deleteUnusedPreviewImages(deps.pool, new Date(now.getTime() - UNUSED_IMAGE_GRACE_MS));
+  // Records first: an object whose removal fails has no record left, and the sweeper takes it.
+  for (const key of keys) await deps.storage.remove(key);
+  return { previews, images: keys.length };
 }
 
-async function buildPreview(deps: PreviewDeps, url: string): Promise<LinkPreview> {
+/** A preview image kept here: its media file id and public url. */
+interface KeptImage {
+  id: string;
+  url: string;
+}
+
+async function buildPreview(deps: PreviewDeps, url: string): Promise<{ preview: LinkPreview; image: KeptImage | null }> {
   const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: PAGE_MAX_BYTES });
   if (page.status >= 400) throw new AppError(400, `The link answered with status ${page.status}`);
   const mime = mimeOf(page.contentType);
   const empty: LinkPreview = { url, title: null, description: null, siteName: null, imageUrl: null, type: 'link' };
   if (mime.startsWith('image/')) {
-    const imageUrl = page.truncated ? null : await keepImage(deps, page.body);
-    return { ...empty, type: 'image', imageUrl };
+    const image = page.truncated ? null : await keepImage(deps, page.body);
+    return { preview: { ...empty, type: 'image', imageUrl: image?.url ?? null }, image };
   }
-  if (!HTML.test(mime)) return empty;
+  if (!HTML.test(mime)) return { preview: empty, image: null };
   const meta = parsePageMeta(decode(page.body, page.contentType), page.url);
   const oembed = meta.oembedUrl ? await fetchOembed(deps, meta.oembedUrl) : {};
-  const image = meta.image ?? oembed.thumbnail_url;
-  return {
+  const imageLink = meta.image ?? oembed.thumbnail_url;
+  const image = imageLink ? await copyImage(deps, imageLink) : null;
+  const preview = {
     url,
     title: meta.title ?? oembed.title ?? null,
     description: meta.description ?? null,
     siteName: meta.siteName ?? oembed.provider_name ?? null,
-    imageUrl: image ? await copyImage(deps, image) : null,
+    imageUrl: image?.url ?? null,
     type: meta.type ?? oembed.type ?? 'website',
   };
+  return { preview, image };
 }
 
 interface Oembed {
@@ -106,7 +135,7 @@ async function fetchOembed(deps: PreviewDeps, url: string): Promise<Oembed> {
 }
 
 /** The page's image fetched through the same safe fetcher and kept here; null when it is not a usable image. */
-async function copyImage(deps: PreviewDeps, url: string): Promise<string | null> {
+async function copyImage(deps: PreviewDeps, url: string): Promise<KeptImage | null> {
   try {
     const res = await deps.fetchLink(url, { accept: 'image/*', maxBytes: IMAGE_MAX_BYTES });
     if (res.status !== 200 || res.truncated) return null;
@@ -117,31 +146,31 @@ async function copyImage(deps: PreviewDeps, url: string): Promise<string | null>
   }
 }
 
-/** Stores image bytes as a platform-owned media file; the type comes from the bytes, never the other site. */
-async function keepImage(deps: PreviewDeps, bytes: Buffer): Promise<string | null> {
+/**
+ * Keeps image bytes as a platform-owned media file, once per content: bytes already kept give the
+ * file that holds them. The type comes from the bytes, never the other site.
+ */
+async function keepImage(deps: PreviewDeps, bytes: Buffer): Promise<KeptImage | null> {
   const contentType = await sniffContentType(bytes);
   if (!PREVIEW_IMAGE.test(contentType)) return null;
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const kept = await reusePreviewImage(deps.pool, sha256, deps.now());
+  if (kept) return { id: kept.id, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, kept.id, kept.filename) };
   const id = randomUUID();
   const filename = `preview.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}`;
   await deps.storage.put(id, single(bytes), async () => contentType);
   try {
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
-    await insertMediaFile(deps.pool, {
-      id,
-      uploaderId: PLATFORM_UPLOADER,
-      storageKey: id,
-      filename,
-      contentType,
-      size: bytes.length,
-      sha256,
-      durationSeconds: null,
-      createdAt: deps.now(),
+    await withTx(deps.pool, async (tx) => {
+      const createdAt = deps.now();
+      const file = { id, uploaderId: PLATFORM_UPLOADER, storageKey: id, filename, contentType, size: bytes.length, sha256 };
+      await insertMediaFile(tx, { ...file, durationSeconds: null, createdAt });
+      await insertPreviewImage(tx, { mediaId: id, sha256, usedAt: createdAt });
     });
   } catch (err) {
     await deps.storage.remove(id);
     throw err;
   }
-  return fileUrl(deps.config.MEDIA_PUBLIC_URL, id, filename);
+  return { id, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, id, filename) };
 }
 
 async function* single(bytes: Buffer): AsyncGenerator<Buffer, void> {

@@ -65,7 +65,7 @@ export function createSafeFetch(options: SafeFetcherOptions): SafeFetch {
       if (REDIRECTS.has(res.statusCode ?? 0) && location) {
         res.destroy();
         if (hop >= options.maxRedirects) throw new AppError(400, 'The link redirects too many times');
-        url = parseFetchable(new URL(location, url).href);
+        url = parseFetchable(redirectTarget(location, url));
         continue;
       }
       const { body, truncated } = await readAtMost(res, maxBytes, signal);
@@ -81,6 +81,13 @@ export function parseFetchable(value: string): URL {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AppError(400, 'url must be an http or https url');
   if (url.username || url.password) throw new AppError(400, 'url must not carry credentials');
   return url;
+}
+
+/** Where a redirect points; a Location that is no url (a port past 65535, a lone `[`) fails the fetch like any other bad answer. */
+function redirectTarget(location: string, from: URL): string {
+  const target = URL.parse(location, from.href);
+  if (!target) throw new AppError(400, 'The link could not be fetched');
+  return target.href;
 }
 
 /**

@@ -51,6 +51,16 @@ export async function storeFile(deps: Deps, file: IncomingFile): Promise<StoredF
 }
 
 /**
+ * What identifies a file without keeping it: its name as it would be recorded and the hash of its
+ * bytes. A retried upload is read this far only, to tell it from another file under the same key.
+ */
+export async function measureFile(file: IncomingFile): Promise<{ filename: string; sha256: string }> {
+  const digest = createHash('sha256');
+  for await (const chunk of file.bytes) digest.update(chunk);
+  return { filename: sanitizeFilename(file.filename), sha256: digest.digest('hex') };
+}
+
+/**
  * The length of an audio file from its own metadata (music-metadata reads the stored object back;
  * the upload itself streams and never holds the file). Null for other files, and for audio whose
  * length cannot be read: the player then waits for a skip, as for a track of unknown length.

@@ -5,7 +5,7 @@ import { exec, exists, many, maybeOne, one, type Queryable } from '@chat/kit';
 export interface LockedPlayer {
   channelId: string;
   serverId: string;
-  /** Something is current (the queue is not empty). */
+  /** A track is current (started, maybe paused); an idle player may still hold queued tracks. */
   playing: boolean;
   paused: boolean;
   volume: number;
@@ -117,7 +117,7 @@ async function listTracks(db: Queryable, channelId: string): Promise<TrackRow[]>
   return many<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ${PLAY_ORDER}`, [channelId]);
 }
 
-/** The first track of the queue: the one playing (or paused). */
+/** The first track of the queue: the one playing (or paused) unless the player is idle. */
 export async function findCurrentTrack(db: Queryable, channelId: string): Promise<Track | undefined> {
   const row = await maybeOne<TrackRow>(db, `SELECT ${TRACK_COLUMNS} FROM tracks WHERE channel_id = $1 ${PLAY_ORDER} LIMIT 1`, [channelId]);
   return row && toTrack(row);
@@ -198,12 +198,17 @@ export async function refreshEndsAt(tx: Queryable, channelId: string): Promise<D
   return row.ends_at === null ? null : new Date(row.ends_at);
 }
 
-export async function setModes(tx: Queryable, channelId: string, modes: { loop?: LoopMode; shuffle?: boolean }): Promise<void> {
-  await exec(tx, 'UPDATE players SET loop = coalesce($2, loop), shuffle = coalesce($3, shuffle) WHERE channel_id = $1', [
-    channelId,
-    modes.loop ?? null,
-    modes.shuffle ?? null,
-  ]);
+/** Sets the modes given, keeping the others. */
+export async function setModes(
+  tx: Queryable,
+  channelId: string,
+  modes: { volume?: number; loop?: LoopMode; shuffle?: boolean },
+): Promise<void> {
+  await exec(
+    tx,
+    'UPDATE players SET volume = coalesce($2, volume), loop = coalesce($3, loop), shuffle = coalesce($4, shuffle) WHERE channel_id = $1',
+    [channelId, modes.volume ?? null, modes.loop ?? null, modes.shuffle ?? null],
+  );
 }
 
 /** Nothing is current any more. */

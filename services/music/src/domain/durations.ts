@@ -3,9 +3,18 @@ import { type Bus, requestRpc } from '@chat/kit';
 import type { Logger } from 'pino';
 
 /**
+ * The shortest length a track has, as for a length the client gives (whole seconds, at least one).
+ * A shorter file (a blip, a one-sample WAV) still has a length, and a known one keeps the queue
+ * moving; counting it as a second keeps `duration_ms > 0` and lets a looping track end at most once
+ * a second rather than on every round of the clock.
+ */
+export const MIN_TRACK_MS = 1_000;
+
+/**
  * A track's length in milliseconds: the one the client gave, else, for a file uploaded through
- * media, the one media read from the file; null when neither knows (the track then plays until
- * someone skips it). Media being away only means an unknown length, never a failed play.
+ * media, the one media read from the file (at least MIN_TRACK_MS); null when neither knows (the
+ * track then plays until someone skips it). Media being away only means an unknown length, never
+ * a failed play.
  */
 export async function trackDurationMs(
   deps: { bus: Bus; log?: Logger },
@@ -17,7 +26,7 @@ export async function trackDurationMs(
   if (!mediaId) return null;
   try {
     const file = await requestRpc(deps.bus, MediaFileRpc, { id: mediaId }, { requestId });
-    return file.durationSeconds ? Math.round(file.durationSeconds * 1000) : null;
+    return file.durationSeconds === null ? null : Math.max(MIN_TRACK_MS, Math.round(file.durationSeconds * 1000));
   } catch (err) {
     deps.log?.warn({ err, mediaId }, 'could not read the duration of an uploaded track');
     return null;

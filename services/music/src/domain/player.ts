@@ -76,22 +76,22 @@ async function enqueue(tx: Queryable, ctx: RequestContext, body: QueueBody, dura
   });
 }
 
-/** Removes one upcoming track; the current one is skipped, not removed. */
+/** Removes one upcoming track; the current one is skipped, not removed. While idle, every queued track is upcoming. */
 export async function removeQueueItem(deps: PlayerDeps, ctx: RequestContext, channelId: string, itemId: string): Promise<void> {
-  await control(deps, ctx, { channelId }, 'remove', async (tx) => {
+  await control(deps, ctx, { channelId }, 'remove', async (tx, player) => {
     const track = await players.findQueuedTrack(tx, channelId, itemId);
     if (!track) throw notFound('Queue item');
-    if ((await players.findCurrentTrack(tx, channelId))?.id === itemId) throw conflict('That track is playing: skip it');
+    if (player.playing && (await players.findCurrentTrack(tx, channelId))?.id === itemId) throw conflict('That track is playing: skip it');
     await players.deleteTrack(tx, itemId);
     return true;
   });
 }
 
-/** Sets loop and shuffle (no change, no event, when they already are so). */
+/** Sets any of volume, loop and shuffle (no change, no event, when they already are so). */
 export function setModes(deps: PlayerDeps, ctx: RequestContext, channelId: string, body: PlayerModesBody): Promise<PlayerState> {
   return control(deps, ctx, { channelId }, 'modes', async (tx, player) => {
-    const changed =
-      (body.loop !== undefined && body.loop !== player.loop) || (body.shuffle !== undefined && body.shuffle !== player.shuffle);
+    const changes = (key: 'volume' | 'loop' | 'shuffle') => body[key] !== undefined && body[key] !== player[key];
+    const changed = changes('volume') || changes('loop') || changes('shuffle');
     if (changed) await players.setModes(tx, channelId, body);
     return changed;
   });
@@ -103,7 +103,8 @@ export function setModes(deps: PlayerDeps, ctx: RequestContext, channelId: strin
  */
 export async function skip(deps: PlayerDeps, ctx: RequestContext, body: SkipBody): Promise<void> {
   await control(deps, ctx, body, 'skip', async (tx, player, now) => {
-    const current = await players.findCurrentTrack(tx, body.channelId);
+    // While idle nothing is current, though tracks may be queued: a skip must not start them.
+    const current = player.playing ? await players.findCurrentTrack(tx, body.channelId) : undefined;
     const stillCurrent = current && current.url === body.url && (body.trackId === undefined || body.trackId === current.id);
     if (!stillCurrent) throw conflict('That track is no longer playing');
     await advanceQueue(tx, player, { endedBy: 'skip', at: now });
@@ -129,10 +130,10 @@ export function resume(deps: PlayerDeps, ctx: RequestContext, target: PlayerTarg
   });
 }
 
-/** Stops the current track and clears the queue; the volume stays. */
+/** Stops the current track and clears the queue, also one queued while idle; the volume stays. */
 export function stop(deps: PlayerDeps, ctx: RequestContext, target: PlayerTarget): Promise<PlayerState> {
   return control(deps, ctx, target, 'stop', async (tx, player) => {
-    if (!player.playing) return false;
+    if (!player.playing && (await players.countTracks(tx, target.channelId)) === 0) return false;
     await players.deleteAllTracks(tx, target.channelId);
     await players.markIdle(tx, target.channelId);
     return true;
