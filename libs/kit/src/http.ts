@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Pool } from './db.ts';
 import { AppError, PUBLIC_MESSAGES } from './errors.ts';
-import { type IdempotencyScope, idempotencyKeyOf, runIdempotent } from './idempotency.ts';
+import { type IdempotencyScope, idempotencyKeyOf, runIdempotent, userIdempotencyScope } from './idempotency.ts';
 import { redactUrl } from './logger.ts';
 import { httpRequestDuration } from './metrics.ts';
 import { bearerToken, type Identity, type TokenVerifier } from './tokens.ts';
@@ -293,7 +293,7 @@ export function route<C extends RouteContract>(
   }
 
   async function answerOnce(req: FastifyRequest, reply: FastifyReply, key: string) {
-    const scope = idempotent === 'user' ? `user:${req.user.id}` : (idempotent as (r: FastifyRequest) => string)(req);
+    const scope = idempotent === 'user' ? userIdempotencyScope(req.user.id) : (idempotent as (r: FastifyRequest) => string)(req);
     return runIdempotent(options.pool as Pool, req, reply, scope, key, async () => {
       const settled = await answer(req, reply);
       if (!settled) throw new Error(`${contract.method} ${contract.path} sent its own reply; an idempotent route must return it`);
