@@ -60,6 +60,22 @@ describe('writes racing a delete', () => {
     expect(await g.outbox('guilds.reaction.added')).toHaveLength(added);
   });
 
+  it('answers 404 to pinning a message deleted meanwhile: no pin, no pin event, no "pinned" system message', async () => {
+    const message = (await g.call(owner, 'POST', `/v1/channels/${channelId}/messages`, { content: 'pin me, then gone' })).body;
+    const pinsAdded = (await g.outbox('guilds.pin.added')).length;
+
+    const res = await whileUncommitted(
+      (q) => q('DELETE FROM messages WHERE id = $1', [message.id]).then(() => undefined),
+      () => g.call(owner, 'PUT', `/v1/channels/${channelId}/pins/${message.id}`),
+    );
+
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Message not found' });
+    expect(await g.outbox('guilds.pin.added')).toHaveLength(pinsAdded);
+    const pinnedNotices = await g.db.query("SELECT count(*)::int AS n FROM messages WHERE channel_id = $1 AND type = 'pinned'", [channelId]);
+    expect(pinnedNotices.rows[0].n).toBe(0);
+  });
+
   it('answers 404 to giving a role to a member kicked meanwhile, and gives nothing', async () => {
     const kicked = newId();
     expect((await g.call(kicked, 'POST', `/v1/servers/${serverId}/join`)).status).toBe(200);

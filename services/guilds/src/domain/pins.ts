@@ -19,7 +19,8 @@ export async function setPin(d: Domain, ctx: Ctx, channelId: string, messageId: 
   requirePermission(access.channelPermissions, Permission.MANAGE_MESSAGES, 'MANAGE_MESSAGES');
   await withTx(d.pool, async (tx) => {
     await lockPins(tx, channelId);
-    const message = await findMessage(tx, channelId, messageId);
+    // Locked: a delete under way is waited for (then 404), rather than a pin announced for a message gone.
+    const message = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!message) throw notFound('Message');
     if (message.pinned === pinned) return;
     if (pinned && (await countPins(tx, channelId)) >= MAX_PINS_PER_CHANNEL) {
