@@ -62,6 +62,26 @@ const createStreamed = defineRoute({
 // Lets a test hold a request inside its handler, after its write, before it answers.
 let gate: Promise<void> | undefined;
 let entered: (() => void) | undefined;
+
+/** Holds the next request inside its handler: `inside` once it is there; `release` lets every held one answer. */
+function holdNextRequest(): { inside: Promise<void>; release: () => void } {
+  let release: () => void = () => {};
+  gate = new Promise((resolve) => {
+    release = resolve;
+  });
+  const inside = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  return {
+    inside: inside.then(() => {
+      entered = undefined;
+    }),
+    release: () => {
+      release();
+      gate = undefined;
+    },
+  };
+}
 const app = createHttpApp({ log: runtime.log, tokens: issuer.verifier(), pool: runtime.pool });
 const insertWidget = async (name: string, fail?: boolean) => {
   const widget = await withTx(runtime.pool, async (tx) => {
@@ -151,19 +171,11 @@ describe('Idempotency-Key on a creating POST', () => {
 
   it('answers 409 while a request with the same key is still running, and the first one completes once', async () => {
     const key = crypto.randomUUID();
-    let release: () => void = () => {};
-    gate = new Promise((resolve) => {
-      release = resolve;
-    });
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
+    const held = holdNextRequest();
     const first = post({ name: 'concurrent' }, { key });
-    await inside;
+    await held.inside;
     const second = await post({ name: 'concurrent' }, { key });
-    release();
-    gate = undefined;
-    entered = undefined;
+    held.release();
     expect(second.statusCode).toBe(409);
     expect(second.json()).toEqual({ error: 'A request with this Idempotency-Key is still being processed; retry later' });
     expect((await first).statusCode).toBe(201);
@@ -240,22 +252,14 @@ describe('commitIdempotent, for a handler that reads its body before it writes',
 
   it('writes once for two concurrent requests with one key: the later one waits, then replays the first answer', async () => {
     const key = crypto.randomUUID();
-    let release: () => void = () => {};
-    gate = new Promise((resolve) => {
-      release = resolve;
-    });
-    const inside = new Promise<void>((resolve) => {
-      entered = resolve;
-    });
+    const held = holdNextRequest();
     const first = postStreamed('streamed together', key);
-    await inside;
-    entered = undefined;
+    await held.inside;
     const second = postStreamed('streamed together', key);
     const waiting =
       "SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted";
     await until(async () => (await many(runtime.pool, waiting)).length > 0, { what: 'the second request waits for the key' });
-    release();
-    gate = undefined;
+    held.release();
     const [a, b] = await Promise.all([first, second]);
     expect(a.statusCode).toBe(201);
     expect(b.statusCode).toBe(201);
