@@ -40,7 +40,7 @@ export const OP = {
 } as const;
 
 export const CLOSE_CODES = {
-  /** Something failed on our side (a service did not answer): reconnect and resume. */
+  /** Something failed on our side (a service did not answer), or the client read too slowly: reconnect and resume. */
   UNKNOWN_ERROR: 4000,
   UNKNOWN_OPCODE: 4001,
   DECODE_ERROR: 4002,

@@ -42,6 +42,11 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   /** IDENTIFYs per user per UTC day (Discord allows about 1,000). */
   GATEWAY_IDENTIFY_PER_DAY: env.int(1_000),
   /**
+   * Bytes a socket may leave unread in this process before it is closed with 4000 (it may RESUME):
+   * a client that stops reading would otherwise hold every dispatch in the gateway's memory.
+   */
+  GATEWAY_MAX_BUFFERED_BYTES: env.int(4 * 1024 * 1024),
+  /**
    * The dispatch lease: one replica at a time reads the streams. Renewed every third of it; when its
    * holder dies, dispatches wait at most this long (plus a third) for another replica to take over.
    */

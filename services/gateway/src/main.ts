@@ -35,7 +35,7 @@ copyRevocationsToRedis(revocations, limiter, log);
 // The socket's own connections: its commands may take longer than a rate check, and one listens.
 const socketRedis = createRedis(config.REDIS_URL, 5_000, true);
 const subscriber = createRedis(config.REDIS_URL, 5_000, true);
-const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter });
+const realtime = await startRealtime({ config, log, bus, redis: socketRedis, subscriber, tokens, limiter, revocations });
 const app = await buildApp({
   config,
   log,

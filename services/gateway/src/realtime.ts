@@ -4,6 +4,7 @@ import {
   type ConsumerHandle,
   ensureStream,
   publishEphemeralEvent,
+  type RevocationList,
   requestRpc,
   serveRpc,
   type TokenVerifier,
@@ -11,7 +12,7 @@ import {
 } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { dispatchFromStreams, listenForRevocations } from './bus/events.ts';
+import { dispatchFromStreams } from './bus/events.ts';
 import type { GatewayConfig } from './config.ts';
 import { type Ask, createAudience } from './domain/audience.ts';
 import { createClientIpResolver } from './domain/client-ip.ts';
@@ -34,8 +35,9 @@ export function realtimeKeyPrefix(namespace: string): string {
 
 /**
  * The real-time socket's parts: sessions and presence in Redis, audiences asked of the services,
- * dispatch from JetStream, revocations from auth. `redis` is a connection of its own (commands may
- * take longer than a rate check's), `subscriber` one in subscriber mode.
+ * dispatch from JetStream, revocations from auth (`revocations`, the token verifier's list).
+ * `redis` is a connection of its own (commands may take longer than a rate check's), `subscriber`
+ * one in subscriber mode.
  */
 export async function startRealtime(deps: {
   config: GatewayConfig;
@@ -45,6 +47,7 @@ export async function startRealtime(deps: {
   subscriber: Redis;
   tokens: TokenVerifier;
   limiter: RateLimiter;
+  revocations: RevocationList;
 }): Promise<Realtime> {
   const { config, log, bus, redis } = deps;
   const prefix = realtimeKeyPrefix(config.BUS_NAMESPACE);
@@ -94,7 +97,13 @@ export async function startRealtime(deps: {
   await sockets.ready;
   // Social shows the seen status in its friend lists.
   serveRpc(bus, log, PresenceSeenRpc, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
-  listenForRevocations(bus, log, (sessionId) => sockets.revoke(sessionId));
+  // The list catches up on what it missed while this replica was away from the bus (an ordered
+  // consumer), where a plain subscription loses it: those sessions' sockets close too.
+  deps.revocations.onRevoked(({ sessionId }) => {
+    sockets
+      .revoke(sessionId)
+      .catch((err) => log.warn({ err, sessionId }, 'revocation not written to Redis; this replica refuses it from memory'));
+  });
   const reader: ConsumerHandle = dispatchFromStreams({
     bus,
     log,

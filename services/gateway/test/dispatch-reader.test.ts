@@ -105,6 +105,28 @@ describe('the stream readers', () => {
     expect((await dispatchLeaseHeld.get()).values[0]?.value).toBe(0);
   });
 
+  it('stops when stopped while it asks for the lease, and leaves the lease free', async () => {
+    const prefix = newPrefix();
+    const lease = leaseOf(prefix);
+    const acquire = lease.acquire.bind(lease);
+    let answer = () => {};
+    const asked = new Promise<void>((resolve) => {
+      lease.acquire = () => {
+        resolve();
+        return new Promise((granted) => {
+          answer = () => granted(acquire());
+        });
+      };
+    });
+    const started = dispatchFromStreams({ bus, log, lease, dispatch: recorder().dispatch });
+    await asked;
+    const stopping = started.stop();
+    answer();
+    await stopping;
+    expect(await redis.exists(`${prefix}dispatch:lease`)).toBe(0);
+    expect((await dispatchLeaseHeld.get()).values[0]?.value).toBe(0);
+  });
+
   it('reads what was published after a replica started, though another replica held the lease then', async () => {
     const prefix = newPrefix();
     await redis.set(`${prefix}dispatch:lease`, 'another replica', 'PX', 1_000);

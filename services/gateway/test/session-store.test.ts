@@ -187,10 +187,18 @@ describe('resume', () => {
 
   it('detaches only on the node that still holds the session', async () => {
     const s = await session('node-a');
-    expect(await store.attach(s.sessionId, 'node-b')).toBe('node-a');
+    expect(await store.attach(s.sessionId, 'node-b', s.authSid)).toBe('node-a');
     // The old node's late close must not mark the session dropped: it lives on node-b.
     await store.detach(s.sessionId, 'node-a');
-    expect(await store.attach(s.sessionId, 'node-c')).toBe('node-b');
+    expect(await store.attach(s.sessionId, 'node-c', s.authSid)).toBe('node-b');
+  });
+
+  it('belongs to the token session that resumed it last', async () => {
+    const s = await session('node-a');
+    const resumedWith = randomUUID();
+    await store.attach(s.sessionId, 'node-b', resumedWith);
+    const verdict = await store.checkResume(s.sessionId, s.userId, 1);
+    expect(verdict.ok && verdict.session).toMatchObject({ authSid: resumedWith, node: 'node-b' });
   });
 });
 

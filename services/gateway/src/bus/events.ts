@@ -1,5 +1,5 @@
 import { setTimeout as wait } from 'node:timers/promises';
-import { REALTIME_SUBJECTS, SessionRevokedEvent, STREAMS } from '@chat/contracts';
+import { STREAMS } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -13,7 +13,6 @@ import {
   SpanKind,
   type StreamSpec,
   startSpan,
-  whenConnected,
   withSpan,
 } from '@chat/kit';
 import { type ConsumerMessages, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
@@ -75,7 +74,9 @@ export function dispatchFromStreams(deps: DispatchReaderDeps): ConsumerHandle {
           },
         );
         const fence = marked ? await deps.lease.acquire().catch(() => undefined) : undefined;
-        if (fence) {
+        // Stopped while it asked: nothing would end this tenure, and the stop would wait for ever.
+        if (fence && standby.signal.aborted) await deps.lease.release(fence).catch(() => {});
+        else if (fence) {
           tenure = new AbortController();
           await lead(deps, log, fence, tenure);
           tenure = undefined;
@@ -294,23 +295,4 @@ async function dispatchOne(
 /** Waits `ms`, or less when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return wait(ms, undefined, { signal }).catch(() => {});
-}
-
-/**
- * Every replica hears each revocation (a plain subscription to the stream's subject, beside the
- * durable consumer): the sockets it holds for that session close with 4004 at once.
- */
-export function listenForRevocations(bus: Bus, log: Logger, revoke: (sessionId: string, userId: string) => Promise<void>): void {
-  void whenConnected(bus, log, 'socket revocations', async () => {
-    const sub = bus.nc.subscribe(bus.subject(REALTIME_SUBJECTS.sessionRevoked), {
-      callback: (err, msg) => {
-        if (err) return void log.error({ err }, 'revocation subscription failed');
-        const event = envelopeOf(msg.data, REALTIME_SUBJECTS.sessionRevoked);
-        const parsed = SessionRevokedEvent.safeParse(event?.data);
-        if (!parsed.success) return void log.warn('malformed auth.session.revoked ignored');
-        revoke(parsed.data.sessionId, parsed.data.userId).catch((e) => log.error({ err: e }, 'revocation failed'));
-      },
-    });
-    return { stop: async () => sub.unsubscribe() };
-  });
 }

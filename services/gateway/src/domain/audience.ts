@@ -70,6 +70,10 @@ const OUTDATES: Readonly<Record<string, 'server' | 'channel'>> = {
   [GUILDS_SUBJECTS.channelDeleted]: 'channel',
   [GUILDS_SUBJECTS.overrideUpdated]: 'channel',
   [GUILDS_SUBJECTS.overrideDeleted]: 'channel',
+  // A member connected to a hidden voice channel sees it (as REST shows it to them).
+  [VOICE_SUBJECTS.joined]: 'channel',
+  [VOICE_SUBJECTS.left]: 'channel',
+  [VOICE_SUBJECTS.moved]: 'channel',
 };
 
 /** Whether the event replaces a version (invalidate does something for it). */
@@ -178,6 +182,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     const outdated = OUTDATES[subject];
     if (outdated === 'server') await bump(serverKey(data.serverId ?? data.id));
     if (outdated === 'channel') await bump(channelKey(data.channelId ?? data.id));
+    if (subject === VOICE_SUBJECTS.moved) await bump(channelKey(data.fromChannelId));
   }
 
   const plus = async (list: Promise<Recipients>, ...more: string[]): Promise<Recipients> => {
@@ -228,11 +233,14 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       case GUILDS_SUBJECTS.roleDeleted:
       case GUILDS_SUBJECTS.memberJoined:
       case GUILDS_SUBJECTS.memberUpdated:
+        return members(data.serverId, fresh);
+      // As REST lists voice states: to those who see the channel (a move: where the user went; see
+      // leftBehind for where they came from), and the user.
       case VOICE_SUBJECTS.joined:
       case VOICE_SUBJECTS.left:
       case VOICE_SUBJECTS.moved:
       case VOICE_SUBJECTS.updated:
-        return members(data.serverId, fresh);
+        return plus(viewers(data.channelId, data.serverId, fresh), data.userId);
       // The member who left, was kicked or banned is told once; nothing of the server follows.
       case GUILDS_SUBJECTS.memberLeft:
         return plus(members(data.serverId, fresh), data.userId);
@@ -266,7 +274,22 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     }
   }
 
-  return { invalidate, recipients, acquaintances };
+  /**
+   * A move (`guilds.voice.moved`) as seen from the channel left: who sees that channel but not the
+   * one the user went to. They are told the user left, never where to.
+   */
+  async function leftBehind(data: Data, options: { fresh?: boolean } = {}): Promise<Recipients> {
+    const fresh = options.fresh ?? false;
+    const [from, to] = await Promise.all([
+      viewers(data.fromChannelId, data.serverId, fresh),
+      viewers(data.channelId, data.serverId, fresh),
+    ]);
+    const told = new Set([...to.userIds, data.userId]);
+    const guard = [...(from.guard ?? []), ...(to.guard ?? [])];
+    return { userIds: from.userIds.filter((id) => !told.has(id)), ...(guard.length > 0 && { guard }) };
+  }
+
+  return { invalidate, recipients, leftBehind, acquaintances };
 }
 
 export type Audience = ReturnType<typeof createAudience>;

@@ -7,6 +7,7 @@ import {
   READ_STATE_SUBJECTS,
   REALTIME_SUBJECTS,
   SOCIAL_SUBJECTS,
+  VOICE_SUBJECTS,
 } from '@chat/contracts';
 import type { EventEnvelope } from '@chat/kit';
 import type { Logger } from 'pino';
@@ -66,10 +67,36 @@ export function createDispatcher(deps: Deps) {
     if (personal) return deliverPersonal(deps, event, name, personal, source);
     const payload = parsePayload(deps.log, event, name, recordOf(event));
     if (payload === undefined) return;
+    await deliverTo(name, payload, event.id, (fresh) => deps.audience.recipients(event.subject, event.data, { fresh }), source);
+    if (event.subject === VOICE_SUBJECTS.moved) await deliverLeftBehind(event, source);
+  }
+
+  /** One numbered dispatch into the audience's sessions; asked again (fresh) when the cached audience was refused. */
+  async function deliverTo(
+    name: DispatchName,
+    payload: string,
+    dedupeId: string,
+    audienceOf: (fresh: boolean) => Promise<Recipients>,
+    source: EventSource,
+  ): Promise<void> {
     const deliver = (recipients: Recipients) =>
-      deps.store.deliver(name, payload, { ...recipients, fence: source.fence }, event.id, source.publishedAtMs).then(unlessFencedOff);
-    if ((await deliver(await deps.audience.recipients(event.subject, event.data))) !== STALE_AUDIENCE) return;
-    await deliver(await deps.audience.recipients(event.subject, event.data, { fresh: true }));
+      deps.store.deliver(name, payload, { ...recipients, fence: source.fence }, dedupeId, source.publishedAtMs).then(unlessFencedOff);
+    if ((await deliver(await audienceOf(false))) !== STALE_AUDIENCE) return;
+    await deliver(await audienceOf(true));
+  }
+
+  /**
+   * Who saw the user in the channel they were moved from, and cannot see the one they were moved
+   * to, sees them leave (VOICE_STATE_DELETE, `switched`): REST no longer shows them the state.
+   */
+  async function deliverLeftBehind(event: EventEnvelope, source: EventSource): Promise<void> {
+    // Checked below: the payload is parsed by VOICE_STATE_DELETE's schema.
+    const moved = event.data as { userId: string; serverId: string; channelId: string; fromChannelId: string };
+    const left = { userId: moved.userId, serverId: moved.serverId, channelId: moved.fromChannelId, reason: 'switched' };
+    const payload = parsePayload(deps.log, event, 'VOICE_STATE_DELETE', left);
+    if (payload === undefined) return;
+    const audienceOf = (fresh: boolean) => deps.audience.leftBehind(moved, { fresh });
+    await deliverTo('VOICE_STATE_DELETE', payload, `${event.id}:left`, audienceOf, source);
   }
 
   /**

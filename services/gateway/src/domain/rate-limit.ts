@@ -189,6 +189,15 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
   }
 }
 
+/** The X-RateLimit-* headers of every answer, the socket's upgrade included. */
+export function rateLimitHeaders(verdict: WindowVerdict): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(verdict.limit),
+    'x-ratelimit-remaining': String(Math.max(0, verdict.remaining)),
+    'x-ratelimit-reset': String(Math.ceil(verdict.resetAtMs / 1000)),
+  };
+}
+
 /** Replicas of one platform share their windows; platforms that share a Redis (tests) do not. */
 export function rateKeyPrefix(namespace: string): string {
   return namespace ? `rl:${namespace}:` : 'rl:';

@@ -4,8 +4,9 @@ import type { Fence } from './dispatch-lease.ts';
 /**
  * Sessions of the real-time socket, kept in Redis so that any replica can resume them:
  *
- * - `s:<sid>` hash: userId, authSid (the token's session), seq (last dispatch numbered), node (the
- *   replica holding its socket, '' when none), seenAt (last sign of life, ms), detachedAt (ms).
+ * - `s:<sid>` hash: userId, authSid (the session of the token that identified or last resumed it),
+ *   seq (last dispatch numbered), node (the replica holding its socket, '' when none), seenAt (last
+ *   sign of life, ms), detachedAt (ms).
  * - `b:<sid>` sorted set: the session's dispatch frames scored by seq, the last `bufferSize` kept:
  *   the replay buffer of RESUME.
  * - `u:<userId>` set: the user's sessions, so an event for a user reaches each of them.
@@ -344,12 +345,15 @@ export function createSessionStore(options: SessionStoreOptions) {
       return raw ? framesOf(raw) : undefined;
     },
 
-    /** `node` holds the session now; answers the node that held it before ('' when none). */
-    async attach(sessionId: string, node: string): Promise<string> {
+    /**
+     * `node` holds the session now, for the token session `authSid` that resumed it; answers the
+     * node that held it before ('' when none).
+     */
+    async attach(sessionId: string, node: string, authSid: string): Promise<string> {
       const [[, previous]] = (await redis
         .multi()
         .hget(key('s', sessionId), 'node')
-        .hset(key('s', sessionId), 'node', node, 'seenAt', now(), 'detachedAt', 0)
+        .hset(key('s', sessionId), 'node', node, 'authSid', authSid, 'seenAt', now(), 'detachedAt', 0)
         .pexpire(key('s', sessionId), attachedTtl())
         .pexpire(key('b', sessionId), attachedTtl())
         .exec()) as [[Error | null, string | null]];

@@ -56,8 +56,15 @@ export const resumes = new Counter({
 /** RESUMEs answered INVALID_SESSION, by the reason the session could not be resumed. */
 export const invalidSessions = new Counter({
   name: 'gateway_socket_invalid_sessions_total',
-  help: 'RESUMEs answered with INVALID_SESSION, by reason (unknown, expired, wrong-user, gap)',
+  help: 'RESUMEs answered with INVALID_SESSION, by reason (unknown, expired, wrong-user, gap, revoked)',
   labelNames: ['reason'] as const,
+  registers,
+});
+
+/** Sockets closed because their client left more than GATEWAY_MAX_BUFFERED_BYTES unread. */
+export const slowClients = new Counter({
+  name: 'gateway_socket_slow_clients_total',
+  help: 'Sockets closed with 4000 because their client left more than GATEWAY_MAX_BUFFERED_BYTES unread',
   registers,
 });
 

@@ -11,11 +11,10 @@ import {
   unverifiedSessionId,
 } from '@chat/kit';
 import cors from '@fastify/cors';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { createClientIpResolver, rateSubject } from '../domain/client-ip.ts';
-import type { WindowVerdict } from '../domain/memory-window.ts';
-import type { RateLimiter } from '../domain/rate-limit.ts';
+import { type RateLimiter, rateLimitHeaders } from '../domain/rate-limit.ts';
 import { createRouteTable, type RouteClass } from '../domain/route-table.ts';
 import { SECURITY_HEADERS } from '../domain/security-headers.ts';
 
@@ -70,7 +69,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
       // A client reuses its token: the session of one verified before needs no decoding.
       sessionId: token ? (deps.tokens.sessionOf?.(token) ?? unverifiedSessionId(token)) : undefined,
     });
-    setRateHeaders(reply, verdict);
+    reply.headers(rateLimitHeaders(verdict));
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
     req.chargeToClient = verdict.chargeToClient;
     if (route.dotSegments) throw badRequest('The path may not contain "." or ".." segments');
@@ -92,14 +91,6 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
       .chargeToClient()
       .catch((err) => req.log.warn({ err }, 'could not move a failed webhook execution to the client window'))
       .then(() => done(null, payload));
-  });
-}
-
-function setRateHeaders(reply: FastifyReply, verdict: WindowVerdict): void {
-  reply.headers({
-    'x-ratelimit-limit': verdict.limit,
-    'x-ratelimit-remaining': Math.max(0, verdict.remaining),
-    'x-ratelimit-reset': Math.ceil(verdict.resetAtMs / 1000),
   });
 }
 

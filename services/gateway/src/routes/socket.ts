@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { setTimeout as wait } from 'node:timers/promises';
 import {
   type ChosenStatus,
   CLOSE_CODES,
@@ -10,7 +11,7 @@ import {
   UserGetRpc,
   UserServersRpc,
 } from '@chat/contracts';
-import type { TokenVerifier } from '@chat/kit';
+import { setBounded, type TokenVerifier } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
@@ -20,13 +21,18 @@ import type { Ask } from '../domain/audience.ts';
 import { rateSubject } from '../domain/client-ip.ts';
 import { decodeFrame, HEARTBEAT_ACK, hello, INVALID_SESSION, RECONNECT } from '../domain/frames.ts';
 import type { Presence } from '../domain/presence.ts';
-import type { RateLimiter } from '../domain/rate-limit.ts';
-import { dispatchFrames, kickMessage, parsePublished, type SessionStore } from '../domain/session-store.ts';
+import { type RateLimiter, rateLimitHeaders } from '../domain/rate-limit.ts';
+import { dispatchFrames, kickMessage, parsePublished, type SessionStore, type StoredSession } from '../domain/session-store.ts';
 import * as socketMetrics from '../domain/socket-metrics.ts';
 
 export const SOCKET_PATH = '/v1/gateway/ws';
 /** A revoked token session is remembered this long (longer than any access token lives). */
 const REVOKED_MEMORY_MS = 60 * 60_000;
+/** Revocations this replica applied, also kept in its memory: they hold while Redis is down or slow. */
+const MAX_REVOKED_IN_MEMORY = 50_000;
+/** Attempts at writing a revocation to Redis, the wait between them doubling from the first. */
+const MARK_ATTEMPTS = 3;
+const MARK_RETRY_MS = 250;
 const MAX_FRAME_BYTES = 16 * 1024;
 /** Every frame the gateway sends is a text frame, bytes included. */
 const TEXT = { binary: false } as const;
@@ -86,11 +92,29 @@ export function createSocketServer(deps: SocketDeps) {
   const live = new Set<Conn>();
   const bySession = new Map<string, Conn>();
   const byAuthSession = new Map<string, Set<Conn>>();
+  const revokedHere = new Map<string, number>();
+  const rateHeadersOf = new WeakMap<IncomingMessage, Record<string, string>>();
+  // The upgrade's 101 carries the rate headers every other answer has.
+  wss.on('headers', (headers, req) => {
+    for (const [name, value] of Object.entries(rateHeadersOf.get(req) ?? {})) headers.push(`${name}: ${value}`);
+  });
 
   const ready = deps.subscriber.subscribe(store.channelOf(node));
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
 
   function send(conn: Conn, frame: Frame) {
+    if (conn.ws.readyState !== conn.ws.OPEN) return;
+    // What a client does not read stays in this process's memory: past the bound the socket is
+    // closed, and what it missed waits in the replay buffer for its RESUME.
+    if (conn.ws.bufferedAmount > config.GATEWAY_MAX_BUFFERED_BYTES) {
+      socketMetrics.slowClients.inc();
+      return close(conn, CLOSE_CODES.UNKNOWN_ERROR, 'Too slow to read');
+    }
+    conn.ws.send(frame, TEXT);
+  }
+
+  /** The replay of a RESUME: bounded by the buffer's size, written whole even past the bound. */
+  function sendReplayed(conn: Conn, frame: Frame) {
     if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame, TEXT);
   }
 
@@ -138,10 +162,10 @@ export function createSocketServer(deps: SocketDeps) {
     flushPending(conn);
   }
 
-  function sendInOrder(conn: Conn, f: { seq: number; frame: Frame }) {
+  function sendInOrder(conn: Conn, f: { seq: number; frame: Frame }, write = send) {
     if (f.seq <= conn.lastSent) return;
     conn.lastSent = f.seq;
-    send(conn, f.frame);
+    write(conn, f.frame);
   }
 
   function flushPending(conn: Conn) {
@@ -171,11 +195,30 @@ export function createSocketServer(deps: SocketDeps) {
     if (group?.size === 0) byAuthSession.delete(conn.authSid as string);
   }
 
+  /** Revoked on this replica (memory, which holds while Redis is down) or on any (Redis). */
+  async function isRevoked(authSid: string): Promise<boolean> {
+    const until = revokedHere.get(authSid);
+    if (until !== undefined && until > now()) return true;
+    return store.isRevoked(authSid);
+  }
+
+  /** Written to Redis, where every replica refuses a RESUME or IDENTIFY with a still-valid token of the session. */
+  async function rememberRevoked(authSid: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await store.markRevoked(authSid, REVOKED_MEMORY_MS);
+      } catch (err) {
+        if (attempt === MARK_ATTEMPTS) throw err;
+        await wait(MARK_RETRY_MS * 2 ** (attempt - 1));
+      }
+    }
+  }
+
   /** The token's identity, or the close code that ends the attempt. */
   async function authenticate(token: string): Promise<{ id: string; sessionId: string } | CloseCode> {
     try {
       const identity = await deps.tokens.verify(token);
-      if (await store.isRevoked(identity.sessionId)) return CLOSE_CODES.AUTHENTICATION_FAILED;
+      if (await isRevoked(identity.sessionId)) return CLOSE_CODES.AUTHENTICATION_FAILED;
       return identity;
     } catch (err) {
       return (err as { status?: number }).status === 401 ? CLOSE_CODES.AUTHENTICATION_FAILED : CLOSE_CODES.UNKNOWN_ERROR;
@@ -214,7 +257,7 @@ export function createSocketServer(deps: SocketDeps) {
     socketMetrics.identifies.inc();
     flushPending(conn);
     // A revocation that landed while this identify was answered.
-    if (await store.isRevoked(identity.sessionId)) return revokeConn(conn);
+    if (await isRevoked(identity.sessionId)) return revokeConn(conn);
   }
 
   async function resume(conn: Conn, d: { token: string; sessionId: string; seq: number }) {
@@ -227,22 +270,34 @@ export function createSocketServer(deps: SocketDeps) {
       socketMetrics.invalidSessions.inc({ reason: verdict.reason });
       return send(conn, INVALID_SESSION);
     }
+    // Revoking a token session ends its gateway sessions, detached ones too: no other token resumes them.
+    if (await isRevoked(verdict.session.authSid)) return refuseRevoked(conn, verdict.session);
     if (conn.ws.readyState !== conn.ws.OPEN) return;
-    Object.assign(conn, { sessionId: d.sessionId, userId: identity.id, authSid: verdict.session.authSid, lastSent: d.seq, pending: [] });
+    // The session is the resuming token's from now on: revoking that token's session closes it.
+    Object.assign(conn, { sessionId: d.sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: d.seq, pending: [] });
     register(conn);
-    const previousNode = await store.attach(d.sessionId, node);
+    const previousNode = await store.attach(d.sessionId, node, identity.sessionId);
     if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), kickMessage(d.sessionId));
+    // A revocation that landed while this resume was answered, before the socket was registered.
+    if ((await isRevoked(identity.sessionId)) || (await isRevoked(verdict.session.authSid))) return revokeConn(conn);
     // Read after attaching: what was delivered meanwhile went to the old replica, and is in the buffer.
     // The replayed frames end with RESUMED, numbered with them; later dispatches wait in pending.
     const frames = await store.replay(d.sessionId, d.seq);
     if (!frames) return send(conn, INVALID_SESSION);
-    for (const f of frames) sendInOrder(conn, f);
+    for (const f of frames) sendInOrder(conn, f, sendReplayed);
     flushPending(conn);
     socketMetrics.resumes.inc();
     socketMetrics.dispatchesReplayed.inc(frames.length - 1);
     // Written here rather than through the node's stream: counted as every dispatch is.
     socketMetrics.countDispatchWritten('RESUMED', undefined);
     await showConnected(identity.id, d.sessionId);
+  }
+
+  /** A RESUME of a session whose token session was revoked while it was detached: it ends. */
+  function refuseRevoked(conn: Conn, session: StoredSession) {
+    socketMetrics.invalidSessions.inc({ reason: 'revoked' });
+    send(conn, INVALID_SESSION);
+    store.remove(session.sessionId, session.userId).catch((err) => log.warn({ err }, 'could not end a revoked session'));
   }
 
   /**
@@ -360,16 +415,24 @@ export function createSocketServer(deps: SocketDeps) {
         tier: 'general',
         subject: rateSubject(deps.clientIp(req.socket.remoteAddress, req.headers)),
       });
+      const rateHeaders = rateLimitHeaders(verdict);
       if (!verdict.allowed) {
         const retry = Math.max(1, Math.ceil((verdict.resetAtMs - verdict.nowMs) / 1000));
-        return void rejectUpgrade(socket, 429, { error: 'Too many requests, slow down and retry later' }, { 'retry-after': String(retry) });
+        const headers = { 'retry-after': String(retry), ...rateHeaders };
+        return void rejectUpgrade(socket, 429, { error: 'Too many requests, slow down and retry later' }, headers);
       }
+      rateHeadersOf.set(req, rateHeaders);
       wss.handleUpgrade(req, socket, head, open);
     },
-    /** Closes every socket of a revoked token session with 4004; it cannot be resumed. */
+    /**
+     * Closes every socket of a revoked token session with 4004, from memory first: a Redis that is
+     * down or slow must not keep them open. Then the revocation is written to Redis (a few
+     * attempts); when that fails this rejects, and this replica still refuses the session from memory.
+     */
     async revoke(authSid: string): Promise<void> {
-      await store.markRevoked(authSid, REVOKED_MEMORY_MS);
+      setBounded(revokedHere, authSid, now() + REVOKED_MEMORY_MS, MAX_REVOKED_IN_MEMORY);
       for (const conn of byAuthSession.get(authSid) ?? []) revokeConn(conn);
+      await rememberRevoked(authSid);
     },
     /** Shutting down: RECONNECT to every client, which resumes on another replica. */
     async shutdown(): Promise<void> {
