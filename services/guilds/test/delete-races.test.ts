@@ -72,7 +72,9 @@ describe('writes racing a delete', () => {
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: 'Message not found' });
     expect(await g.outbox('guilds.pin.added')).toHaveLength(pinsAdded);
-    const pinnedNotices = await g.db.query("SELECT count(*)::int AS n FROM messages WHERE channel_id = $1 AND type = 'pinned'", [channelId]);
+    const pinnedNotices = await g.db.query("SELECT count(*)::int AS n FROM messages WHERE channel_id = $1 AND type = 'pinned'", [
+      channelId,
+    ]);
     expect(pinnedNotices.rows[0].n).toBe(0);
   });
 
