@@ -295,7 +295,7 @@ const CALLS: Row[] = [
     name: 'ringing for the member (the caller is already in it)',
     request: async () => ({ params: { id: await ringingCall() } }),
     state: callState,
-    expect: { owner: 409, member: 200, outsider: 404, blocked: 404, anonymous: 401 },
+    expect: { owner: 200, member: 200, outsider: 404, blocked: 404, anonymous: 401 },
   },
   {
     route: 'POST /v1/calls/:id/decline',

@@ -145,6 +145,26 @@ export async function commitIdempotent(
 }
 
 /**
+ * A creating request whose slow work (asking other services) comes before its write: under an
+ * Idempotency-Key only `write` runs in the key's transaction (commitIdempotent), so no pool
+ * connection waits on that work, as the route option `idempotent: 'user'` would make it; without a
+ * key, `write` just runs. `status` is the route's success status, which a replay answers again.
+ */
+export async function writeOnce<T>(
+  pool: Pool,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  write: () => Promise<T>,
+): Promise<T> {
+  const key = idempotencyKeyOf(req);
+  if (!key) return write();
+  const claim = { scope: userIdempotencyScope(req.user.id), key, fingerprint: requestFingerprint(req) };
+  const answer = await commitIdempotent(pool, reply, claim, async () => ({ status, body: await write() }));
+  return answer.body as T;
+}
+
+/**
  * A stored answer given again, marked `Idempotent-Replayed`, to a request with its fingerprint;
  * 422 for another request under the same key.
  */

@@ -99,6 +99,33 @@ describe('writes racing a delete', () => {
     expect(await g.outbox('guilds.member.updated')).toHaveLength(updated);
   });
 
+  it("answers 404 to a role change that the server's deletion deadlocks, rather than a 500: the role change runs again", async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Doomed', isPublic: true })).body.id;
+    expect((await g.call(member, 'POST', `/v1/servers/${doomed}/join`)).status).toBe(200);
+    const role = (await g.call(owner, 'POST', `/v1/servers/${doomed}/roles`, { name: 'mods' })).body;
+    const other = await g.db.connect();
+    try {
+      // The deletion's order: the server row, then (its cascade) the roles. A role change takes the
+      // roles first, then the server row; it waits first, so its deadlock check fires first and it
+      // is the transaction PostgreSQL aborts.
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM servers WHERE id = $1 FOR UPDATE', [doomed]);
+      const answer = g.call(owner, 'PUT', `/v1/servers/${doomed}/members/${member}/roles/${role.id}`);
+      await until(
+        async () =>
+          (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! >
+          0,
+      );
+      await other.query('DELETE FROM servers WHERE id = $1', [doomed]);
+      await other.query('COMMIT');
+      const res = await answer;
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: expect.stringMatching(/not found$/) });
+    } finally {
+      other.release();
+    }
+  });
+
   it('answers 400 to creating a channel in a category deleted meanwhile, and creates none', async () => {
     const category = (await g.call(owner, 'POST', `/v1/servers/${serverId}/categories`, { name: 'doomed' })).body;
 

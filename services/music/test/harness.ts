@@ -28,9 +28,12 @@ type UserAccess = Omit<VoiceAccessReply, 'channel'>;
  */
 export class StandInGuilds {
   private readonly channels = new Map<string, { channel: Channel; users: Map<string, UserAccess> }>();
+  /** Runs before each answer, while the asking request waits for it (a test looks at what it holds). */
+  answering?: () => Promise<void>;
 
   serve(runtime: Runtime): void {
     serveRpc(runtime.bus, runtime.log, VoiceAccessRpc, async ({ channelId, userId }) => {
+      await this.answering?.();
       const known = this.channels.get(channelId);
       if (!known) throw notFound('Channel');
       const access = known.users.get(userId) ?? { isMember: false, inChannel: false, canManageChannel: false, isDj: false };

@@ -330,6 +330,32 @@ describe('POST /v1/music/queue with an Idempotency-Key', () => {
     const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
     expect(events.map((e) => e.action)).toEqual(['queue']);
   });
+
+  it("holds no database connection while it asks guilds for the caller's access", async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const pool = t.runtime.pool;
+    const held: number[] = [];
+    t.guilds.answering = async () => {
+      // Sampled over a while: the relay's poll and the clock take a connection for a moment now and then.
+      for (let i = 0; i < 10; i++) {
+        held.push(pool.totalCount - pool.idleCount);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    try {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/music/queue',
+        headers: { ...(await t.auth(alice)), 'idempotency-key': uuidv7() },
+        payload: { channelId: channel.id, serverId: channel.serverId, url: 'https://example.com/slow.mp3' },
+      });
+      expect(res.statusCode).toBe(201);
+    } finally {
+      t.guilds.answering = undefined;
+    }
+    expect(Math.min(...held)).toBe(0);
+    expect(await dbTracks(channel.id)).toEqual(['https://example.com/slow.mp3']);
+  });
 });
 
 describe('PATCH /v1/music/:channelId', () => {

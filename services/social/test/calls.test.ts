@@ -97,10 +97,13 @@ describe('a 1:1 call', () => {
 });
 
 describe('accepting', () => {
-  it('answers 409 to the caller accepting their own ringing call, which still rings for the others and ends as missed on time', async () => {
+  it('gives the caller accepting their own ringing call a fresh grant and changes nothing: it still rings and ends as missed on time', async () => {
     const [alice, bob] = [await h.addUser(), await h.addUser()];
     const call = (await ring(alice, await conversation(alice, bob))).body;
-    expect(await act(alice, call.id, 'accept')).toEqual({ status: 409, body: { error: 'You are already in this call' } });
+    const again = await act(alice, call.id, 'accept');
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ state: 'ringing', answeredAt: null });
+    expect((await verifier.verify(again.body.grant.token)).sub).toBe(alice.id);
     const ringing = await callOf(bob, call.id);
     expect(ringing).toMatchObject({ state: 'ringing', answeredAt: null });
     expect([participant(ringing, alice), participant(ringing, bob)]).toEqual(['joined', 'ringing']);
@@ -110,12 +113,14 @@ describe('accepting', () => {
     expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.ended']);
   });
 
-  it('answers 409 to someone accepting a call they are already in, and changes nothing', async () => {
+  it('gives someone accepting a call they are already in a fresh grant (to reconnect), and changes nothing', async () => {
     const [alice, bob] = [await h.addUser(), await h.addUser()];
     const call = (await ring(alice, await conversation(alice, bob))).body;
     expect((await act(bob, call.id, 'accept')).status).toBe(200);
     const before = await callOf(alice, call.id);
-    expect(await act(bob, call.id, 'accept')).toEqual({ status: 409, body: { error: 'You are already in this call' } });
+    const again = await act(bob, call.id, 'accept');
+    expect(again.status).toBe(200);
+    expect((await verifier.verify(again.body.grant.token)).sub).toBe(bob.id);
     expect(await callOf(alice, call.id)).toEqual(before);
     expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.updated']);
   });

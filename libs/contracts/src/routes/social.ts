@@ -377,14 +377,15 @@ const callRoutes = {
     method: 'POST',
     path: '/v1/calls/:id/accept',
     service: 'social',
-    summary: 'Answer (or rejoin) a live call: the call, active, and the media grant for its room',
+    summary:
+      'Answer (or rejoin) a live call: the call, active, and the media grant for its room; someone already in it gets a fresh grant and changes nothing',
     params: CallParams,
     status: 200,
     response: JoinedCall,
     errors: {
       ...CALL_VISIBILITY,
       403: 'Blocked: in a 1:1 call, one of the two blocked the other',
-      409: 'The call has ended, or the caller is already in it',
+      409: 'The call has ended',
     },
   }),
   declineCall: defineRoute({

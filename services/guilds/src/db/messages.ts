@@ -157,10 +157,11 @@ export async function postMessageRow(db: Queryable, m: NewMessage, event: Outbox
 
 /**
  * How a read locks the message for the rest of the transaction: `update` to change or delete it,
- * `key share` to write rows that refer to it (a delete then waits, and one already under way is
- * waited for and the message is not found, rather than the write failing on the foreign key).
+ * `no key update` to change it without holding up replies and reactions to it, `key share` to write
+ * rows that refer to it. Each makes a delete wait, and waits for one already under way (the message
+ * is then not found, rather than a write failing on the foreign key).
  */
-const MESSAGE_LOCKS = { update: 'FOR UPDATE OF m', 'key share': 'FOR KEY SHARE OF m' } as const;
+const MESSAGE_LOCKS = { update: 'FOR UPDATE OF m', 'no key update': 'FOR NO KEY UPDATE OF m', 'key share': 'FOR KEY SHARE OF m' } as const;
 
 /** The message if it is in this channel: an id from another channel is simply not found. */
 export async function findMessage(

@@ -15,7 +15,7 @@ export async function storeChannelEmbeds(tx: Queryable, resolved: EmbedsResolved
   if (resolved.target.kind !== 'channel') return;
   const { channelId, messageId } = resolved.target;
   // Locked: an edit waits for this, or this reads the edited text.
-  const current = await findMessage(tx, channelId, messageId, { lock: 'update' });
+  const current = await findMessage(tx, channelId, messageId, { lock: 'no key update' });
   if (!current) return;
   const embeds = previewsOfLinksIn(current.content, resolved.embeds);
   if (embeds.length === 0) return;

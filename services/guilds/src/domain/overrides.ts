@@ -1,6 +1,6 @@
 import type { PermissionOverride } from '@chat/contracts';
 import { Permission, type PutOverrideBody } from '@chat/contracts';
-import { AppError, badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
 import {
@@ -94,7 +94,7 @@ async function writeCheckedOverride(
     const created = await insertOverrideIfAbsent(tx, { id: uuidv7(), ...row });
     if (created) return created;
   }
-  throw new AppError(503, 'The override kept changing while saving; try again');
+  throw conflict('The override kept changing while saving; try again');
 }
 
 export async function deleteOverride(d: Domain, ctx: Ctx, channelId: string, overrideId: string): Promise<void> {

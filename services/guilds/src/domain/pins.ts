@@ -20,7 +20,7 @@ export async function setPin(d: Domain, ctx: Ctx, channelId: string, messageId: 
   await withTx(d.pool, async (tx) => {
     await lockPins(tx, channelId);
     // Locked: a delete under way is waited for (then 404), rather than a pin announced for a message gone.
-    const message = await findMessage(tx, channelId, messageId, { lock: 'update' });
+    const message = await findMessage(tx, channelId, messageId, { lock: 'no key update' });
     if (!message) throw notFound('Message');
     if (message.pinned === pinned) return;
     if (pinned && (await countPins(tx, channelId)) >= MAX_PINS_PER_CHANNEL) {

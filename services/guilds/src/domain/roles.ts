@@ -1,5 +1,5 @@
 import { type CreateRoleBody, Permission, type Role, type UpdateRoleBody } from '@chat/contracts';
-import { badRequest, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { badRequest, forbidden, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { addMemberRole, findMember, removeMemberRole } from '../db/members.ts';
 import {
@@ -94,7 +94,9 @@ export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: 
 
 /** Gives (or takes) a role below the actor's highest to (or from) a member. */
 export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string; userId: string; roleId: string }, give: boolean) {
-  await withTx(d.pool, async (tx) => {
+  // Roles, then the server row (as every role change: the access version's trigger updates it); a
+  // server's deletion takes them the other way round, so one of the two may be chosen to give way.
+  await withRetryingTx(d.pool, async (tx) => {
     const actor = await roleManager(tx, ids.serverId, ctx.userId);
     const role = await manageableRole(tx, actor, ids.roleId);
     if (isEveryone(role)) throw badRequest('Every member has @everyone');

@@ -6,7 +6,7 @@ import {
   MANAGE_SERVER,
   type UpdateServerBody,
 } from '@chat/contracts';
-import { badRequest, conflict, forbidden, type KeyPage, notFound, type Queryable, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, type KeyPage, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { listMemberMasks } from '../db/audience.ts';
 import { isBanned } from '../db/bans.ts';
@@ -103,7 +103,9 @@ async function checkRoleRefs(tx: Queryable, serverId: string, roleIds: string[] 
 }
 
 export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  // The row, then everything its cascade deletes: the other way round from role and channel changes,
+  // which take their rows first and the server row last; whichever of the two is chosen gives way.
+  await withRetryingTx(d.pool, async (tx) => {
     const access = await serverAccess(tx, serverId, ctx.userId);
     if (!access.isOwner) throw forbidden('Only the owner can delete the server');
     const memberIds = (await listMemberMasks(tx, serverId)).map((m) => m.user_id);

@@ -55,12 +55,25 @@ export async function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody
 }
 
 /** Adds a track at the end of the queue and never starts the player (POST /v1/music/queue). */
-export async function queue(deps: PlayerDeps, ctx: RequestContext, body: QueueBody): Promise<PlayerState> {
+/**
+ * Adds a track to the queue. What it asks other services (the track's length, the caller's access)
+ * comes first; `once` runs the write that follows (the route's Idempotency-Key: writeOnce), so that
+ * no database connection waits on those questions.
+ */
+export async function queue(
+  deps: PlayerDeps,
+  ctx: RequestContext,
+  body: QueueBody,
+  once: (write: () => Promise<PlayerState>) => Promise<PlayerState> = (write) => write(),
+): Promise<PlayerState> {
   const durationMs = await trackDurationMs(deps, body, ctx.requestId);
-  return control(deps, ctx, body, 'queue', async (tx) => {
-    await enqueue(tx, ctx, body, durationMs);
-    return true;
-  });
+  const access = await controlAccess(deps, ctx, body);
+  return once(() =>
+    applyControl(deps, ctx, access, body.channelId, 'queue', async (tx) => {
+      await enqueue(tx, ctx, body, durationMs);
+      return true;
+    }),
+  );
 }
 
 async function enqueue(tx: Queryable, ctx: RequestContext, body: QueueBody, durationMs: number | null): Promise<void> {
@@ -160,6 +173,11 @@ async function control(
   action: PlayerAction,
   change: Change,
 ): Promise<PlayerState> {
+  return applyControl(deps, ctx, await controlAccess(deps, ctx, target), target.channelId, action, change);
+}
+
+/** The caller's access to the voice channel, asked of guilds; refused unless they may control its player. */
+async function controlAccess(deps: PlayerDeps, ctx: RequestContext, target: { channelId: string; serverId?: string }) {
   const access = await requestRpc(
     deps.bus,
     VoiceAccessRpc,
@@ -167,11 +185,23 @@ async function control(
     { requestId: ctx.requestId },
   );
   assertCanControl(access, ctx.userId, target);
+  return access;
+}
+
+/** The change under the player's row lock; an actual change bumps the version and publishes the player. */
+function applyControl(
+  deps: PlayerDeps,
+  ctx: RequestContext,
+  access: { channel: { serverId: string } },
+  channelId: string,
+  action: PlayerAction,
+  change: Change,
+): Promise<PlayerState> {
   return withTx(deps.pool, async (tx) => {
-    const player = await players.lockPlayer(tx, target.channelId, access.channel.serverId);
+    const player = await players.lockPlayer(tx, channelId, access.channel.serverId);
     const now = clockOf(deps);
     const changed = await change(tx, player, now);
-    return changed ? commitChange(tx, target.channelId, action, ctx.userId, now, ctx.requestId) : readState(tx, target.channelId, now);
+    return changed ? commitChange(tx, channelId, action, ctx.userId, now, ctx.requestId) : readState(tx, channelId, now);
   });
 }
 

@@ -1,5 +1,5 @@
 import { musicRoutes } from '@chat/contracts';
-import { contextOf, IDEMPOTENT, route } from '@chat/kit';
+import { contextOf, route, writeOnce } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import * as player from '../domain/player.ts';
 
@@ -16,7 +16,9 @@ export function registerMusicRoutes(app: FastifyInstance, deps: player.PlayerDep
   route(app, musicRoutes.stop, async (req) => player.stop(deps, contextOf(req), req.body));
   route(app, musicRoutes.volume, async (req) => player.setVolume(deps, contextOf(req), req.body));
   // A creating POST: a retry with the same Idempotency-Key answers the first result and queues nothing.
-  route(app, musicRoutes.queue, async (req) => player.queue(deps, contextOf(req), req.body), IDEMPOTENT);
+  route(app, musicRoutes.queue, async (req, reply) =>
+    player.queue(deps, contextOf(req), req.body, (write) => writeOnce(deps.pool, req, reply, musicRoutes.queue.status, write)),
+  );
   route(app, musicRoutes.removeQueueItem, async (req) => {
     await player.removeQueueItem(deps, contextOf(req), req.params.channelId, req.params.itemId);
     return undefined;

@@ -63,15 +63,15 @@ export async function getCall(deps: Pick<CallDeps, 'pool'>, ctx: RequestContext,
 
 /**
  * Answers a call ringing for the caller, or rejoins a live one left (or declined) earlier; the call
- * becomes active. Whoever is in it already, the one who rang above all, has nothing to answer: their
- * "accept" would make a call nobody answered active and stop its ring from ending as missed.
+ * becomes active. Whoever is in it already (the one who rang above all) only gets a fresh grant, to
+ * reconnect to the room: their "accept" changes nothing, so a ring nobody answered still ends as missed.
  */
 export async function acceptCall(deps: CallDeps, ctx: RequestContext, callId: string): Promise<JoinedCall> {
   const call = await change(deps, ctx, callId, async (tx, current, access) => {
     if (current.state === 'ended') throw conflict('The call has ended');
     // As a ring: a block in a 1:1 conversation hands out no grant for its room, also to someone who left and comes back.
     if (access.blocked) throw forbidden(BLOCKED_CALL);
-    if (stateOf(current, ctx.userId) === 'joined') throw conflict('You are already in this call');
+    if (stateOf(current, ctx.userId) === 'joined') return undefined;
     await calls.setParticipantState(tx, callId, ctx.userId, 'joined');
     await calls.markAnswered(tx, callId, deps.now());
     return CALL_SUBJECTS.updated;
@@ -163,12 +163,15 @@ export function startCallClock(deps: Pick<CallDeps, 'pool' | 'now'> & { log?: { 
   };
 }
 
-/** A change to a call under its row lock, by a participant of its conversation (404 for anyone else). */
+/**
+ * A change to a call under its row lock, by a participant of its conversation (404 for anyone else);
+ * `apply` answers the event's subject, or undefined when it changed nothing (no event, the call as it is).
+ */
 async function change(
   deps: CallDeps,
   ctx: RequestContext,
   callId: string,
-  apply: (tx: Queryable, call: Call, access: ConversationAccess) => Promise<Subject>,
+  apply: (tx: Queryable, call: Call, access: ConversationAccess) => Promise<Subject | undefined>,
 ): Promise<Call> {
   return withTx(deps.pool, async (tx) => {
     // The conversation's row lock before the call's, in the order a ring takes them: a change that
@@ -177,7 +180,8 @@ async function change(
     const access = found && (await conversationForParticipant(tx, found.conversationId, ctx.userId, { lock: true }));
     if (!found || !access) throw notFound('Call');
     const current = (await calls.findCall(tx, callId, { lock: true })) as Call;
-    return settle(tx, ctx, callId, await apply(tx, current, access), access);
+    const subject = await apply(tx, current, access);
+    return subject ? settle(tx, ctx, callId, subject, access) : current;
   });
 }
 
