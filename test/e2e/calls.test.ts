@@ -1,6 +1,6 @@
+import { GatewayClient } from '@chat/testkit';
 import { TokenVerifier } from 'livekit-server-sdk';
 import { afterAll, describe, expect, it } from 'vitest';
-import { GatewayClient } from './gateway-client.ts';
 import { api, conversationOnceKnown, gateway, newUser, type TestUser } from './helpers.ts';
 
 const sockets: GatewayClient[] = [];

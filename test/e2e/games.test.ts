@@ -1,6 +1,5 @@
-import { lastAttempt } from '@chat/testkit';
+import { GatewayClient, lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
-import { GatewayClient } from './gateway-client.ts';
 import { attempt, failure, gateway, newClientUser, recordingClient } from './helpers.ts';
 
 describe('the game index and activities through the gateway', () => {

@@ -1,6 +1,5 @@
-import { until } from '@chat/testkit';
+import { GatewayClient, until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayClient } from './gateway-client.ts';
 import { api, conversationOnceKnown, gateway, newUser, type TestUser } from './helpers.ts';
 
 /**

@@ -1,11 +1,10 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import { DISPATCH_NAMES } from '@chat/contracts';
-import { freePort, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
+import { freePort, GatewayClient, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
 import { deviceKeys } from './device-keys.ts';
-import { GatewayClient } from './gateway-client.ts';
 
 /**
  * The real-time socket through real gateway processes: a platform of its own (this file kills a

@@ -4,6 +4,7 @@ export * from './backing.ts';
 export * from './build.ts';
 export * from './child-process.ts';
 export * from './database.ts';
+export * from './gateway-client.ts';
 export * from './isolated-platform.ts';
 export * from './media-stand-in.ts';
 export * from './messages.ts';

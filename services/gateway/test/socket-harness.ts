@@ -24,10 +24,9 @@ import {
   serveRpc,
   watchRevocations,
 } from '@chat/kit';
-import { createTestIssuer, deleteNamespaceStreams, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
+import { createTestIssuer, deleteNamespaceStreams, GatewayClient, TEST_AUDIENCE, TEST_ISSUER } from '@chat/testkit';
 import { Redis as IORedis } from 'ioredis';
 import { inject, vi } from 'vitest';
-import WebSocket from 'ws';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfig } from '../src/config.ts';
 import { createRedis } from '../src/db/redis.ts';
@@ -96,6 +95,7 @@ export async function startSocketGateway(
     audiences,
     realtime,
     serverSockets,
+    baseUrl: base,
     url: `${base.replace(/^http/, 'ws')}/v1/gateway/ws`,
     /** An event on its stream, as a service's outbox relay publishes it. */
     async publish(subject: string, data: unknown): Promise<void> {
@@ -173,89 +173,10 @@ function serveServices(bus: Awaited<ReturnType<typeof connectBus>>, log: ReturnT
   return { viewers, members };
 }
 
-/** A frame as the gateway sends it. */
-export interface Frame {
-  op: number;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the frame holds and assert on it
-  d: any;
-  s: number | null;
-  t: string | null;
-}
-
-/** A client socket that records every frame and waits for frames or the close by predicate. */
-export class TestSocket {
-  readonly frames: Frame[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  /** The 101's headers. */
-  headers: Record<string, string | string[] | undefined> = {};
-  private waiters = new Set<() => void>();
-  private closeInfo: { code: number; reason: string } | undefined;
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on('upgrade', (res) => {
-      this.headers = res.headers;
-    });
-    ws.on('message', (data) => {
-      this.frames.push(JSON.parse(String(data)) as Frame);
-      for (const w of this.waiters) w();
-    });
-    this.closed = new Promise((resolve) =>
-      ws.on('close', (code, reason) => {
-        this.closeInfo = { code, reason: String(reason) };
-        for (const w of this.waiters) w();
-        resolve(this.closeInfo);
-      }),
-    );
-    ws.on('error', () => {});
-  }
-
-  /** Opens a socket from the client address `ip` and waits for HELLO. */
-  static async open(url: string, ip = `10.9.${randomInt(256)}.${randomInt(1, 255)}`): Promise<TestSocket> {
-    const socket = new TestSocket(new WebSocket(url, { headers: { 'x-forwarded-for': ip } }));
-    await socket.next((f) => f.op === 10);
-    return socket;
-  }
-
-  send(frame: unknown): void {
-    this.ws.send(JSON.stringify(frame));
-  }
-
-  /** IDENTIFY, then READY's payload. */
-  async identify(token: string): Promise<{ sessionId: string }> {
-    this.send({ op: 2, d: { token } });
-    return (await this.next((f) => f.t === 'READY')).d;
-  }
-
-  dispatches(t?: string): Frame[] {
-    return this.frames.filter((f) => f.op === 0 && (t === undefined || f.t === t));
-  }
-
-  /** The first frame (received or coming) that matches; fails when the socket closes first. */
-  next(match: (f: Frame) => boolean, timeoutMs = 10_000): Promise<Frame> {
-    return this.until(() => this.frames.find(match), timeoutMs, 'frame');
-  }
-
-  /** The close code and reason, once the socket closed. */
-  closeCode(timeoutMs = 10_000): Promise<{ code: number; reason: string }> {
-    return this.until(() => this.closeInfo, timeoutMs, 'close', true);
-  }
-
-  private until<T>(found: () => T | undefined, timeoutMs: number, what: string, evenClosed = false): Promise<T> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const value = found();
-        if (value !== undefined) return done(() => resolve(value));
-        if (this.closeInfo && !evenClosed)
-          return done(() => reject(new Error(`socket closed (${this.closeInfo?.code}) before the ${what}`)));
-      };
-      const timer = setTimeout(() => done(() => reject(new Error(`no ${what} within ${timeoutMs} ms`))), timeoutMs);
-      const done = (settle: () => void) => {
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        settle();
-      };
-      this.waiters.add(check);
-      check();
-    });
-  }
+/**
+ * A client of the harness's gateway from the client address `ip` (a fresh one by default, so that
+ * each socket has its own upgrade window): HELLO received, no heartbeats of its own.
+ */
+export function openSocket(baseUrl: string, ip = `10.9.${randomInt(256)}.${randomInt(1, 255)}`): Promise<GatewayClient> {
+  return GatewayClient.connect(baseUrl, { ip, heartbeat: false });
 }

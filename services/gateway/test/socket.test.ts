@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { STREAMS, VOICE_SUBJECTS } from '@chat/contracts';
-import { startTcpProxy } from '@chat/testkit';
+import { type GatewayClient, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { rateSubject } from '../src/domain/client-ip.ts';
 import * as socketMetrics from '../src/domain/socket-metrics.ts';
 import { realtimeKeyPrefix } from '../src/realtime.ts';
-import { startSocketGateway, TestSocket } from './socket-harness.ts';
+import { openSocket, startSocketGateway } from './socket-harness.ts';
 
 /**
  * The real-time socket of one replica, through a real port, with real Redis and NATS: slow
@@ -28,13 +28,13 @@ async function login(userId = randomUUID()) {
 }
 
 async function identified(token: string) {
-  const client = await TestSocket.open(gw.url);
+  const client = await openSocket(gw.baseUrl);
   const ready = await client.identify(token);
   return { client, gatewaySessionId: ready.sessionId };
 }
 
 /** Closes the client's socket and waits until the gateway has detached its session (resumable). */
-async function dropped(client: TestSocket, gatewaySessionId: string) {
+async function dropped(client: GatewayClient, gatewaySessionId: string) {
   client.ws.close(4900);
   await client.closed;
   await expect.poll(() => gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('');
@@ -80,7 +80,7 @@ describe('a client that stops reading', () => {
     const read = client.dispatches('MESSAGE_CREATE').map((f) => f.s as number);
     expect(read.length).toBeLessThan(count);
     // Nothing is lost: the RESUME from the last frame read replays the rest, in order.
-    const resumed = await TestSocket.open(gw.url);
+    const resumed = await openSocket(gw.baseUrl);
     resumed.send({ op: 6, d: { token, sessionId: gatewaySessionId, seq: read.at(-1) ?? 1 } });
     await resumed.next((f) => f.t === 'RESUMED', 20_000);
     const replayed = resumed.dispatches('MESSAGE_CREATE').map((f) => f.s as number);
@@ -110,7 +110,7 @@ describe('a revoked session', () => {
     }
     expect(await gw.redis.exists(markKey)).toBe(0);
     // This replica still refuses a token of the session that the token verifier does not know revoked.
-    const again = await TestSocket.open(gw.url);
+    const again = await openSocket(gw.baseUrl);
     again.send({ op: 2, d: { token } });
     expect((await again.closeCode()).code).toBe(4004);
   });
@@ -132,7 +132,7 @@ describe('a replica cut off from the bus', () => {
     const away = await startSocketGateway({ natsUrl: proxy.url('nats'), revocations: 'watched' });
     try {
       const [userId, sessionId] = [randomUUID(), randomUUID()];
-      const client = await TestSocket.open(away.url);
+      const client = await openSocket(away.baseUrl);
       await client.identify(await away.issuer.sign(userId, { sessionId }));
       // The list is reading: a revocation of another session reaches it.
       const other = randomUUID();
@@ -165,7 +165,7 @@ describe('a resumed session', () => {
     const second = await login(first.userId);
     const { client, gatewaySessionId } = await identified(first.token);
     await dropped(client, gatewaySessionId);
-    const resumed = await TestSocket.open(gw.url);
+    const resumed = await openSocket(gw.baseUrl);
     resumed.send({ op: 6, d: { token: second.token, sessionId: gatewaySessionId, seq: 1 } });
     await resumed.next((f) => f.t === 'RESUMED');
     expect(await gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'authSid')).toBe(second.sessionId);
@@ -182,7 +182,7 @@ describe('a resumed session', () => {
     gw.deliverRevocation(first.sessionId, first.userId);
     await expect.poll(() => gw.redis.exists(`${prefix}r:${first.sessionId}`)).toBe(1);
 
-    const resumed = await TestSocket.open(gw.url);
+    const resumed = await openSocket(gw.baseUrl);
     resumed.send({ op: 6, d: { token: second.token, sessionId: gatewaySessionId, seq: 1 } });
     expect(await resumed.next((f) => f.op === 9)).toEqual({ op: 9, d: { resumable: false }, s: null, t: null });
     expect(resumed.dispatches()).toEqual([]);
@@ -205,7 +205,7 @@ describe('a resumed session', () => {
       return hgetall(...args);
     }) as never);
     try {
-      const resumed = await TestSocket.open(gw.url);
+      const resumed = await openSocket(gw.baseUrl);
       resumed.send({ op: 6, d: { token: second.token, sessionId: gatewaySessionId, seq: 1 } });
       expect(await resumed.closeCode()).toEqual({ code: 4004, reason: 'Session revoked' });
       expect(resumed.dispatches('RESUMED')).toEqual([]);
@@ -230,8 +230,8 @@ describe('voice states', () => {
     joinedAt: new Date().toISOString(),
     expiresAt: new Date(Date.now() + 60_000).toISOString(),
   });
-  const voiceOf = (c: TestSocket) => c.dispatches().filter((f) => f.t?.startsWith('VOICE_STATE_'));
-  const seen = (c: TestSocket) => voiceOf(c).map((f) => `${f.t} ${f.d.userId} ${f.d.channelId}${f.d.reason ? ` ${f.d.reason}` : ''}`);
+  const voiceOf = (c: GatewayClient) => c.dispatches().filter((f) => f.t?.startsWith('VOICE_STATE_'));
+  const seen = (c: GatewayClient) => voiceOf(c).map((f) => `${f.t} ${f.d.userId} ${f.d.channelId}${f.d.reason ? ` ${f.d.reason}` : ''}`);
 
   it('go to who sees the channel and to the user; a move into a hidden channel shows who cannot see it a leave', async () => {
     const [viewer, plain, mover, marker] = [await login(), await login(), await login(), await login()];
@@ -293,7 +293,7 @@ function refusedUpgrade(ip: string): Promise<{ res: IncomingMessage; body: unkno
 describe('the upgrade', () => {
   it('carries X-RateLimit-* on the 101, and on the 429 with Retry-After and {"error"} once the General tier is spent', async () => {
     const ip = `10.77.${Math.floor(Math.random() * 256)}.1`;
-    const socket = await TestSocket.open(gw.url, ip);
+    const socket = await openSocket(gw.baseUrl, ip);
     expect(socket.headers).toMatchObject({
       'x-ratelimit-limit': '300',
       'x-ratelimit-remaining': '299',

@@ -16,12 +16,17 @@ export interface Frame {
 export class GatewayClient {
   readonly frames: Frame[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
+  /** The headers of the upgrade's 101. */
+  headers: Record<string, string | string[] | undefined> = {};
   heartbeatInterval = 0;
   private listeners = new Set<() => void>();
   private timer: NodeJS.Timeout | undefined;
   private closeInfo: { code: number; reason: string } | undefined;
 
   private constructor(readonly ws: WebSocket) {
+    ws.on('upgrade', (res) => {
+      this.headers = res.headers;
+    });
     ws.on('message', (data) => {
       this.frames.push(JSON.parse(String(data)) as Frame);
       for (const l of this.listeners) l();
