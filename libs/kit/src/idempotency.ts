@@ -93,26 +93,19 @@ export async function runIdempotent(
   key: string,
   handle: () => Promise<{ status: number; body: unknown }>,
 ): Promise<{ status: number; body: unknown; replayed: boolean }> {
-  const fingerprint = requestFingerprint(req);
+  const claim = { scope, key, fingerprint: requestFingerprint(req) };
   return withRequestTx(pool, async (tx) => {
-    const { rows } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS held', [
-      LOCK_SPACE,
-      `${scope}\n${key}`,
-    ]);
+    const { rows } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS held', lockOf(claim));
     if (!rows[0]?.held) throw new AppError(409, 'A request with this Idempotency-Key is still being processed; retry later');
-    const stored = await findIdempotentAnswer(tx, scope, key);
-    if (stored) return replayAnswer(stored, fingerprint, reply);
-    const answer = await handle();
-    await storeAnswer(tx, scope, key, fingerprint, answer);
-    return { ...answer, replayed: false };
+    return answerOnce(tx, reply, claim, handle);
   });
 }
 
-/** Where a request that reads its own body (see commitIdempotent) keeps its answer. */
+/** Where a request keeps its answer under an Idempotency-Key, and what makes another request the same. */
 export interface IdempotencyClaim {
   scope: string;
   key: string;
-  /** streamedRequestFingerprint of the request, once its body was read. */
+  /** requestFingerprint, or streamedRequestFingerprint for a request that reads its own body. */
   fingerprint: string;
 }
 
@@ -133,15 +126,27 @@ export async function commitIdempotent(
   claim: IdempotencyClaim,
   write: (tx: Queryable) => Promise<{ status: number; body: unknown }>,
 ): Promise<{ status: number; body: unknown; replayed: boolean }> {
-  const { scope, key, fingerprint } = claim;
   return withRequestTx(pool, async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LOCK_SPACE, `${scope}\n${key}`]);
-    const stored = await findIdempotentAnswer(tx, scope, key);
-    if (stored) return replayAnswer(stored, fingerprint, reply);
-    const answer = await write(tx);
-    await storeAnswer(tx, scope, key, fingerprint, answer);
-    return { ...answer, replayed: false };
+    await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', lockOf(claim));
+    return answerOnce(tx, reply, claim, () => write(tx));
   });
+}
+
+/** The key's advisory lock (space, name), held by the transaction that answers under the key. */
+const lockOf = ({ scope, key }: IdempotencyClaim) => [LOCK_SPACE, `${scope}\n${key}`];
+
+/** Under the key's lock: the stored answer replayed (422 for another fingerprint), or `handle`'s answer stored with its writes. */
+async function answerOnce(
+  tx: Queryable,
+  reply: FastifyReply,
+  claim: IdempotencyClaim,
+  handle: () => Promise<{ status: number; body: unknown }>,
+): Promise<{ status: number; body: unknown; replayed: boolean }> {
+  const stored = await findIdempotentAnswer(tx, claim.scope, claim.key);
+  if (stored) return replayAnswer(stored, claim.fingerprint, reply);
+  const answer = await handle();
+  await storeAnswer(tx, claim, answer);
+  return { ...answer, replayed: false };
 }
 
 /**
@@ -180,9 +185,7 @@ export function replayAnswer(
 
 async function storeAnswer(
   tx: Queryable,
-  scope: string,
-  key: string,
-  fingerprint: string,
+  { scope, key, fingerprint }: IdempotencyClaim,
   answer: { status: number; body: unknown },
 ): Promise<void> {
   await tx.query(
