@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import type { Writable } from 'node:stream';
 import pg from 'pg';
 import { AppError } from './errors.ts';
 import { watchPool } from './metrics.ts';
@@ -265,13 +266,23 @@ export async function pipelinedTx(pool: Pool, statements: Statement[]): Promise<
   }
   const send = (sql: Sql, params: unknown[] = []) =>
     typeof sql === 'string' ? client.query(sql, params) : client.query({ ...sql, values: params });
-  const answers = await Promise.allSettled([send('BEGIN'), ...statements.map((s) => send(s.sql, s.params)), send('COMMIT')]);
+  // pg writes each query as it is queued, one system call each; held back, they leave in one.
+  const socket = socketOf(client);
+  socket?.cork();
+  const sent = [send('BEGIN'), ...statements.map((s) => send(s.sql, s.params)), send('COMMIT')];
+  socket?.uncork();
+  const answers = await Promise.allSettled(sent);
   const failure = answers.find((a) => a.status === 'rejected');
   const error = failure && translatePgError(failure.reason);
   // A failed statement turns the COMMIT behind it into a rollback; a lost connection is not reused.
   client.release(error instanceof AppError && error.status === 503 ? (failure?.reason as Error) : undefined);
   if (failure) throw error;
   return answers.slice(1, -1).map((a) => (a as PromiseFulfilledResult<pg.QueryResult<Row>>).value.rows);
+}
+
+/** The client's socket to PostgreSQL: pg keeps it on its connection, which its types do not show. */
+function socketOf(client: pg.PoolClient): Writable | undefined {
+  return (client as unknown as { connection?: { stream?: Writable } }).connection?.stream;
 }
 
 /** Serialisable retry for transactions that may lose a race (40001/40P01). */

@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createPool, exec, many, maybeOne, one, pipelinedTx, prepared, translatePgError, withRequestTx, withTx } from '../src/db.ts';
@@ -139,6 +140,25 @@ function blockEventLoop(ms: number): void {
   while (Date.now() < until) {}
 }
 
+/** How many times `socket` hands bytes to the kernel from now on (a write or a gathered writev). */
+function countWrites(socket: Writable): () => number {
+  let writes = 0;
+  const raw = socket as Writable & { _write: Writable['_write']; _writev?: Writable['_writev'] };
+  const write = raw._write.bind(raw);
+  const writev = raw._writev?.bind(raw);
+  raw._write = (...args) => {
+    writes++;
+    write(...args);
+  };
+  if (writev) {
+    raw._writev = (...args) => {
+      writes++;
+      writev(...args);
+    };
+  }
+  return () => writes;
+}
+
 describe('withTx', () => {
   it('commits when the function resolves and answers its result', async () => {
     const result = await withTx(pool, async (tx) => {
@@ -230,6 +250,25 @@ describe('pipelinedTx', () => {
     expect(last?.at as number).toBeLessThan(unblockedAt - 100);
     // And the lock went with the transaction.
     expect(await maybeOne(pool, 'SELECT pg_try_advisory_xact_lock(4242) AS free')).toEqual({ free: true });
+  });
+
+  it('writes the whole transaction to PostgreSQL in one system call', async () => {
+    const single = createPool(db.url, 1);
+    try {
+      await single.query('SELECT 1'); // the one connection, idle
+      const client = await single.connect();
+      const socket = (client as unknown as { connection: { stream: Writable } }).connection.stream;
+      client.release();
+      const writes = countWrites(socket);
+      const answers = await pipelinedTx(single, [
+        { sql: 'SELECT 1 AS a', params: [] },
+        { sql: prepared('SELECT $1::int AS b'), params: [2] },
+      ]);
+      expect(answers).toEqual([[{ a: 1 }], [{ b: 2 }]]);
+      expect(writes()).toBe(1);
+    } finally {
+      await single.end();
+    }
   });
 
   it('rolls back every statement when one fails, answers its error, and gives the connection back', async () => {
