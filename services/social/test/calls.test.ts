@@ -136,29 +136,40 @@ describe('accepting', () => {
     expect((await verifier.verify(back.body.grant.token)).sub).toBe(alice.id);
   });
 
-  it('refuses accepting a 1:1 call across a block (403), also to rejoin after leaving, and hands out no grant', async () => {
+  it('takes whoever blocks the other out of their live 1:1 call, as a hang-up, and refuses them rejoining it (403) with no grant', async () => {
     const [alice, bob] = [await h.addUser(), await h.addUser()];
     const call = (await ring(alice, await conversation(alice, bob))).body;
     expect((await act(bob, call.id, 'accept')).status).toBe(200);
     expect((await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
-    expect((await act(alice, call.id, 'leave')).body).toMatchObject({ state: 'active' });
-    const before = await callOf(bob, call.id);
+    const after = await callOf(alice, call.id);
+    expect(after).toMatchObject({ state: 'active', endedAt: null });
+    expect(participant(after, bob)).toBe('left');
+    expect(participant(after, alice)).toBe('joined');
 
-    const back = await act(alice, call.id, 'accept');
+    const back = await act(bob, call.id, 'accept');
     expect(back).toEqual({ status: 403, body: { error: 'You cannot call this user: one of you has blocked the other' } });
-    expect(await callOf(bob, call.id)).toEqual(before);
-    expect(participant(before, alice)).toBe('left');
+    expect(await callOf(alice, call.id)).toEqual(after);
     expect(await eventsOf(call.id)).toEqual(['social.call.created', 'social.call.updated', 'social.call.updated']);
+    // The one left alone hangs up as usual.
+    expect((await act(alice, call.id, 'leave')).body).toMatchObject({ state: 'ended', endReason: 'completed' });
   });
 
-  it('refuses answering a 1:1 call once either of the two blocked the other (403); the call keeps ringing', async () => {
-    const [alice, bob] = [await h.addUser(), await h.addUser()];
-    const call = (await ring(alice, await conversation(alice, bob))).body;
-    expect((await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id })).status).toBe(201);
-    expect((await act(bob, call.id, 'accept')).status).toBe(403);
-    const ringing = await callOf(bob, call.id);
-    expect(ringing).toMatchObject({ state: 'ringing', answeredAt: null });
-    expect(participant(ringing, bob)).toBe('ringing');
+  it('ends a 1:1 call still ringing when either of the two blocks the other: declined by the one rung, missed by the caller', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const rungBlocks = (await ring(alice, await conversation(alice, bob))).body;
+    expect((await h.call(bob, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
+    const declined = await callOf(alice, rungBlocks.id);
+    expect(declined).toMatchObject({ state: 'ended', endReason: 'declined' });
+    expect(participant(declined, bob)).toBe('declined');
+    expect(await eventsOf(rungBlocks.id)).toEqual(['social.call.created', 'social.call.ended']);
+
+    const callerBlocks = (await ring(alice, await conversation(alice, carol))).body;
+    expect((await h.call(alice, 'POST', '/v1/friends/block', { userId: carol.id })).status).toBe(201);
+    const missed = await callOf(carol, callerBlocks.id);
+    expect(missed).toMatchObject({ state: 'ended', endReason: 'missed' });
+    expect(participant(missed, alice)).toBe('left');
+    expect((await act(carol, callerBlocks.id, 'accept')).status).toBe(409);
+    expect(await eventsOf(callerBlocks.id)).toEqual(['social.call.created', 'social.call.ended']);
   });
 });
 

@@ -93,9 +93,14 @@ export async function insertPairConversation(tx: Queryable, id: string, a: strin
     return { id, created: true };
   }
   // The other transaction committed (ON CONFLICT waited for it), so this statement sees its row.
-  const existing = await maybeOne<{ id: string }>(tx, 'SELECT id FROM conversations WHERE pair_key = $1', [pairKey(a, b)]);
+  const existing = await pairConversationId(tx, a, b);
   if (!existing) throw new Error('pair conversation vanished after a conflict');
-  return { id: existing.id, created: false };
+  return { id: existing, created: false };
+}
+
+/** The 1:1 conversation of a pair, if they have one. */
+export async function pairConversationId(db: Queryable, a: string, b: string): Promise<string | undefined> {
+  return (await maybeOne<{ id: string }>(db, 'SELECT id FROM conversations WHERE pair_key = $1', [pairKey(a, b)]))?.id;
 }
 
 export async function insertGroupConversation(tx: Queryable, id: string, ownerId: string, userIds: string[]): Promise<void> {

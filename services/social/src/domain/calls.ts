@@ -12,7 +12,7 @@ import {
 } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import * as calls from '../db/calls.ts';
-import { type ConversationAccess, conversationForParticipant, lockConversation } from '../db/conversations.ts';
+import { type ConversationAccess, conversationForParticipant, lockConversation, pairConversationId } from '../db/conversations.ts';
 import { participantAccess } from './conversations.ts';
 import { writeMessage } from './messages.ts';
 
@@ -108,6 +108,19 @@ export async function leaveLiveCall(tx: Queryable, ctx: RequestContext, access: 
   const state = current.state === 'ended' ? undefined : stateOf(current, ctx.userId);
   if (state === 'joined') await settle(tx, ctx, current.id, await hangUp(tx, current, ctx.userId, now), access);
   if (state === 'ringing') await settle(tx, ctx, current.id, await decline(tx, current, ctx.userId, now), access);
+}
+
+/**
+ * The caller, who has just blocked `otherId` in this transaction, leaves the live call of their
+ * 1:1 conversation as their own leave (or decline) would: a block hands out no grant for the room
+ * (acceptCall), so staying in would only keep the two connected. To the other it looks like a hang-up,
+ * so the block stays private. The conversation's lock is taken whether or not a call is live: a
+ * ring racing the block then either sees it (403) or is left here.
+ */
+export async function leaveDirectCallWith(tx: Queryable, ctx: RequestContext, otherId: string, now: Date): Promise<void> {
+  const conversationId = await pairConversationId(tx, ctx.userId, otherId);
+  if (!conversationId) return;
+  await leaveLiveCall(tx, ctx, await participantAccess(tx, ctx, conversationId, { lock: true }), now);
 }
 
 /** `userId` declines; a call nobody answered ends (declined) when nobody is left ringing. */

@@ -38,12 +38,13 @@ import {
   relationBetween,
 } from '../db/relationships.ts';
 import { type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
+import { leaveDirectCallWith } from './calls.ts';
 import { shownActivity, withSeenStatus } from './presence.ts';
 import { findOrLearnUser } from './users.ts';
 
 /** Friend requests, friendships and blocks: the rules between two users. */
 
-type Deps = { pool: Pool; bus: Bus };
+type Deps = { pool: Pool; bus: Bus; clock?: () => Date };
 
 /** Runs a change between the caller and `other` in one transaction that holds the pair's lock. */
 function inPairTx<T>(deps: Deps, ctx: RequestContext, other: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -134,7 +135,7 @@ export async function removeFriend(deps: Deps, ctx: RequestContext, friendId: st
   });
 }
 
-/** Blocks `userId`: the friendship and pending requests both ways end with it. */
+/** Blocks `userId`: the friendship, pending requests both ways and the blocker's part in a call of the two end with it. */
 export async function blockUser(deps: Deps, ctx: RequestContext, userId: string): Promise<ListedUser> {
   const target = await otherUser(deps, ctx, { userId });
   return inPairTx(deps, ctx, target.id, async (tx) => {
@@ -145,6 +146,7 @@ export async function blockUser(deps: Deps, ctx: RequestContext, userId: string)
     }
     const requestsRemoved = [await deleteRequest(tx, ctx.userId, target.id), await deleteRequest(tx, target.id, ctx.userId)];
     if (requestsRemoved.some(Boolean)) await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'request', reason: 'blocked' });
+    await leaveDirectCallWith(tx, ctx, target.id, deps.clock?.() ?? new Date());
     const data: BlockEvent = { userId: ctx.userId, blockedUserId: target.id, blockedUser: knownToSummary(target), createdAt };
     await enqueueEvent(tx, SOCIAL_SUBJECTS.blockCreated, data, ctx.requestId);
     return { user: knownToSummary(target), createdAt };
