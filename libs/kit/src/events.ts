@@ -39,6 +39,7 @@ const PURGE_PROCESSED = `DELETE FROM processed_events WHERE ctid IN (
 const RECORD_PROCESSED_BATCH = prepared(
   'INSERT INTO processed_events (consumer, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
 );
+const ALREADY_PROCESSED = 'SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2';
 
 /**
  * Records an event in the outbox inside the caller's transaction, so the event exists exactly
@@ -335,14 +336,36 @@ export interface ConsumerHandle {
  * the same way for ever, so it goes to the dead letters (`deadletter.<durable>.<subject>`, stream
  * DEADLETTER) with a log line, and the consumer moves on.
  */
-export async function consumeEvents(options: {
+export async function consumeEvents<P = undefined>(options: {
   bus: Bus;
   pool: Pool;
   log: Logger;
   spec: DurableConsumerSpec;
   /** The stream followed, created when missing (its owner may start later). */
   stream?: StreamSpec;
-  handle: (event: EventEnvelope, tx: Queryable) => Promise<void>;
+  /** Applies the event, in the transaction that records it as applied; `prepared` is what `prepare` answered. */
+  handle: (event: EventEnvelope, tx: Queryable, prepared: P) => Promise<void>;
+  /**
+   * The slow part of applying an event that needs no transaction (fetching pages, asking another
+   * service), run before the handler's transaction opens, so that no database connection waits on
+   * it; `handle` gets what it answers and only stores it. A throw fails the event as one from
+   * `handle` does (redelivered later). It may run more than once for one event (a redelivery after
+   * a failure, or after a crash before the commit), so it changes nothing that must happen once:
+   * that belongs in `handle`, which still runs once per event. An event already applied is acked
+   * without being prepared again. Not with `batch`.
+   */
+  prepare?: (event: EventEnvelope) => Promise<P>;
+  /**
+   * Apply up to this many events at once, each in its own transaction and acked after its own
+   * commit, for a consumer whose events are independent of one another (the link previews of two
+   * messages): a slow event then holds back only itself, in one of the slots. Events apply and
+   * are acked out of stream order; the durable's progress (its ack floor, what a start after a
+   * crash counts as read) stays behind the oldest event still in flight. Waits for a free slot
+   * before reading on, so at most this many run; an event the consumer ignores (`relevant`) takes
+   * none. At most `spec.maxAckPending` when that is set; not with `batch`. One at a time, in
+   * stream order, when not given.
+   */
+  concurrency?: number;
   /**
    * Whether `handle` would do anything with the event. One that it would ignore (a message without
    * links, for the link previews) is acked without a transaction: doing nothing needs no record of
@@ -377,6 +400,7 @@ export async function consumeEvents(options: {
    */
   backfill?: (signal: AbortSignal) => Promise<number>;
 }): Promise<ConsumerHandle> {
+  checkCombination(options);
   const what = `consumer ${options.spec.durable}`;
   // Starts now when the bus is connected, otherwise as soon as it connects.
   if (!options.backfill) return whenConnected(options.bus, options.log, what, () => startConsuming(options));
@@ -392,9 +416,23 @@ export async function consumeEvents(options: {
   };
 }
 
-type ConsumeOptions = Parameters<typeof consumeEvents>[0];
+/** What consumeEvents is given, `P` being what its `prepare` answers. */
+type ConsumeOptions<P> = Parameters<typeof consumeEvents<P>>[0];
 
-async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): Promise<ConsumerHandle> {
+/** Options that cannot work together are a bug of the consumer's code: it fails at start, not on its first event. */
+function checkCombination<P>({ spec, batch, prepare, concurrency }: ConsumeOptions<P>): void {
+  const fail = (why: string) => {
+    throw new Error(`consumer ${spec.durable}: ${why}`);
+  };
+  // A batch shares one transaction in stream order; preparing or running events apart is the opposite.
+  if (batch && (prepare || concurrency)) fail('batch cannot be combined with prepare or concurrency');
+  if (concurrency === undefined) return;
+  if (!Number.isInteger(concurrency) || concurrency < 1) fail(`concurrency must be a whole number from 1, not ${concurrency}`);
+  if (spec.maxAckPending && concurrency > spec.maxAckPending)
+    fail(`concurrency ${concurrency} can never be reached with maxAckPending ${spec.maxAckPending}`);
+}
+
+async function startConsuming<P>(options: ConsumeOptions<P>, stopping?: AbortSignal): Promise<ConsumerHandle> {
   const { bus, pool, spec } = options;
   const log = options.log.child({ consumer: spec.durable });
   if (options.stream) await ensureStream(bus, options.stream);
@@ -410,18 +448,11 @@ async function startConsuming(options: ConsumeOptions, stopping?: AbortSignal): 
   const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
   const ignored = lingeringAcks(Math.min(ACKS_AT_MOST, spec.maxAckPending ?? ACKS_AT_MOST));
-  const { prepare, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);
+  const { read, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);
   const unwatch = watchConsumer(bus, spec);
   const marking = keepMarking(bus, pool, spec, log);
   const done = (
-    options.batch
-      ? inBatches(messages, options.batch, applyTogether)
-      : (async () => {
-          for await (const msg of messages) {
-            const event = await prepare(msg);
-            if (event) await applyAlone(msg, event);
-          }
-        })()
+    options.batch ? inBatches(messages, options.batch, applyTogether) : inSlots(messages, options.concurrency ?? 1, read, applyAlone)
   ).catch((err) => log.error({ err }, 'event consumer stopped'));
   return {
     async stop() {
@@ -490,8 +521,8 @@ const BACKFILL_LOCK_RETRY_MS = 1_000;
  * the service's database): another one's backfill could write a page it read before an event that
  * this one's durable has already applied. Aborted by `stopping` between pages.
  */
-async function backfillIfEventsLost(
-  { bus, pool, spec }: ConsumeOptions,
+async function backfillIfEventsLost<P>(
+  { bus, pool, spec }: ConsumeOptions<P>,
   backfill: (signal: AbortSignal) => Promise<number>,
   stopping: AbortSignal,
   log: Logger,
@@ -549,7 +580,7 @@ function lingeringAcks(atMost: number) {
 }
 
 /** What a consumer does with its messages: read each, then apply it alone or in a batch, and ack. */
-function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: JsMsg) => void) {
+function eventApplier<P>(options: ConsumeOptions<P>, log: Logger, ackIgnored: (msg: JsMsg) => void) {
   const { bus, pool, spec } = options;
   const deadLetter = async (msg: JsMsg, subject: string, reason: string, details: object) => {
     // Created on the first dead letter only: a healthy namespace gets no extra stream.
@@ -561,7 +592,7 @@ function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: Js
     msg.term();
   };
   /** The event in a message, or undefined once the message is dealt with (dead letter, or irrelevant and acked). */
-  const prepare = async (msg: JsMsg): Promise<EventEnvelope | undefined> => {
+  const read = async (msg: JsMsg): Promise<EventEnvelope | undefined> => {
     if (msg.info.deliveryCount > 1) consumerRedeliveries.inc({ consumer: spec.durable });
     const subject = bus.logical(msg.subject);
     const envelope = envelopeOf(msg.data, subject);
@@ -588,10 +619,23 @@ function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: Js
       parent: extractContext(headerRecord(msg.headers)),
       attributes: { 'messaging.system': 'nats', 'messaging.consumer.group.name': spec.durable, 'messaging.message.id': event.id },
     });
+  /** Prepares the event (for a consumer that does), holding no connection meanwhile, then applies it once. */
+  const apply = async (event: EventEnvelope): Promise<void> => {
+    const { prepare, handle } = options;
+    if (!prepare) {
+      // Without prepare, P is its default: undefined.
+      await applyOnce(pool, spec.durable, event, (fresh, tx) => handle(fresh, tx, undefined as P));
+      return;
+    }
+    // A redelivery of an applied event: what prepare would do (fetches) would only be thrown away.
+    if (await exists(pool, ALREADY_PROCESSED, [spec.durable, event.id])) return;
+    const prepared = await prepare(event);
+    await applyOnce(pool, spec.durable, event, (fresh, tx) => handle(fresh, tx, prepared));
+  };
   const applyAlone = async (msg: JsMsg, event: EventEnvelope) => {
     const span = spanOf(msg, event);
     try {
-      await withSpan(span, () => applyOnce(pool, spec.durable, event, options.handle));
+      await withSpan(span, () => apply(event));
       msg.ack();
       endSpan(span);
     } catch (err) {
@@ -604,14 +648,14 @@ function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: Js
   const applyTogether = async (batch: JsMsg[]) => {
     const ready: { msg: JsMsg; event: EventEnvelope }[] = [];
     for (const msg of batch) {
-      const event = await prepare(msg);
+      const event = await read(msg);
       if (event) ready.push({ msg, event });
     }
     if (ready.length <= 1) return ready[0] && applyAlone(ready[0].msg, ready[0].event);
     const spans = new Map(ready.map(({ msg, event }) => [event, spanOf(msg, event)]));
     const events = ready.map((r) => r.event);
     const eachInTurn = async (fresh: EventEnvelope[], tx: Queryable) => {
-      for (const event of fresh) await withSpan(spans.get(event), () => options.handle(event, tx));
+      for (const event of fresh) await withSpan(spans.get(event), () => options.handle(event, tx, undefined as P));
     };
     try {
       await applyBatchOnce(pool, spec.durable, events, options.handleBatch ?? eachInTurn);
@@ -624,7 +668,7 @@ function eventApplier(options: ConsumeOptions, log: Logger, ackIgnored: (msg: Js
     for (const { msg } of ready) msg.ack();
     for (const span of spans.values()) endSpan(span);
   };
-  return { prepare, applyAlone, applyTogether };
+  return { read, applyAlone, applyTogether };
 }
 
 /** The event envelope in a JetStream message, under its logical subject; undefined when it is not one. */
@@ -715,6 +759,41 @@ async function inBatches(messages: ConsumerMessages, size: number, work: (batch:
     throw err;
   }
   await reading;
+}
+
+/**
+ * Reads the messages in order and works on up to `slots` of their events at once, reading on only
+ * when a slot is free; a message without an event to work on (dead-lettered, or ignored and acked)
+ * takes none. With one slot, one event after the other in stream order. Ends when the messages end
+ * and every event begun has been worked on; `work` does not throw (a failed event is nak'ed), and
+ * a throw that gets out anyway stops the reading.
+ */
+async function inSlots(
+  messages: ConsumerMessages,
+  slots: number,
+  read: (msg: JsMsg) => Promise<EventEnvelope | undefined>,
+  work: (msg: JsMsg, event: EventEnvelope) => Promise<void>,
+): Promise<void> {
+  const running = new Set<Promise<void>>();
+  let failure: { err: unknown } | undefined;
+  try {
+    for await (const msg of messages) {
+      const event = await read(msg);
+      if (!event) continue;
+      const task: Promise<void> = work(msg, event)
+        .catch((err: unknown) => {
+          failure ??= { err };
+        })
+        .finally(() => running.delete(task));
+      running.add(task);
+      if (running.size >= slots) await Promise.race(running);
+      if (failure) break;
+    }
+  } finally {
+    // Stopping waits for the events begun: each is acked or nak'ed after its own commit, never left to time out.
+    await Promise.all(running);
+  }
+  if (failure) throw failure.err;
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { withTx } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressPolicy } from '../src/domain/address-policy.ts';
-import { resolveEmbeds } from '../src/domain/embeds.ts';
+import { previewLinksOf, publishEmbeds } from '../src/domain/embeds.ts';
 import { PLATFORM_UPLOADER, previewLink, purgeExpiredPreviews } from '../src/domain/link-previews.ts';
 import { createSafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
 import { createMediaHarness, type MediaHarness, PNG_1X1, sha256 } from './harness.ts';
@@ -232,7 +232,8 @@ describe('preview images', () => {
     const fleeting = (await preview(`${server.origin}/fleeting`)).json().imageUrl as string;
     const shown = (await preview(`${server.origin}/shown`)).json().imageUrl as string;
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    await withTx(h.runtime.pool, (tx) => resolveEmbeds(h.deps, tx, message, `look ${server.origin}/shown`));
+    const previews = await previewLinksOf(h.deps, `look ${server.origin}/shown`);
+    await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const hour = 60 * 60 * 1000;
     const purgeAt = (ms: number) => purgeExpiredPreviews({ ...h.deps, now: () => new Date(Date.now() + ms) });
 
@@ -256,7 +257,8 @@ describe('preview images', () => {
     const image = (await preview(`${server.origin}/gone`)).json().imageUrl as string;
     await h.runtime.pool.query('DELETE FROM media_files WHERE id = $1', [imageIdOf(image)]);
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    await withTx(h.runtime.pool, (tx) => resolveEmbeds(h.deps, tx, message, `${server.origin}/gone`));
+    const previews = await previewLinksOf(h.deps, `${server.origin}/gone`);
+    await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const { rows } = await h.runtime.pool.query(
       "SELECT payload->'data'->'embeds' AS embeds FROM outbox WHERE payload->'data'->'target'->>'messageId' = $1",
       [message.messageId],

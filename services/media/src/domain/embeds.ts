@@ -5,17 +5,21 @@ import { markPreviewImagesEmbedded } from '../db/preview-images.ts';
 import { type PreviewDeps, previewLink } from './link-previews.ts';
 
 /**
- * Resolves a posted message's links and, when any gave a preview, queues `media.embeds.resolved`
- * for the service that owns the message. Each link stands alone: one that cannot be previewed is
- * left out, and the others are still published.
+ * The previews of a posted message's links. Called before any transaction opens: the fetches take
+ * seconds, and only the cache is read and written meanwhile, a statement at a time. Each link
+ * stands alone: one that cannot be previewed is left out, and the others are still answered.
  */
-export async function resolveEmbeds(deps: PreviewDeps, tx: Queryable, target: EmbedsResolved['target'], content: string): Promise<void> {
+export async function previewLinksOf(deps: PreviewDeps, content: string): Promise<LinkPreview[]> {
   const links = linksIn(content);
-  if (links.length === 0) return;
   const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link)));
-  const previews = outcomes.flatMap((outcome, i) =>
-    outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason),
-  );
+  return outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason)));
+}
+
+/**
+ * Queues `media.embeds.resolved` for the service that owns the message, when any link gave a
+ * preview (`previewLinksOf`), in the transaction that records the message's event as applied.
+ */
+export async function publishEmbeds(tx: Queryable, target: EmbedsResolved['target'], previews: LinkPreview[]): Promise<void> {
   if (previews.length === 0) return;
   const payload: EmbedsResolved = { target, embeds: await keepShownImages(tx, previews) };
   await enqueueEvent(tx, MEDIA_SUBJECTS.embedsResolved, payload);
@@ -24,7 +28,7 @@ export async function resolveEmbeds(deps: PreviewDeps, tx: Queryable, target: Em
 /**
  * A link without a preview. A store that is down (503) fails the whole event, to be tried again
  * once it is back; anything else would fail the same way on every redelivery, so the link is left
- * out rather than holding the message (and every message behind it) back for ever.
+ * out rather than holding the message (and a slot of the consumer) back for ever.
  */
 function leftOut(deps: PreviewDeps, link: string | undefined, err: unknown): LinkPreview[] {
   if (err instanceof AppError && err.status === 503) throw err;
