@@ -32,14 +32,17 @@ const failingOnce = (store: ObjectStore): ObjectStore => ({
     return Promise.reject(new AppError(503, 'Storage unavailable'));
   },
 });
-// An image of its own, so that no earlier copy of it is reused.
+// Images of their own, so that no earlier copy of them is reused.
 const IMAGE = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const PAGE_IMAGE = Buffer.concat([PNG_1X1, randomBytes(16)]);
 
 beforeAll(async () => {
   server = await startPageServer({
     '/slow': (_req, res) => void waiting.push(res),
     '/fast': html('<title>Fast</title>'),
     '/image.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(IMAGE),
+    '/illustrated': html('<title>Illustrated</title><meta property="og:image" content="/page-image.png">'),
+    '/page-image.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(PAGE_IMAGE),
   });
   // A pool of the app's own, which only the consumers use here: what it has checked out is theirs.
   h = await createMediaHarness({ env: { LINK_PREVIEW_ALLOWLIST: '127.0.0.1' }, poolSize: 4, storage: failingOnce });
@@ -115,6 +118,17 @@ describe('embeds while a linked site takes its time', () => {
         type: 'image',
         imageUrl: expect.stringContaining('https://chat.example.test/'),
       }),
+    ]);
+  });
+
+  it('fails the event of a page whose image cannot be stored (MinIO down) rather than publishing it without the image', async () => {
+    storeDown = true;
+    const putsBefore = puts;
+    const message = await post(`${server.origin}/illustrated`);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 5_000 });
+    expect(puts - putsBefore).toBe(2);
+    expect((await resolvedFor(message.id))[0].embeds).toEqual([
+      expect.objectContaining({ title: 'Illustrated', imageUrl: expect.stringContaining('https://chat.example.test/') }),
     ]);
   });
 });

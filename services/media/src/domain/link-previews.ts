@@ -141,6 +141,9 @@ async function copyImage(deps: PreviewDeps, url: string): Promise<KeptImage | nu
     if (res.status !== 200 || res.truncated) return null;
     return await keepImage(deps, res.body);
   } catch (err) {
+    // A store (or database) that is down fails the preview, to be tried again: cached without its
+    // image, the preview would show none for a day.
+    if (err instanceof AppError && err.status === 503) throw err;
     deps.log.debug({ err, url }, 'preview image not kept');
     return null;
   }
