@@ -48,6 +48,11 @@ describe('purging expired auth records', () => {
       "INSERT INTO mail_sends (address, sent_at) VALUES ('a@example.test', now() - interval '2 hours'), ('a@example.test', now())",
     );
 
+    await runtime.pool.query(
+      `INSERT INTO login_failures (login_key, failed_at)
+       VALUES ('\\x01', now() - interval '16 minutes'), ('\\x01', now() - interval '14 minutes')`,
+    );
+
     const counts = await purgeOnce({ pool: runtime.pool, config, log: runtime.log });
 
     expect(counts).toMatchObject({
@@ -57,6 +62,7 @@ describe('purging expired auth records', () => {
       passwordResets: 1,
       resetFailures: 1,
       mailSends: 1,
+      loginFailures: 1,
     });
     expect(await rows('SELECT id FROM sessions WHERE id = ANY($1)', [[liveSession.id, spentSession.id]])).toEqual([{ id: liveSession.id }]);
     expect((await rows('SELECT id FROM pending_registrations WHERE id = ANY($1)', [[oldPending, freshPending]])).map((r) => r.id)).toEqual([
@@ -66,6 +72,7 @@ describe('purging expired auth records', () => {
       { user_id: live.user.id },
     ]);
     expect(await rows('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [live.user.id])).toEqual([{ n: 1 }]);
+    expect(await rows("SELECT count(*)::int AS n FROM login_failures WHERE login_key = '\\x01'")).toEqual([{ n: 1 }]);
     // The live session still refreshes: nothing a rule reads was removed.
     const refreshed = await app.inject({ method: 'POST', url: '/v1/auth/refresh', payload: { refreshToken: live.refreshToken } });
     expect(refreshed.statusCode).toBe(200);

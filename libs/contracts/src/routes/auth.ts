@@ -66,13 +66,16 @@ export const authRoutes = {
     method: 'POST',
     path: '/v1/auth/login',
     service: 'auth',
-    summary: 'Log in with a username or email and a password',
+    summary: 'Log in with a username or email and a password; 10 failures of one login string in 15 minutes lock it until they age out',
     auth: false,
     tier: 'auth',
     body: LoginBody,
     status: 200,
     response: TokenPair,
-    errors: { 401: 'Wrong login or password' },
+    errors: {
+      401: 'Wrong login or password',
+      429: 'Too many failed logins for this login string (known or not) within 15 minutes; Retry-After, no password checked',
+    },
   }),
   refresh: defineRoute({
     method: 'POST',

@@ -8,6 +8,7 @@ export interface PurgeCounts {
   passwordResets: number;
   resetFailures: number;
   mailSends: number;
+  loginFailures: number;
 }
 
 /**
@@ -18,9 +19,10 @@ export interface PurgeCounts {
  *   is no longer needed to recognise reuse;
  * - a session with no refresh token left that was revoked, or started longer ago than a refresh
  *   token lives (its access tokens expired long before);
- * - a reset code a day after it expired; wrong-code counts after a day; mail counts after an hour.
+ * - a reset code a day after it expired; wrong-code counts after a day; mail counts after an hour;
+ *   failed logins once older than their window (`loginFailureWindowMs`).
  */
-export async function purgeExpired(db: Queryable, refreshTtlDays: number): Promise<PurgeCounts> {
+export async function purgeExpired(db: Queryable, refreshTtlDays: number, loginFailureWindowMs: number): Promise<PurgeCounts> {
   const pendingRegistrations = await exec(db, "DELETE FROM pending_registrations WHERE created_at < now() - interval '1 day'");
   const refreshTokens = await exec(db, 'DELETE FROM refresh_tokens WHERE expires_at < now()');
   const sessions = await exec(
@@ -33,5 +35,8 @@ export async function purgeExpired(db: Queryable, refreshTtlDays: number): Promi
   const passwordResets = await exec(db, "DELETE FROM password_resets WHERE code_expires_at < now() - interval '1 day'");
   const resetFailures = await exec(db, "DELETE FROM password_reset_failures WHERE failed_at < now() - interval '1 day'");
   const mailSends = await exec(db, "DELETE FROM mail_sends WHERE sent_at < now() - interval '1 hour'");
-  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends };
+  const loginFailures = await exec(db, 'DELETE FROM login_failures WHERE failed_at < now() - make_interval(secs => $1 / 1000.0)', [
+    loginFailureWindowMs,
+  ]);
+  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends, loginFailures };
 }

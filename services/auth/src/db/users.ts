@@ -124,9 +124,8 @@ export async function takeFounderSlot(tx: Queryable, limit: number): Promise<boo
   return row !== undefined;
 }
 
-/** Which of the username and email an existing account already uses, if any (409 before any work). */
 /**
- * 409 when the username is taken; with `allowTakenEmail` a taken email is reported instead of
+ * 409 before any work when the username is taken; with `allowTakenEmail` a taken email is reported instead of
  * refused (registration with email verification answers it like a new one).
  */
 export async function assertUsernameAndEmailFree(
@@ -173,7 +172,6 @@ export function findUserById(db: Queryable, id: string): Promise<UserRow | undef
   return maybeOne<UserRow>(db, USER_BY_ID, [id]);
 }
 
-/** `login` is an email when it has an '@' (usernames cannot), a username otherwise. */
 /**
  * The account a login names, with its password hash beside it (not inside the row) for the one
  * comparison that needs it. `login` is an email when it has an '@' (usernames cannot), a username otherwise.

@@ -4,9 +4,11 @@ import { AppError, enqueueEvent, notFound, type Queryable, tooManyRequests, unau
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import * as codes from '../db/codes.ts';
+import * as loginFailures from '../db/login-failures.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
+import { claimLoginAttempt } from './login-limit.ts';
 import { sendCapped } from './mail-limit.ts';
 import { codeMail, registrationAttemptMail } from './mailer.ts';
 import {
@@ -111,11 +113,19 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
   await sendCapped(deps, mail);
 }
 
-/** A wrong password and an unknown account answer alike, in comparable time. */
+/**
+ * A wrong password and an unknown account answer alike, in comparable time, after the same
+ * statements; both count against the login string, which past its limit is refused before any
+ * password is checked (login-limit.ts). The right password clears that string's count.
+ */
 export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair> {
+  await claimLoginAttempt(deps, body.login);
   const candidate = await users.findLoginCandidate(deps.pool, body.login);
   if (!(await passwordMatches(body.password, candidate?.passwordHash)) || !candidate) throw unauthorized('Wrong login or password');
   const { user } = candidate;
-  const tokens = await withTx(deps.pool, (tx) => startSession(deps, tx, user.id));
+  const tokens = await withTx(deps.pool, async (tx) => {
+    await loginFailures.clearLoginFailures(tx, body.login);
+    return startSession(deps, tx, user.id);
+  });
   return { ...tokens, user: users.toSelfUser(user, badgePolicy(deps.config)) };
 }

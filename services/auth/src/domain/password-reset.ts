@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Queryable, withTx } from '@chat/kit';
 import * as codes from '../db/codes.ts';
+import * as loginFailures from '../db/login-failures.ts';
 import * as sessions from '../db/sessions.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
@@ -76,6 +77,8 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
     await users.updatePassword(tx, userId, passwordHash);
     await codes.deletePasswordReset(tx, userId);
     await codes.clearResetFailures(tx, userId);
+    // The owner proved the mailbox: logins locked out by someone's guessing open again.
+    await loginFailures.clearAccountLoginFailures(tx, userId);
     await announceRevoked(tx, await sessions.revokeUserSessions(tx, userId, 'password reset'));
     return true;
   });

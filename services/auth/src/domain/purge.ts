@@ -1,5 +1,6 @@
 import { type PurgeCounts, purgeExpired } from '../db/purge.ts';
 import type { AuthDomainDeps } from '../deps.ts';
+import { LOGIN_FAILURE_WINDOW_MS } from './login-limit.ts';
 
 export interface Purger {
   stop(): Promise<void>;
@@ -7,7 +8,7 @@ export interface Purger {
 
 /** One purge of expired registrations, tokens, sessions, codes and counters (see purgeExpired). */
 export async function purgeOnce(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Promise<PurgeCounts> {
-  const counts = await purgeExpired(deps.pool, deps.config.REFRESH_TOKEN_TTL_DAYS);
+  const counts = await purgeExpired(deps.pool, deps.config.REFRESH_TOKEN_TTL_DAYS, LOGIN_FAILURE_WINDOW_MS);
   if (Object.values(counts).some((n) => n > 0)) deps.log.info({ purged: counts }, 'purged expired auth records');
   return counts;
 }
