@@ -99,7 +99,8 @@ export const friendsRoutes = {
     method: 'POST',
     path: '/v1/friends/block',
     service: 'social',
-    summary: 'Block a user: ends the friendship and pending requests both ways and stops direct messages between you; the blocker leaves a live call of the two',
+    summary:
+      'Block a user: ends the friendship and pending requests both ways and stops direct messages between you; the blocker leaves a live call of the two',
     body: UserIdBody,
     status: 201,
     response: BlockedUser,
