@@ -82,6 +82,11 @@ export interface ClientOptions {
   maxRetries?: number;
   /** The first wait before retrying a 502/503/504, doubled after each (default 250 ms). */
   retryDelayMs?: number;
+  /**
+   * The longest wait for a 429 that the client sits out by itself (default 60 s): a longer one (a
+   * slowmode of hours, a login locked for 15 minutes) is thrown at once, for the app to show.
+   */
+  maxRetryWaitMs?: number;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
   /** The fetch to use (default: the global one). */
@@ -123,6 +128,7 @@ export function createClient(options: ClientOptions): ChatClient {
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const maxRetries = options.maxRetries ?? 5;
   const retryDelayMs = options.retryDelayMs ?? 250;
+  const maxRetryWaitMs = options.maxRetryWaitMs ?? 60_000;
   let tokens = options.tokens;
   let refreshing: Promise<boolean> | undefined;
 
@@ -196,12 +202,15 @@ export function createClient(options: ClientOptions): ChatClient {
         }
       }
       if (attempt < maxRetries && res.status === 429) {
-        await res.body?.cancel();
         const retryAfterMs = Number(res.headers.get('retry-after')) * 1000;
-        limitedWaitMs =
+        const waitMs =
           limitedWaitMs === undefined ? (Number.isFinite(retryAfterMs) && retryAfterMs > 0 ? retryAfterMs : 1000) : limitedWaitMs * 2;
-        await sleep(limitedWaitMs);
-        continue;
+        if (waitMs <= maxRetryWaitMs) {
+          await res.body?.cancel();
+          limitedWaitMs = waitMs;
+          await sleep(waitMs);
+          continue;
+        }
       }
       if (attempt < maxRetries && (res.status === 503 || (retriesUnknownOutcome && (res.status === 502 || res.status === 504)))) {
         await res.body?.cancel();

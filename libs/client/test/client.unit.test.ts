@@ -167,6 +167,22 @@ describe('the typed client', () => {
     expect(seen).toHaveLength(4);
   });
 
+  it('throws a 429 whose wait is longer than maxRetryWaitMs at once, and stops doubling past it', async () => {
+    answer = (_req, res) => json(res, 429, { error: 'Too many failed logins for this account; try again later' }, { 'retry-after': '900' });
+    await expect(client({ token: 't', refreshToken: 'r' }).auth.login({ body: { login: 'a', password: 'b' } })).rejects.toMatchObject({
+      status: 429,
+      message: 'Too many failed logins for this account; try again later',
+    });
+    expect(waits).toEqual([]);
+    expect(seen).toHaveLength(1);
+
+    answer = (_req, res) => json(res, 429, { error: 'Too many requests' }, { 'retry-after': '20' });
+    const c = createClient({ baseUrl, maxRetryWaitMs: 50_000, sleep: async (ms) => void waits.push(ms) });
+    await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: 429 });
+    expect(waits).toEqual([20_000, 40_000]);
+    expect(seen).toHaveLength(4);
+  });
+
   it('gives up after its retries with the last answer as the error', async () => {
     answer = (_req, res) => json(res, 429, { error: 'Too many requests' }, { 'retry-after': '1' });
     const c = createClient({ baseUrl, maxRetries: 2, sleep: async (ms) => void waits.push(ms) });

@@ -22,6 +22,7 @@ const leaveGroup = (user: User, conversationId: string) => h.call(user, 'DELETE'
 const callOf = async (user: User, callId: string) => (await h.call(user, 'GET', `/v1/calls/${callId}`)).body;
 const participant = (call: { participants: { userId: string; state: string }[] }, user: User) =>
   call.participants.find((p) => p.userId === user.id)?.state;
+const WAITING_FOR_A_LOCK = "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
 const eventsOf = async (callId: string) =>
   (await h.events())
     .filter((e) => e.subject.startsWith('social.call.') && (e.data.call as { id: string }).id === callId)
@@ -170,6 +171,28 @@ describe('accepting', () => {
     expect(participant(missed, alice)).toBe('left');
     expect((await act(carol, callerBlocks.id, 'accept')).status).toBe(409);
     expect(await eventsOf(callerBlocks.id)).toEqual(['social.call.created', 'social.call.ended']);
+  });
+});
+
+describe('a ring racing a block', () => {
+  it('is refused (403) when the block commits while the ring waits for the conversation, and starts nothing', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const id = await conversation(alice, bob);
+    // What blockUser holds until it commits: the conversation's row, with the block written.
+    const blocking = await h.runtime.pool.connect();
+    try {
+      await blocking.query('BEGIN');
+      await blocking.query('SELECT 1 FROM conversations WHERE id = $1 FOR NO KEY UPDATE', [id]);
+      await blocking.query('INSERT INTO blocks (blocker_id, blocked_id) VALUES ($1, $2)', [alice.id, bob.id]);
+      const ringing = ring(bob, id);
+      await expect.poll(async () => (await h.runtime.pool.query(WAITING_FOR_A_LOCK)).rowCount, { timeout: 5_000 }).toBeGreaterThan(0);
+      await blocking.query('COMMIT');
+      expect(await ringing).toEqual({ status: 403, body: { error: 'You cannot call this user: one of you has blocked the other' } });
+    } finally {
+      blocking.release();
+    }
+    const { rows } = await h.runtime.pool.query('SELECT count(*)::int AS n FROM calls WHERE conversation_id = $1', [id]);
+    expect(rows[0].n).toBe(0);
   });
 });
 

@@ -40,12 +40,14 @@ const ACCESS_SQL = `
   WHERE c.id = $1`;
 // Before every read and write of a conversation: prepared.
 const ACCESS = prepared(ACCESS_SQL);
-const ACCESS_LOCKED = prepared(`${ACCESS_SQL} FOR NO KEY UPDATE OF c`);
+const LOCK = prepared('SELECT 1 FROM conversations WHERE id = $1 FOR NO KEY UPDATE');
 
 /**
  * The conversation when `userId` takes part in it. `lock` holds the conversation row until the
  * transaction ends, so that changes of its participants and calls take turns (posts do not take it:
- * see post_direct_message).
+ * see post_direct_message). The lock is taken before the read, in a statement of its own: a
+ * statement that waits for a lock still answers what its snapshot saw before the wait, so a block
+ * committed by the holder (blockUser) would go unseen by a ring queued behind it.
  */
 export async function conversationForParticipant(
   db: Queryable,
@@ -53,7 +55,8 @@ export async function conversationForParticipant(
   userId: string,
   options: { lock?: boolean } = {},
 ): Promise<ConversationAccess | undefined> {
-  const row = await maybeOne<AccessRow>(db, options.lock ? ACCESS_LOCKED : ACCESS, [conversationId, userId]);
+  if (options.lock) await maybeOne(db, LOCK, [conversationId]);
+  const row = await maybeOne<AccessRow>(db, ACCESS, [conversationId, userId]);
   return (
     row && {
       id: row.id,
