@@ -36,7 +36,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (stopping) return;
     stopping = true;
     console.log('\nstopping...');
-    await platform.stop();
+    // Ctrl-C reached the services as well; SIGTERM (a supervisor) reached this process alone.
+    await (signal === 'SIGINT' ? platform.stopAfterInterrupt() : platform.stop());
     process.exit(0);
   });
 }

@@ -53,6 +53,12 @@ export interface Platform {
    */
   startGatewayReplica(port: number): Promise<{ url: string; stop(signal?: NodeJS.Signals): Promise<number | null> }>;
   stop(): Promise<void>;
+  /**
+   * Stops after a Ctrl-C: a terminal sends SIGINT to its whole process group, the processes too,
+   * and a SIGTERM on top would be their second signal, which cuts their shutdown short. So each
+   * gets up to `graceMs` to stop on its own first; only those still running are then told.
+   */
+  stopAfterInterrupt(graceMs?: number): Promise<void>;
 }
 
 /** The environment of each process, from where the backing parts and the other processes are. */
@@ -150,6 +156,11 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     if (child && !hasExited(child)) child.kill(signal);
   }
 
+  const allExited = async (graceMs: number) => {
+    const running = [...children.values(), ...replicas].filter((c) => !hasExited(c));
+    const timer = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    await Promise.race([Promise.all(running.map((c) => new Promise((resolve) => c.once('exit', resolve)))), timer]);
+  };
   const stop = async () => {
     // A frozen process would not hear SIGTERM.
     for (const name of children.keys()) signalService(name, 'SIGCONT');
@@ -174,6 +185,10 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     signalService,
     startGatewayReplica,
     stop,
+    async stopAfterInterrupt(graceMs = 3_000) {
+      await allExited(graceMs);
+      await stop();
+    },
   };
 }
 

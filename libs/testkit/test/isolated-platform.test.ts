@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import { connectBus, createLogger } from '@chat/kit';
 import { describe, expect, inject, it } from 'vitest';
 import { startIsolatedPlatform } from '../src/isolated-platform.ts';
+import { SERVICES, type ServiceProcess } from '../src/processes.ts';
 
 const backing = inject('backing');
 
@@ -53,6 +55,32 @@ describe('an isolated platform', () => {
       expect(await streamsOf(run.namespace)).toEqual([]);
     } finally {
       if (!stopped) await run.stop();
+    }
+  }, 120_000);
+});
+
+describe('a platform stopped by Ctrl-C', () => {
+  it('lets every process finish the shutdown the SIGINT of the terminal began, without a second signal cutting it short', async () => {
+    const run = await startIsolatedPlatform({
+      backing,
+      label: 'tkint',
+      baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'info' },
+    });
+    const names: ServiceProcess[] = ['gateway', ...SERVICES];
+    try {
+      // What a terminal does: SIGINT to every process of its group, the launcher's children included.
+      for (const name of names) process.kill(run.platform.pid(name) as number, 'SIGINT');
+      await run.platform.stopAfterInterrupt();
+      for (const name of names) {
+        const log = await readFile(run.platform.logFile(name), 'utf8');
+        expect({ name, shutdown: log.includes('"signal":"SIGINT"'), cutShort: /second SIG/.test(log) }).toEqual({
+          name,
+          shutdown: true,
+          cutShort: false,
+        });
+      }
+    } finally {
+      await run.stop();
     }
   }, 120_000);
 });
