@@ -622,14 +622,10 @@ function eventApplier<P>(options: ConsumeOptions<P>, log: Logger, ackIgnored: (m
   /** Prepares the event (for a consumer that does), holding no connection meanwhile, then applies it once. */
   const apply = async (event: EventEnvelope): Promise<void> => {
     const { prepare, handle } = options;
-    if (!prepare) {
-      // Without prepare, P is its default: undefined.
-      await applyOnce(pool, spec.durable, event, (fresh, tx) => handle(fresh, tx, undefined as P));
-      return;
-    }
     // A redelivery of an applied event: what prepare would do (fetches) would only be thrown away.
-    if (await exists(pool, ALREADY_PROCESSED, [spec.durable, event.id])) return;
-    const prepared = await prepare(event);
+    if (prepare && (await exists(pool, ALREADY_PROCESSED, [spec.durable, event.id]))) return;
+    // Without prepare, P is its default: undefined.
+    const prepared = prepare ? await prepare(event) : (undefined as P);
     await applyOnce(pool, spec.durable, event, (fresh, tx) => handle(fresh, tx, prepared));
   };
   const applyAlone = async (msg: JsMsg, event: EventEnvelope) => {

@@ -51,7 +51,11 @@ export function previewsOfLinksIn(content: string, previews: readonly LinkPrevie
   return previews.filter((p) => links.has(p.url));
 }
 
-function previewUrlOf(link: string): string {
+/**
+ * The url a preview names its link by, as media's cache keys it: parsed (so host case, default ports
+ * and IPv4 spellings are one), without its fragment or an empty query.
+ */
+export function previewUrlOf(link: string | URL): string {
   const url = new URL(link);
   url.hash = '';
   // An empty query (`/page?`) is the same page: setting it drops the lone "?".

@@ -60,14 +60,16 @@ export async function signingKeysFrom(privateJwks: JWK[], algorithm: SigningAlgo
   const privateKey = await importJWK({ ...signer, alg: algorithm }, algorithm);
   const publicKeys = privateJwks.map((jwk) => ({ ...publicPart(jwk), alg: algorithm, use: 'sig' }) as JWK);
   const jwks = { keys: publicKeys };
+  // The signer's first: codes are issued with its secret.
+  const codeSecrets = [signer, ...privateJwks.filter((jwk) => jwk !== signer)].map(codeSecretOf);
   return {
     algorithm,
     signingKid: signer.kid as string,
     privateKey,
     jwks,
     getKey: createLocalJWKSet(jwks),
-    codeSecret: codeSecretOf(signer),
-    codeSecrets: [signer, ...privateJwks.filter((jwk) => jwk !== signer)].map(codeSecretOf),
+    codeSecret: codeSecrets[0] as Buffer,
+    codeSecrets,
   };
 }
 

@@ -102,20 +102,18 @@ export function createSocketServer(deps: SocketDeps) {
   const ready = deps.subscriber.subscribe(store.channelOf(node));
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
 
-  function send(conn: Conn, frame: Frame) {
+  /**
+   * Writes a frame. What a client does not read stays in this process's memory: past the bound the
+   * socket is closed, and what it missed waits in the replay buffer for its RESUME. The replay of a
+   * RESUME is not `bounded`: the buffer's size bounds it, and it is written whole.
+   */
+  function send(conn: Conn, frame: Frame, bounded = true) {
     if (conn.ws.readyState !== conn.ws.OPEN) return;
-    // What a client does not read stays in this process's memory: past the bound the socket is
-    // closed, and what it missed waits in the replay buffer for its RESUME.
-    if (conn.ws.bufferedAmount > config.GATEWAY_MAX_BUFFERED_BYTES) {
+    if (bounded && conn.ws.bufferedAmount > config.GATEWAY_MAX_BUFFERED_BYTES) {
       socketMetrics.slowClients.inc();
       return close(conn, CLOSE_CODES.UNKNOWN_ERROR, 'Too slow to read');
     }
     conn.ws.send(frame, TEXT);
-  }
-
-  /** The replay of a RESUME: bounded by the buffer's size, written whole even past the bound. */
-  function sendReplayed(conn: Conn, frame: Frame) {
-    if (conn.ws.readyState === conn.ws.OPEN) conn.ws.send(frame, TEXT);
   }
 
   function close(conn: Conn, code: CloseCode | 1000 | 1012, reason: string) {
@@ -162,10 +160,10 @@ export function createSocketServer(deps: SocketDeps) {
     flushPending(conn);
   }
 
-  function sendInOrder(conn: Conn, f: { seq: number; frame: Frame }, write = send) {
+  function sendInOrder(conn: Conn, f: { seq: number; frame: Frame }, bounded = true) {
     if (f.seq <= conn.lastSent) return;
     conn.lastSent = f.seq;
-    write(conn, f.frame);
+    send(conn, f.frame, bounded);
   }
 
   function flushPending(conn: Conn) {
@@ -195,11 +193,11 @@ export function createSocketServer(deps: SocketDeps) {
     if (group?.size === 0) byAuthSession.delete(conn.authSid as string);
   }
 
-  /** Revoked on this replica (memory, which holds while Redis is down) or on any (Redis). */
-  async function isRevoked(authSid: string): Promise<boolean> {
-    const until = revokedHere.get(authSid);
-    if (until !== undefined && until > now()) return true;
-    return store.isRevoked(authSid);
+  /** Whether any of these token sessions was revoked on this replica (memory, which holds while Redis is down) or on any (Redis). */
+  async function isRevoked(...authSids: string[]): Promise<boolean> {
+    const at = now();
+    if (authSids.some((sid) => (revokedHere.get(sid) ?? 0) > at)) return true;
+    return store.isRevoked(...authSids);
   }
 
   /** Written to Redis, where every replica refuses a RESUME or IDENTIFY with a still-valid token of the session. */
@@ -279,12 +277,12 @@ export function createSocketServer(deps: SocketDeps) {
     const previousNode = await store.attach(d.sessionId, node, identity.sessionId);
     if (previousNode && previousNode !== node) await deps.publisher.publish(store.channelOf(previousNode), kickMessage(d.sessionId));
     // A revocation that landed while this resume was answered, before the socket was registered.
-    if ((await isRevoked(identity.sessionId)) || (await isRevoked(verdict.session.authSid))) return revokeConn(conn);
+    if (await isRevoked(identity.sessionId, verdict.session.authSid)) return revokeConn(conn);
     // Read after attaching: what was delivered meanwhile went to the old replica, and is in the buffer.
     // The replayed frames end with RESUMED, numbered with them; later dispatches wait in pending.
     const frames = await store.replay(d.sessionId, d.seq);
     if (!frames) return send(conn, INVALID_SESSION);
-    for (const f of frames) sendInOrder(conn, f, sendReplayed);
+    for (const f of frames) sendInOrder(conn, f, false);
     flushPending(conn);
     socketMetrics.resumes.inc();
     socketMetrics.dispatchesReplayed.inc(frames.length - 1);

@@ -123,7 +123,7 @@ export async function exportTemplate(d: Domain, ctx: Ctx, serverId: string): Pro
   const [roles, categories, channels] = await Promise.all([
     listRoles(d.pool, serverId),
     listCategories(d.pool, serverId),
-    visibleChannels(d.pool, access).then((visible) => visible.map((v) => v.channel).filter((c) => !c.isTemporary)),
+    visibleChannels(d.pool, access, d.channelLists).then((visible) => visible.map((v) => v.channel).filter((c) => !c.isTemporary)),
   ]);
   const overrides = new Map<string, PermissionOverride[]>();
   for (const c of channels) overrides.set(c.id, await listOverrides(d.pool, c.id));

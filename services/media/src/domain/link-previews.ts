@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { LinkPreview } from '@chat/contracts';
 import { AppError, type Logger, withTx } from '@chat/kit';
+import { previewUrlOf } from '@chat/messaging';
 import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
 import { insertMediaFile } from '../db/media-files.ts';
 import { deleteUnusedPreviewImages, insertPreviewImage, reusePreviewImage } from '../db/preview-images.ts';
@@ -31,13 +32,9 @@ const HTML = /^(text\/html|application\/xhtml\+xml)$/;
 /** Raster images only: an SVG is a document that can carry script. */
 const PREVIEW_IMAGE = /^image\/(png|jpeg|gif|webp|avif)$/;
 
-/** The cache key of a url: parsed (so host case, default ports and IPv4 spellings are one), without its fragment or an empty query. */
+/** The cache key of a url: a fetchable one, named as messages name their previews (previewUrlOf). */
 export function normaliseUrl(value: string): string {
-  const url = parseFetchable(value);
-  url.hash = '';
-  // An empty query (`/page?`) is the same page: setting it drops the lone "?".
-  if (url.search === '') url.search = '';
-  return url.href;
+  return previewUrlOf(parseFetchable(value));
 }
 
 /**

@@ -231,10 +231,6 @@ export async function resumeCurrentTrack(tx: Queryable, channelId: string, now: 
   );
 }
 
-export async function setVolume(tx: Queryable, channelId: string, volume: number): Promise<void> {
-  await exec(tx, 'UPDATE players SET volume = $2 WHERE channel_id = $1', [channelId, volume]);
-}
-
 /** Every change bumps the version, so clients can order the events of one player. */
 export async function markChanged(tx: Queryable, channelId: string): Promise<void> {
   await exec(tx, 'UPDATE players SET version = version + 1, updated_at = now() WHERE channel_id = $1', [channelId]);

@@ -156,7 +156,7 @@ export function stop(deps: PlayerDeps, ctx: RequestContext, target: PlayerTarget
 export function setVolume(deps: PlayerDeps, ctx: RequestContext, body: VolumeBody): Promise<PlayerState> {
   return control(deps, ctx, body, 'volume', async (tx, player) => {
     if (player.volume === body.volume) return false;
-    await players.setVolume(tx, body.channelId, body.volume);
+    await players.setModes(tx, body.channelId, { volume: body.volume });
     return true;
   });
 }

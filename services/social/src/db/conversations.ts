@@ -74,10 +74,12 @@ export async function conversationForParticipant(
  * the platform needs to write a message of its own there (a call's), whoever is still in it.
  */
 export async function lockConversation(tx: Queryable, conversationId: string): Promise<Pick<ConversationAccess, 'id' | 'participantIds'>> {
+  // The lock first, as in conversationForParticipant: read after it, the participants are current.
+  await maybeOne(tx, LOCK, [conversationId]);
   const row = await one<{ participant_ids: string[] }>(
     tx,
     `SELECT ARRAY(SELECT user_id FROM conversation_participants WHERE conversation_id = c.id ORDER BY user_id) AS participant_ids
-     FROM conversations c WHERE c.id = $1 FOR NO KEY UPDATE OF c`,
+     FROM conversations c WHERE c.id = $1`,
     [conversationId],
     'Conversation',
   );
