@@ -532,10 +532,83 @@ describe('friend and block dispatches', () => {
     expect(blocked.d).toEqual((await call('GET', '/v1/friends/blocked', { user: a })).body[0]);
     expect(blocked.d).toMatchObject({ user: { id: b.id, status: 'online' } });
     expect((await ca.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: b.id }, relation: 'friend', reason: 'blocked' });
-    expect((await cb.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: a.id, status: 'online' }, relation: 'friend' });
+    // The block is told to the blocker only: to the one blocked it is an unfriend.
+    expect((await cb.dispatch('FRIEND_REMOVE')).d).toEqual({
+      user: expect.objectContaining({ id: a.id, status: 'online' }),
+      relation: 'friend',
+      reason: 'unfriended',
+    });
     expect((await call('DELETE', `/v1/friends/block/${b.id}`, { user: a })).status).toBe(204);
     expect((await ca.dispatch('BLOCK_DELETE')).d).toEqual(blocked.d);
     expect(cb.dispatches().filter((f) => f.t?.startsWith('BLOCK_'))).toEqual([]);
+  });
+});
+
+describe('blocks that end a friend request', () => {
+  it('tell the other side its request was declined, or the blocker’s cancelled, never that it was a block', async () => {
+    const [requester, blocker, asker, target] = [
+      await newUser('rtreq'),
+      await newUser('rtblk'),
+      await newUser('rtask'),
+      await newUser('rttgt'),
+    ];
+    const [cRequester, cBlocker, cAsker, cTarget] = [
+      (await identified(requester)).client,
+      (await identified(blocker)).client,
+      (await identified(asker)).client,
+      (await identified(target)).client,
+    ];
+    await once404sPass('POST', '/v1/friends/requests', { user: requester, body: { userId: blocker.id } }, 201);
+    await cRequester.dispatch('FRIEND_REQUEST_CREATE');
+    expect((await call('POST', '/v1/friends/block', { user: blocker, body: { userId: requester.id } })).status).toBe(201);
+    expect((await cRequester.dispatch('FRIEND_REMOVE')).d).toMatchObject({
+      user: { id: blocker.id },
+      relation: 'request',
+      reason: 'declined',
+    });
+    expect((await cBlocker.dispatch('FRIEND_REMOVE')).d).toMatchObject({
+      user: { id: requester.id },
+      relation: 'request',
+      reason: 'blocked',
+    });
+
+    await once404sPass('POST', '/v1/friends/requests', { user: asker, body: { userId: target.id } }, 201);
+    await cTarget.dispatch('FRIEND_REQUEST_CREATE');
+    expect((await call('POST', '/v1/friends/block', { user: asker, body: { userId: target.id } })).status).toBe(201);
+    expect((await cTarget.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: asker.id }, relation: 'request', reason: 'cancelled' });
+    expect((await cAsker.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: target.id }, relation: 'request', reason: 'blocked' });
+  });
+});
+
+describe('call dispatches', () => {
+  it('send CALL_CREATE, CALL_UPDATE and CALL_DELETE (the call as REST shows it) to the participants only', async () => {
+    const [caller, callee, stranger] = [await newUser('rtcaller'), await newUser('rtcallee'), await newUser('rtcallx')];
+    const [cCaller, cCallee, cStranger] = [
+      (await identified(caller)).client,
+      (await identified(callee)).client,
+      (await identified(stranger)).client,
+    ];
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: caller, body: { userIds: [callee.id] } }, 201)).body;
+    const ring = await call('POST', `/v1/dm/conversations/${conversation.id}/call`, { user: caller });
+    expect(ring.status).toBe(201);
+    const rang = await cCallee.dispatch('CALL_CREATE');
+    expect(rang.d).toMatchObject({ id: ring.body.id, conversationId: conversation.id, initiatorId: caller.id, state: 'ringing' });
+    expect((await cCaller.dispatch('CALL_CREATE')).d).toEqual(rang.d);
+
+    expect((await call('POST', `/v1/calls/${ring.body.id}/accept`, { user: callee })).status).toBe(200);
+    const answered = await cCaller.dispatch('CALL_UPDATE', (d) => d.state === 'active');
+    expect(answered.d).toMatchObject({ id: ring.body.id, answeredAt: expect.any(String) });
+    expect(answered.d.participants).toEqual(expect.arrayContaining([{ userId: callee.id, state: 'joined' }]));
+
+    for (const user of [caller, callee]) expect((await call('POST', `/v1/calls/${ring.body.id}/leave`, { user })).status).toBe(200);
+    const ended = await cCallee.dispatch('CALL_DELETE');
+    expect(ended.d).toMatchObject({ id: ring.body.id, state: 'ended', endReason: 'completed' });
+    expect(ended.d).toEqual((await call('GET', `/v1/calls/${ring.body.id}`, { user: callee })).body);
+    expect((await cCaller.dispatch('CALL_DELETE')).d).toEqual(ended.d);
+    // A friend request to the stranger comes after on social's stream: the call's events had their chance.
+    await once404sPass('POST', '/v1/friends/requests', { user: caller, body: { userId: stranger.id } }, 201);
+    await cStranger.dispatch('FRIEND_REQUEST_CREATE');
+    expect(cStranger.dispatches().filter((f) => f.t?.startsWith('CALL_'))).toEqual([]);
   });
 });
 

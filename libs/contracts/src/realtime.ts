@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
+import { CALL_SUBJECTS, Call } from './calls.ts';
 import { Id, PermissionMask, Timestamp } from './common.ts';
 import { ACTIVITY_SUBJECTS, Activity } from './games.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
@@ -234,6 +235,9 @@ export const DISPATCH_NAMES = {
   [SOCIAL_SUBJECTS.dmDeleted]: 'DM_MESSAGE_DELETE',
   [SOCIAL_SUBJECTS.dmReactionAdded]: 'DM_REACTION_ADD',
   [SOCIAL_SUBJECTS.dmReactionRemoved]: 'DM_REACTION_REMOVE',
+  [CALL_SUBJECTS.created]: 'CALL_CREATE',
+  [CALL_SUBJECTS.updated]: 'CALL_UPDATE',
+  [CALL_SUBJECTS.ended]: 'CALL_DELETE',
   [SOCIAL_SUBJECTS.friendRequested]: 'FRIEND_REQUEST_CREATE',
   [SOCIAL_SUBJECTS.friendAccepted]: 'FRIEND_REQUEST_ACCEPT',
   [SOCIAL_SUBJECTS.friendRemoved]: 'FRIEND_REMOVE',
@@ -290,6 +294,9 @@ export const DISPATCH_PAYLOADS = {
   DM_MESSAGE_DELETE: DmDeletedEvent.omit({ participantIds: true }),
   DM_REACTION_ADD: DmReactionEvent.omit({ participantIds: true }),
   DM_REACTION_REMOVE: DmReactionEvent.omit({ participantIds: true }),
+  CALL_CREATE: Call,
+  CALL_UPDATE: Call,
+  CALL_DELETE: Call,
   // Friend and block dispatches: the record each side's REST list holds (GET /v1/friends/requests,
   // /v1/friends, /v1/friends/blocked), the other user's status as others see it.
   FRIEND_REQUEST_CREATE: PendingFriendRequest,

@@ -132,6 +132,11 @@ export const FriendRemovedEvent = z.object({
   otherUserId: Id,
   relation: z.enum(['friend', 'request']),
   reason: z.enum(['unfriended', 'declined', 'cancelled', 'blocked']),
+  /**
+   * The reason `otherUserId` is told, when it is not `reason`: a block is told to the blocker only,
+   * so the one blocked sees an unfriend, their request declined, or the blocker's request cancelled.
+   */
+  reasonShownToOther: z.enum(['unfriended', 'declined', 'cancelled']).optional(),
   user: UserSummary,
   otherUser: UserSummary,
 });

@@ -1,5 +1,6 @@
 import {
   AUTH_SUBJECTS,
+  CALL_SUBJECTS,
   ChannelViewersRpc,
   GUILDS_SUBJECTS,
   KEYS_SUBJECTS,
@@ -256,6 +257,10 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       case SOCIAL_SUBJECTS.dmDeleted:
       case SOCIAL_SUBJECTS.dmReactionAdded:
       case SOCIAL_SUBJECTS.dmReactionRemoved:
+      // Social leaves out of a call's participantIds whoever blocked the one acting or the caller.
+      case CALL_SUBJECTS.created:
+      case CALL_SUBJECTS.updated:
+      case CALL_SUBJECTS.ended:
         return just(data.participantIds);
       case REALTIME_SUBJECTS.conversationTyping:
         return just(data.participantIds.filter((id: string) => id !== data.userId));

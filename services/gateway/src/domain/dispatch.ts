@@ -1,5 +1,6 @@
 import {
   ActivityUpdatedEvent,
+  CALL_SUBJECTS,
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
   type DispatchName,
@@ -21,6 +22,9 @@ import { FENCED_OFF, type SessionStore, STALE_AUDIENCE } from './session-store.t
 const WRAPPED: Readonly<Record<string, string>> = {
   [SOCIAL_SUBJECTS.dmCreated]: 'message',
   [SOCIAL_SUBJECTS.dmUpdated]: 'message',
+  [CALL_SUBJECTS.created]: 'call',
+  [CALL_SUBJECTS.updated]: 'call',
+  [CALL_SUBJECTS.ended]: 'call',
   [READ_STATE_SUBJECTS.readStateUpdated]: 'readState',
   [READ_STATE_SUBJECTS.notificationCreated]: 'notification',
 };

@@ -38,10 +38,9 @@ export function personalDispatches(subject: string, data: unknown): PersonalDisp
     }
     case SOCIAL_SUBJECTS.friendRemoved: {
       const e = data as FriendRemovedEvent;
-      const ended = { relation: e.relation, reason: e.reason };
       return [
-        { userId: e.userId, record: { user: e.otherUser, ...ended } },
-        { userId: e.otherUserId, record: { user: e.user, ...ended } },
+        { userId: e.userId, record: { user: e.otherUser, relation: e.relation, reason: e.reason } },
+        { userId: e.otherUserId, record: { user: e.user, relation: e.relation, reason: e.reasonShownToOther ?? e.reason } },
       ];
     }
     case SOCIAL_SUBJECTS.blockCreated:

@@ -141,11 +141,17 @@ export async function blockUser(deps: Deps, ctx: RequestContext, userId: string)
   return inPairTx(deps, ctx, target.id, async (tx) => {
     const createdAt = await insertBlock(tx, ctx.userId, target.id);
     if (!createdAt) throw conflict('You have already blocked this user');
+    const removal = { otherUserId: target.id, reason: 'blocked' } as const;
     if (await deleteFriendship(tx, ctx.userId, target.id)) {
-      await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'friend', reason: 'blocked' });
+      await announceRemoval(tx, ctx, { ...removal, relation: 'friend', reasonShownToOther: 'unfriended' });
     }
-    const requestsRemoved = [await deleteRequest(tx, ctx.userId, target.id), await deleteRequest(tx, target.id, ctx.userId)];
-    if (requestsRemoved.some(Boolean)) await announceRemoval(tx, ctx, { otherUserId: target.id, relation: 'request', reason: 'blocked' });
+    // At most one of the two exists: a request answered by one back is a friendship.
+    if (await deleteRequest(tx, ctx.userId, target.id)) {
+      await announceRemoval(tx, ctx, { ...removal, relation: 'request', reasonShownToOther: 'cancelled' });
+    }
+    if (await deleteRequest(tx, target.id, ctx.userId)) {
+      await announceRemoval(tx, ctx, { ...removal, relation: 'request', reasonShownToOther: 'declined' });
+    }
     await leaveDirectCallWith(tx, ctx, target.id, deps.clock?.() ?? new Date());
     const data: BlockEvent = { userId: ctx.userId, blockedUserId: target.id, blockedUser: knownToSummary(target), createdAt };
     await enqueueEvent(tx, SOCIAL_SUBJECTS.blockCreated, data, ctx.requestId);
@@ -166,7 +172,7 @@ export async function unblockUser(deps: Deps, ctx: RequestContext, userId: strin
 async function announceRemoval(
   tx: Queryable,
   ctx: RequestContext,
-  removal: Pick<FriendRemovedEvent, 'otherUserId' | 'relation' | 'reason'>,
+  removal: Pick<FriendRemovedEvent, 'otherUserId' | 'relation' | 'reason' | 'reasonShownToOther'>,
 ): Promise<void> {
   const [user, otherUser] = [await summaryOf(tx, ctx.userId), await summaryOf(tx, removal.otherUserId)];
   const data: FriendRemovedEvent = { userId: ctx.userId, ...removal, user, otherUser };
