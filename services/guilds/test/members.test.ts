@@ -186,6 +186,31 @@ describe('roles', () => {
     expect(await positions()).toEqual({ low: 1, managers: 2, b: 3, a: 4 });
   });
 
+  it('gives a role below one’s own only when it carries no bit the giver lacks, and takes it away regardless', async () => {
+    const [owner, manager, member] = [newId(), newId(), newId()];
+    const server = await publicServer(owner);
+    await join(server.id, manager, member);
+    // Each new role goes just above @everyone: admins and kickers end up below managers.
+    const managers = await role(owner, server.id, Permission.MANAGE_ROLES | Permission.KICK_MEMBERS, 'managers');
+    const kickers = await role(owner, server.id, Permission.KICK_MEMBERS, 'kickers');
+    const admins = await role(owner, server.id, Permission.ADMINISTRATOR, 'admins');
+    await give(owner, server.id, manager, managers.id);
+    const mask = async (userId: string) =>
+      BigInt((await g.call(userId, 'GET', `/v1/servers/${server.id}/members/@me/permissions`)).body.permissions);
+
+    for (const target of [manager, member]) {
+      const res = await g.call(manager, 'PUT', `/v1/servers/${server.id}/members/${target}/roles/${admins.id}`);
+      expect(res).toMatchObject({ status: 403, body: { error: 'You cannot grant a permission you do not have' } });
+      expect((await mask(target)) & Permission.ADMINISTRATOR).toBe(0n);
+    }
+    await give(manager, server.id, member, kickers.id);
+    expect((await mask(member)) & Permission.KICK_MEMBERS).toBe(Permission.KICK_MEMBERS);
+    // The owner gave it; a manager below it may still take it away.
+    await give(owner, server.id, member, admins.id);
+    expect((await g.call(manager, 'DELETE', `/v1/servers/${server.id}/members/${member}/roles/${admins.id}`)).status).toBe(204);
+    expect((await mask(member)) & Permission.ADMINISTRATOR).toBe(0n);
+  });
+
   it('keeps @everyone: not deletable, not renamable, not assignable', async () => {
     const owner = newId();
     const server = await publicServer(owner);

@@ -100,6 +100,8 @@ export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string
     const actor = await roleManager(tx, ids.serverId, ctx.userId);
     const role = await manageableRole(tx, actor, ids.roleId);
     if (isEveryone(role)) throw badRequest('Every member has @everyone');
+    // A role below the actor's may still carry bits the actor lacks (ADMINISTRATOR): giving it grants them.
+    if (give) checkGrant(actor, 0n, BigInt(role.permissions));
     // As kicks, bans and leaves do: one that is under way finishes first and the member is then not
     // found (rather than the insert failing on its foreign key), and none starts before this commits.
     await lockServer(tx, ids.serverId);
