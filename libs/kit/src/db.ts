@@ -285,14 +285,21 @@ function socketOf(client: pg.PoolClient): Writable | undefined {
   return (client as unknown as { connection?: { stream?: Writable } }).connection?.stream;
 }
 
-/** Serialisable retry for transactions that may lose a race (40001/40P01). */
+/**
+ * Runs a transaction that may lose a race again, up to `attempts` times: a serialisation failure or
+ * a deadlock (40001/40P01), or a foreign-key violation (23503), which a write gets when a row it
+ * refers to was deleted after it was checked. Run again, its checks answer as after that delete
+ * (404), never the violation's 500. So `fn` must change nothing outside its transaction.
+ */
+const LOST_RACE = new Set(['40001', '40P01', '23503']);
+
 export async function withRetryingTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>, attempts = 5): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await withTx(pool, fn);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (attempt >= attempts || (code !== '40001' && code !== '40P01')) throw err;
+      if (attempt >= attempts || !LOST_RACE.has(code ?? '')) throw err;
     }
   }
 }

@@ -1,7 +1,19 @@
 import type { Writable } from 'node:stream';
 import { createTestDatabase, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createPool, exec, many, maybeOne, one, pipelinedTx, prepared, translatePgError, withRequestTx, withTx } from '../src/db.ts';
+import {
+  createPool,
+  exec,
+  many,
+  maybeOne,
+  one,
+  pipelinedTx,
+  prepared,
+  translatePgError,
+  withRequestTx,
+  withRetryingTx,
+  withTx,
+} from '../src/db.ts';
 import { AppError } from '../src/errors.ts';
 
 const db = await createTestDatabase(inject('backing').postgresUrl, 'kitdb');
@@ -317,5 +329,38 @@ describe('a connection that breaks inside a transaction', () => {
       await proxied.end();
       await proxy.close();
     }
+  });
+});
+
+describe('withRetryingTx', () => {
+  it('runs a write again when a row it refers to was deleted after its check, so it answers as after the delete', async () => {
+    await pool.query('CREATE TABLE parents (id int PRIMARY KEY)');
+    await pool.query('CREATE TABLE children (parent_id int NOT NULL REFERENCES parents (id) ON DELETE CASCADE)');
+    await exec(pool, 'INSERT INTO parents (id) VALUES (1), (2)');
+    let attempts = 0;
+    const addChild = (parentId: number) =>
+      withRetryingTx(pool, async (tx) => {
+        attempts++;
+        await one(tx, 'SELECT id FROM parents WHERE id = $1', [parentId], 'Parent');
+        // Another transaction deletes the parent between the check and the insert, on the first attempt only.
+        if (attempts === 1) await exec(pool, 'DELETE FROM parents WHERE id = $1', [parentId]);
+        await exec(tx, 'INSERT INTO children (parent_id) VALUES ($1)', [parentId]);
+      });
+    const err = await appError(addChild(1));
+    expect([err.status, err.message, attempts]).toEqual([404, 'Parent not found', 2]);
+
+    // A reference that stays broken is not a race: it fails as it is after the last attempt.
+    attempts = 0;
+    const broken = withRetryingTx(
+      pool,
+      async (tx) => {
+        attempts++;
+        await exec(tx, 'INSERT INTO children (parent_id) VALUES (99)');
+      },
+      3,
+    );
+    await expect(broken).rejects.toMatchObject({ code: '23503' });
+    expect(attempts).toBe(3);
+    expect(await many(pool, 'SELECT parent_id FROM children')).toEqual([]);
   });
 });

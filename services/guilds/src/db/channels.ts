@@ -65,6 +65,16 @@ export async function insertChannel(db: Queryable, c: NewChannel): Promise<Chann
   return toChannel(row);
 }
 
+/**
+ * Whether the channel exists, locked against deletion until the transaction ends, as holdCategory
+ * does for categories: taken before any of its messages' rows, in the order a channel's deletion
+ * takes them (the channel, then its messages), so that a write locking a message and then posting
+ * into the channel cannot deadlock with it; a deletion under way is waited for (then not found).
+ */
+export async function holdChannel(db: Queryable, id: string): Promise<boolean> {
+  return Boolean(await maybeOne(db, 'SELECT 1 FROM channels WHERE id = $1 FOR KEY SHARE', [id]));
+}
+
 export async function findChannel(db: Queryable, id: string): Promise<Channel | undefined> {
   const row = await maybeOne<ChannelRow>(db, `SELECT ${COLUMNS} FROM channels WHERE id = $1`, [id]);
   return row && toChannel(row);

@@ -1,6 +1,6 @@
 import type { Category } from '@chat/contracts';
 import { Permission } from '@chat/contracts';
-import { badRequest, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
+import { badRequest, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import {
   deleteCategory as deleteCategoryRow,
@@ -29,7 +29,7 @@ async function lockServerLayout(tx: Queryable, ctx: Ctx, serverId: string): Prom
 }
 
 export function createCategory(d: Domain, ctx: Ctx, serverId: string, name: string): Promise<Category> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     await lockServerLayout(tx, ctx, serverId);
     const category = await insertCategory(tx, { id: uuidv7(), serverId, name });
     await emit(tx, ctx, 'guilds.category.created', category);
@@ -38,7 +38,7 @@ export function createCategory(d: Domain, ctx: Ctx, serverId: string, name: stri
 }
 
 export function renameCategory(d: Domain, ctx: Ctx, serverId: string, categoryId: string, name: string): Promise<Category> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     const category = await renameCategoryRow(tx, serverId, categoryId, name);
@@ -68,7 +68,7 @@ async function emitCategories(tx: Queryable, ctx: Ctx, serverId: string): Promis
 
 /** Takes exactly the server's set of category ids in the new order; any other set changes nothing. */
 export function reorderCategories(d: Domain, ctx: Ctx, serverId: string, categoryIds: string[]): Promise<Category[]> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     await lockServerLayout(tx, ctx, serverId);
     const current = await listCategoryRows(tx, serverId, true);
     if (

@@ -1,13 +1,14 @@
 import { randomInt } from 'node:crypto';
 import type { Server } from '@chat/contracts';
 import { type Invite, type InvitePreview, MANAGE_SERVER, Permission } from '@chat/contracts';
-import { forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
+import { forbidden, type KeyPage, notFound, withRetryingTx } from '@chat/kit';
 import { isBanned } from '../db/bans.ts';
 import { consumeInvite, deleteInvite, findInvite, findUsableInvite, insertInvite, listInvites as listInviteRows } from '../db/invites.ts';
 import { findServer, lockServer, toServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
+import { holdEntrance } from './system-messages.ts';
 
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 const CODE_LENGTH = 10;
@@ -21,7 +22,7 @@ export function newInviteCode(): string {
 const unknownInvite = () => notFound('Invite');
 
 export function createInvite(d: Domain, ctx: Ctx, serverId: string, opts: { maxUses: number; maxAgeSeconds: number }): Promise<Invite> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.CREATE_INSTANT_INVITE, 'CREATE_INSTANT_INVITE');
     const invite = await insertInvite(tx, { code: newInviteCode(), serverId, inviterId: ctx.userId, ...opts });
@@ -38,7 +39,7 @@ export async function listInvites(d: Domain, ctx: Ctx, serverId: string, page: K
 
 /** Its creator may revoke an invite; anyone else needs MANAGE_SERVER. Non-members see a 404. */
 export async function revokeInvite(d: Domain, ctx: Ctx, code: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const invite = await findInvite(tx, code);
     const access = invite && (await loadServerAccess(tx, invite.serverId, ctx.userId));
     if (!invite || !access?.isMember) throw unknownInvite();
@@ -70,11 +71,15 @@ export async function previewInvite(d: Domain, code: string): Promise<InvitePrev
  * someone's consent). The use is taken in the same transaction, so a failed join takes none.
  */
 export function acceptInvite(d: Domain, ctx: Ctx, code: string): Promise<Server> {
-  return withTx(d.pool, async (tx) => {
-    const invite = await consumeInvite(tx, code);
-    if (!invite) throw unknownInvite();
+  return withRetryingTx(d.pool, async (tx) => {
+    // The server's locks first, in the order its deletion takes them (it then deletes the invites).
+    const found = await findInvite(tx, code);
+    if (!found) throw unknownInvite();
+    await holdEntrance(tx, found.serverId);
     // Taken like every join, so a concurrent ban of this user cannot be overtaken.
-    const server = (await lockServer(tx, invite.serverId))!;
+    const server = await lockServer(tx, found.serverId);
+    const invite = server ? await consumeInvite(tx, code) : undefined;
+    if (!server || !invite) throw unknownInvite();
     if (await isBanned(tx, invite.serverId, ctx.userId)) throw forbidden('You are banned from this server');
     await addMember(tx, ctx, invite.serverId, ctx.userId);
     return toServer(server);

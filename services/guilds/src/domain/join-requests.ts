@@ -1,5 +1,5 @@
 import { type JoinRequest, MANAGE_SERVER } from '@chat/contracts';
-import { badRequest, conflict, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, type KeyPage, notFound, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { isBanned } from '../db/bans.ts';
 import {
@@ -14,10 +14,12 @@ import { lockServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
+import { holdEntrance } from './system-messages.ts';
 
 /** One pending request per user and server (a second is a 409), for public servers that require approval. */
 export function requestToJoin(d: Domain, ctx: Ctx, serverId: string, message: string | null): Promise<JoinRequest> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
+    await holdEntrance(tx, serverId);
     await lockServer(tx, serverId);
     const access = await serverAccess(tx, serverId, ctx.userId);
     if (access.isMember) throw conflict('You are already a member of this server');
@@ -46,7 +48,7 @@ export function myJoinRequests(d: Domain, ctx: Ctx): Promise<JoinRequest[]> {
 
 /** Approving adds the requester as a member; rejecting only records the decision. */
 export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: string, approve: boolean): Promise<JoinRequest> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');

@@ -184,11 +184,23 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
       replyToId: body.replyToId ?? null,
       mentions,
     };
-    const written = await writeMessage(d.pool, ctx, message, body.nonce, { accessVersion: version, slowmodeSeconds: slowmodeOf(access) });
+    const written = await writeMessage(d.pool, ctx, message, body.nonce, {
+      accessVersion: version,
+      slowmodeSeconds: slowmodeOf(access),
+    }).catch(staleWhenParentGone);
     if (!('outcome' in written)) return { ...written, reactions: {} };
     if (written.outcome !== 'stale' || attempt === POST_ATTEMPTS) throw refusal(written);
     snapshot = await postingSnapshot(d.pool, snapshots, { ...target, fresh: true });
   }
+}
+
+/**
+ * The channel was deleted after the statement checked the snapshot's version and before the
+ * insert's foreign key was checked: as stale as a refused version, and read again it is 404.
+ */
+function staleWhenParentGone(err: unknown): { outcome: 'stale' } {
+  if ((err as { code?: string }).code === '23503') return { outcome: 'stale' };
+  throw err;
 }
 
 /** Slowmode per member: the channel's slowmodeSeconds, unless the member moderates (0: no window). */

@@ -1,5 +1,6 @@
 import { type ChannelMessage, MAX_PINS_PER_CHANNEL, Permission } from '@chat/contracts';
-import { badRequest, notFound, withTx } from '@chat/kit';
+import { badRequest, notFound, withRetryingTx } from '@chat/kit';
+import { holdChannel } from '../db/channels.ts';
 import { countPins, findMessage, lockPins, pinnedMessages, setPinned } from '../db/messages.ts';
 import { requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
@@ -17,8 +18,9 @@ export async function listPins(d: Domain, ctx: Ctx, channelId: string): Promise<
 export async function setPin(d: Domain, ctx: Ctx, channelId: string, messageId: string, pinned: boolean): Promise<void> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
   requirePermission(access.channelPermissions, Permission.MANAGE_MESSAGES, 'MANAGE_MESSAGES');
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     await lockPins(tx, channelId);
+    if (!(await holdChannel(tx, channelId))) throw notFound('Channel');
     // Locked: a delete under way is waited for (then 404), rather than a pin announced for a message gone.
     const message = await findMessage(tx, channelId, messageId, { lock: 'no key update' });
     if (!message) throw notFound('Message');

@@ -27,6 +27,7 @@ import {
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
+import { holdEntrance } from './system-messages.ts';
 
 /** A new server: the caller as owner and first member, @everyone, and a category with a text and a voice channel. */
 export function createServer(d: Domain, ctx: Ctx, body: CreateServerBody): Promise<Server> {
@@ -69,7 +70,7 @@ export async function getServer(d: Domain, ctx: Ctx, serverId: string): Promise<
 }
 
 export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch: UpdateServerBody): Promise<Server> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
     await checkChannelRef(tx, serverId, patch.entranceChannelId, 'text', 'entranceChannelId');
@@ -116,7 +117,8 @@ export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promi
 
 /** Joining a public server that does not require approval; the statuses are the issue's. */
 export function joinServer(d: Domain, ctx: Ctx, serverId: string): Promise<Server> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
+    await holdEntrance(tx, serverId);
     // The row lock makes a join and a concurrent ban of the same user take turns.
     const row = await lockServer(tx, serverId);
     const member = row ? await isMemberOf(tx, serverId, ctx.userId) : false;

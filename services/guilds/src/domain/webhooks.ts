@@ -7,7 +7,7 @@ import {
   Permission,
   type Webhook,
 } from '@chat/contracts';
-import { notFound, unauthorized, withTx } from '@chat/kit';
+import { notFound, unauthorized, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { deleteWebhookRow, findWebhook, findWebhookWithHash, insertWebhook, listWebhooks as listWebhookRows } from '../db/webhooks.ts';
 import { type ChannelAccess, loadChannelAccess, requirePermission } from './access.ts';
@@ -79,10 +79,11 @@ export async function executeWebhook(
   token: string,
   body: ExecuteWebhookBody,
 ): Promise<ChannelMessage> {
-  const found = await findWebhookWithHash(d.pool, id);
-  if (!tokenMatches(found?.tokenHash, token)) throw unauthorized('Unknown webhook or invalid token');
-  const { webhook } = found as NonNullable<typeof found>;
-  const stored = await withTx(d.pool, async (tx) => {
+  // Looked up in the transaction: run again after its channel's deletion, it finds no webhook.
+  const stored = await withRetryingTx(d.pool, async (tx) => {
+    const found = await findWebhookWithHash(tx, id);
+    if (!tokenMatches(found?.tokenHash, token)) throw unauthorized('Unknown webhook or invalid token');
+    const { webhook } = found as NonNullable<typeof found>;
     const mentions = await resolveMentions(tx, webhook.serverId, parseMentions(body.content), false);
     return postMessage(tx, ctx, {
       channelId: webhook.channelId,

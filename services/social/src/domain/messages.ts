@@ -16,6 +16,7 @@ import {
   type Pool,
   type Queryable,
   type RequestContext,
+  withRetryingTx,
   withTx,
 } from '@chat/kit';
 import {
@@ -194,7 +195,8 @@ export async function deleteMessage(deps: Deps, ctx: RequestContext, messageId: 
 
 /** Adds (`add`) or takes back the caller's reaction; repeating either changes nothing and sends no event. */
 export async function react(deps: Deps, ctx: RequestContext, messageId: string, emoji: string, add: boolean): Promise<void> {
-  await withTx(deps.pool, async (tx) => {
+  // Retried when the message's deletion lands between the read and the insert: then it is 404.
+  await withRetryingTx(deps.pool, async (tx) => {
     const message = await messageById(tx, messageId);
     if (!message) throw notFound('Message');
     const access = await participantAccess(tx, ctx, message.conversationId, { what: 'Message' });
