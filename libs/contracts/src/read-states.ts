@@ -16,7 +16,8 @@ export type ReadStateKind = z.infer<typeof ReadStateKind>;
 
 /**
  * Where the user has read up to in a channel or a conversation. `lastMessageId` is the newest
- * message ever posted there (as on Discord it may name a message deleted since); `unread` is true
+ * message ever posted in a channel (as on Discord it may name a message deleted since), and in a
+ * conversation the newest one the user sees (none of the people they blocked); `unread` is true
  * when it is past `lastReadMessageId`; `mentionCount` counts the mentions (every message of the
  * others, in a conversation) past it.
  */

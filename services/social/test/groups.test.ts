@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createHarness } from './harness.ts';
 
 /** Issue 16, item 5: blocks in group conversations, and leaving a group. */
@@ -44,6 +44,46 @@ describe('blocks in a group', () => {
     // The blocker chose not to see bob; once unblocked, bob's messages show again.
     expect((await h.call(alice, 'DELETE', `/v1/friends/block/${bob.id}`)).status).toBe(204);
     expect(await contentsSeenBy(alice, id)).toEqual(['from bob', 'from carol']);
+  });
+
+  it('dates the group for the blocker by the newest message they see, not by a blocked user’s newer one', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    await block(alice, bob);
+    const id = await group(carol, alice, bob);
+    // The two posts a minute apart, whatever the machine's speed: only Date is faked.
+    const start = Date.now();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    let fromCarol: { id: string; createdAt: string };
+    let fromBob: { id: string; createdAt: string };
+    try {
+      vi.setSystemTime(start + 1_000);
+      fromCarol = (await send(carol, id, 'from carol')).body;
+      vi.setSystemTime(start + 61_000);
+      fromBob = (await send(bob, id, 'from bob')).body;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(fromBob.createdAt > fromCarol.createdAt).toBe(true);
+
+    const alicesView = await h.call(alice, 'GET', `/v1/dm/conversations/${id}`);
+    expect(alicesView.status).toBe(200);
+    expect({ last: alicesView.body.lastMessage?.id, at: alicesView.body.lastActivityAt }).toEqual({
+      last: fromCarol.id,
+      at: fromCarol.createdAt,
+    });
+    const alicesList = (await h.call(alice, 'GET', '/v1/dm/conversations')).body;
+    expect(alicesList).toEqual([alicesView.body]);
+    // Everyone else sees the group as active when bob posted.
+    expect((await h.call(carol, 'GET', `/v1/dm/conversations/${id}`)).body).toMatchObject({
+      lastMessage: { id: fromBob.id },
+      lastActivityAt: fromBob.createdAt,
+    });
+
+    expect((await h.call(alice, 'DELETE', `/v1/friends/block/${bob.id}`)).status).toBe(204);
+    expect((await h.call(alice, 'GET', `/v1/dm/conversations/${id}`)).body).toMatchObject({
+      lastMessage: { id: fromBob.id },
+      lastActivityAt: fromBob.createdAt,
+    });
   });
 
   it('does not let a blocked user add the blocker to a group, nor the blocker add them', async () => {

@@ -270,6 +270,34 @@ describe('conversation mentions and blocks', () => {
     }
     expect(await readStateOf(ann, group.body.id)).toMatchObject({ unread: true, mentionCount: 1 });
   });
+
+  it('leaves a blocked member’s newer message out of the blocker’s last message and unread, until the block is lifted', async () => {
+    const [ann, ben, dan] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    expect((await h.call(ann, 'POST', '/v1/friends/block', { userId: dan.id })).status).toBe(201);
+    // Ben puts the two together (a third person may: refusing would tell him of the block).
+    const group = await h.call(ben, 'POST', '/v1/dm/conversations', { userIds: [ann.id, dan.id] });
+    expect(group.status).toBe(201);
+    const id = group.body.id as string;
+    const seen = await h.call(ben, 'POST', '/v1/dm/messages', { conversationId: id, content: 'seen by ann' });
+    expect(seen.status).toBe(201);
+    expect((await h.call(ann, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId: seen.body.id })).status).toBe(200);
+    const hidden = await h.call(dan, 'POST', '/v1/dm/messages', { conversationId: id, content: 'hidden from ann' });
+    expect(hidden.status).toBe(201);
+
+    // Its id would tell ann when dan posted (UUID v7), and a client compares it with the read mark.
+    expect(await readStateOf(ann, id)).toEqual({
+      id,
+      kind: 'conversation',
+      lastReadMessageId: seen.body.id,
+      lastMessageId: seen.body.id,
+      unread: false,
+      mentionCount: 0,
+    });
+    expect(await readStateOf(ben, id)).toMatchObject({ lastMessageId: hidden.body.id, unread: true, mentionCount: 1 });
+
+    expect((await h.call(ann, 'DELETE', `/v1/friends/block/${dan.id}`)).status).toBe(204);
+    expect(await readStateOf(ann, id)).toMatchObject({ lastMessageId: hidden.body.id, unread: true, mentionCount: 1 });
+  });
 });
 
 describe('a burst of channel messages (issue 18)', () => {

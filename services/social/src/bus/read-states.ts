@@ -8,6 +8,7 @@ import {
   GUILDS_SUBJECTS,
   JoinRequest,
   MESSAGES_SUBJECTS,
+  MemberLeftEventData,
   MessageDeletedEventData,
   MessageEventData,
   MessageMentionedEvent,
@@ -27,18 +28,21 @@ import {
 } from '@chat/kit';
 import {
   callEnded,
+  channelMessageEdited,
   directMessageDeleted,
+  directMessageEdited,
   directMessageReplied,
   friendAccepted,
   friendRequested,
   joinRequestReviewed,
   messageMentioned,
+  serverLeft,
 } from '../domain/notifications.ts';
 import { channelMessageDeleted, channelMessagesPosted, directMessagesSent } from '../domain/read-states.ts';
 
 /**
- * Read states and the notification feed, built from events: guilds' channel messages and their
- * resolved mentions, its join-request decisions, and social's own friend, message and call events.
+ * Read states and the notification feed, built from events: guilds' channel messages (posts,
+ * edits, deletes) and their resolved mentions, its members leaving and join-request decisions, and social's own friend, message and call events.
  * One durable consumer per subject filter (one filter each), every event applied once in a
  * transaction and acked after its commit (the kit's inbox).
  */
@@ -53,6 +57,8 @@ export const READ_STATE_CONSUMERS = {
   // The two that see an event for every message posted: applied in batches, one commit for many.
   channelMessages: { stream: STREAMS.guilds, durable: 'social-channel-messages', filter: 'guilds.message.*', batch: 100 },
   joinRequests: { stream: STREAMS.guilds, durable: 'social-join-requests', filter: GUILDS_SUBJECTS.joinRequestReviewed },
+  // Who left a server (kicked, banned) loses its channels' feed entries; overrides and roles have no per-user event (the feed asks guilds when read).
+  serverMembers: { stream: STREAMS.guilds, durable: 'social-server-members', filter: GUILDS_SUBJECTS.memberLeft },
   friends: { stream: STREAMS.social, durable: 'social-friend-notifications', filter: 'social.friend.*' },
   directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*', batch: 100 },
   calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
@@ -82,8 +88,12 @@ const SHARED: Partial<Record<ConsumerName, Shared>> = {
 
 const HANDLERS: Record<ConsumerName, Handlers> = {
   channelMessages: {
+    [MESSAGES_SUBJECTS.messageUpdated]: (tx, e) => channelMessageEdited(tx, MessageEventData.parse(e.data)),
     [MESSAGES_SUBJECTS.messageDeleted]: (tx, e) => channelMessageDeleted(tx, MessageDeletedEventData.parse(e.data)),
     [READ_STATE_SUBJECTS.messageMentioned]: (tx, e) => messageMentioned(tx, MessageMentionedEvent.parse(e.data)),
+  },
+  serverMembers: {
+    [GUILDS_SUBJECTS.memberLeft]: (tx, e) => serverLeft(tx, MemberLeftEventData.parse(e.data), e.occurredAt),
   },
   joinRequests: {
     [GUILDS_SUBJECTS.joinRequestReviewed]: (tx, e) => joinRequestReviewed(tx, JoinRequest.parse(e.data), e.occurredAt),
@@ -94,6 +104,7 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
   directMessages: {
     [SOCIAL_SUBJECTS.dmCreated]: (tx, e) => directMessageReplied(tx, DmMessageEvent.parse(e.data)),
+    [SOCIAL_SUBJECTS.dmUpdated]: (tx, e) => directMessageEdited(tx, DmMessageEvent.parse(e.data)),
     [SOCIAL_SUBJECTS.dmDeleted]: (tx, e) => directMessageDeleted(tx, DmDeletedEvent.parse(e.data)),
   },
   calls: {
@@ -146,7 +157,7 @@ export function consumeForReadStates(
     stream,
     spec: { stream: stream.name, durable, filter },
     handle: (event, tx) => apply([event], tx),
-    // Other subjects of the filter (edits, reactions) change nothing here: acked without a transaction.
+    // Other subjects of the filter (reactions, pins) change nothing here: acked without a transaction.
     relevant: (event) => event.subject in HANDLERS[name] || event.subject === SHARED[name]?.subject,
     ...(batch && { batch, handleBatch: apply }),
   });

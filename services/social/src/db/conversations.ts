@@ -148,7 +148,7 @@ export type ConversationView = {
   type: 'direct' | 'group';
   ownerId: string | null;
   participants: UserSummary[];
-  /** The newest message still there (the latest may have been deleted). */
+  /** The newest message still there that the caller sees (the latest may have been deleted, or be from someone they blocked). */
   lastMessageId: string | null;
   lastActivityAt: string;
   createdAt: string;
@@ -173,18 +173,21 @@ type ViewRow = {
 export function conversationsQuery(userId: string, which: { onlyId: string } | KeyPage) {
   const onlyId = 'onlyId' in which ? which.onlyId : null;
   const k = keysetPage('c.id', 'onlyId' in which ? { limit: 1 } : which, 3);
-  // A post no longer writes the conversation row (post_direct_message): its last activity is its newest message's.
+  // A post no longer writes the conversation row (post_direct_message), so the column keeps the
+  // conversation's creation: its last activity is its newest message's. Both come from the newest
+  // message the caller sees: a blocker must not learn from the time, nor from a place in a list
+  // sorted by it, that the person they blocked posted in a group they share.
   const text = `SELECT c.id, c.is_group, c.owner_id, c.created_at,
-       GREATEST(c.last_activity_at,
-         (SELECT m.created_at FROM direct_messages m WHERE m.conversation_id = c.id ORDER BY m.id DESC LIMIT 1)) AS last_activity_at,
+       GREATEST(c.last_activity_at, newest.created_at) AS last_activity_at,
        (SELECT json_agg(json_build_object('id', p.user_id, 'username', u.username, 'display_name', u.display_name,
                                           'avatar_url', u.avatar_url) ORDER BY p.joined_at, p.user_id)
         FROM conversation_participants p
         ${joinUserByKey('p.user_id')}
         WHERE p.conversation_id = c.id) AS participants,
-       (SELECT m.id FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
-        ORDER BY m.id DESC LIMIT 1) AS newest_message_id
+       newest.id AS newest_message_id
      FROM conversation_participants me JOIN conversations c ON c.id = me.conversation_id
+     LEFT JOIN LATERAL (SELECT m.id, m.created_at FROM direct_messages m WHERE m.conversation_id = c.id AND ${NOT_FROM_BLOCKED('m', '$1')}
+       ORDER BY m.id DESC LIMIT 1) newest ON true
      WHERE me.user_id = $1 AND ${onlyId === null ? '$2::uuid IS NULL' : 'c.id = $2'} AND ${k.where} ${k.orderLimit}`;
   return { text, params: [userId, onlyId, ...k.params], finish: k.finish };
 }

@@ -46,11 +46,21 @@ export async function insertNotification(tx: Queryable, userIds: string[], n: Ne
   );
 }
 
-/** A page of the feed, newest first, `before` an entry id. */
+/**
+ * Whether an entry of a conversation may show: its user still takes part in it (a group they left
+ * shows nothing of it, also an entry whose event was applied after the leave).
+ */
+const STILL_PARTICIPANT = `(n.conversation_id IS NULL OR EXISTS (
+  SELECT 1 FROM conversation_participants p WHERE p.conversation_id = n.conversation_id AND p.user_id = n.user_id))`;
+
+/**
+ * A page of the feed, newest first, `before` an entry id; entries of `hiddenChannelIds` and of
+ * conversations the user left are skipped in SQL, so LIMIT counts only entries that may show.
+ */
 export async function feedPage(
   db: Queryable,
   userId: string,
-  page: { before?: string | undefined; limit: number },
+  page: { before?: string | undefined; limit: number; hiddenChannelIds: string[] },
 ): Promise<Notification[]> {
   const rows = await many<NotificationRow>(
     db,
@@ -58,22 +68,30 @@ export async function feedPage(
        n.created_at, (r.last_read_id IS NOT NULL AND n.id <= r.last_read_id) AS read
      FROM notifications n LEFT JOIN notification_reads r ON r.user_id = n.user_id
      WHERE n.user_id = $1 AND ($2::uuid IS NULL OR n.id < $2)
+       AND (n.channel_id IS NULL OR n.channel_id <> ALL($4::uuid[])) AND ${STILL_PARTICIPANT}
      ORDER BY n.id DESC LIMIT $3`,
-    [userId, page.before ?? null, page.limit],
+    [userId, page.before ?? null, page.limit, page.hiddenChannelIds],
   );
   return rows.map(toNotification);
 }
 
-/** How many entries are past the user's read mark, and the mark. */
-export async function feedUnread(db: Queryable, userId: string): Promise<{ unreadCount: number; lastReadId: string | null }> {
-  const row = await maybeOne<{ unread: number; last_read_id: string | null }>(
+/**
+ * The user's feed read mark, and the entries past it by channel (`channelId` null: entries of no
+ * channel), conversations the user left left out: the caller drops the channels the user may not view.
+ */
+export async function feedUnread(
+  db: Queryable,
+  userId: string,
+): Promise<{ lastReadId: string | null; unread: { channelId: string | null; count: number }[] }> {
+  const mark = await maybeOne<{ last_read_id: string }>(db, 'SELECT last_read_id FROM notification_reads WHERE user_id = $1', [userId]);
+  const rows = await many<{ channel_id: string | null; count: number }>(
     db,
-    `SELECT (SELECT last_read_id FROM notification_reads WHERE user_id = $1) AS last_read_id,
-       (SELECT count(*) FROM notifications n WHERE n.user_id = $1
-          AND n.id > COALESCE((SELECT last_read_id FROM notification_reads WHERE user_id = $1), '00000000-0000-0000-0000-000000000000')) AS unread`,
-    [userId],
+    `SELECT n.channel_id, count(*)::int AS count FROM notifications n
+     WHERE n.user_id = $1 AND ($2::uuid IS NULL OR n.id > $2) AND ${STILL_PARTICIPANT}
+     GROUP BY n.channel_id`,
+    [userId, mark?.last_read_id ?? null],
   );
-  return { unreadCount: row?.unread ?? 0, lastReadId: row?.last_read_id ?? null };
+  return { lastReadId: mark?.last_read_id ?? null, unread: rows.map((r) => ({ channelId: r.channel_id, count: r.count })) };
 }
 
 /** Moves the feed's read mark forwards only. */
@@ -89,6 +107,28 @@ export async function advanceFeedMark(tx: Queryable, userId: string, until: stri
 /** A deleted message leaves every feed. */
 export async function forgetNotificationsOf(tx: Queryable, messageId: string): Promise<void> {
   await exec(tx, 'DELETE FROM notifications WHERE message_id = $1', [messageId]);
+}
+
+/** An edited message's entries show its new start (an edit that removes text leaves none of it behind). */
+export async function setExcerptOf(tx: Queryable, messageId: string, excerpt: string): Promise<void> {
+  await exec(tx, 'UPDATE notifications SET excerpt = $2 WHERE message_id = $1 AND excerpt IS DISTINCT FROM $2', [messageId, excerpt]);
+}
+
+/**
+ * A user who left a server (left, kicked or banned) keeps no entry of its channels from before
+ * `until` (a later rejoin's entries stay, whichever consumer applies its event first).
+ */
+export async function forgetServerChannelNotifications(tx: Queryable, userId: string, serverId: string, until: string): Promise<void> {
+  await exec(
+    tx,
+    `DELETE FROM notifications WHERE user_id = $1 AND server_id = $2 AND channel_id IS NOT NULL AND created_at <= $3::timestamptz`,
+    [userId, serverId, until],
+  );
+}
+
+/** A user who left a group keeps no entry of it (a group cannot be joined again). */
+export async function forgetConversationNotifications(tx: Queryable, userId: string, conversationId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM notifications WHERE user_id = $1 AND conversation_id = $2', [userId, conversationId]);
 }
 
 type SettingsRow = { level: NotificationLevel; mute_until: string | null; channels: Record<string, NotificationLevel> };

@@ -1,5 +1,6 @@
 import type { ReadState, ReadStateKind } from '@chat/contracts';
 import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
+import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Read states, channel heads and channel mentions (migration 0008). */
 
@@ -23,8 +24,6 @@ const toReadState = (r: ReadStateRow): ReadState => ({
   mentionCount: r.mention_count,
 });
 
-// A conversation's mentions are the others' messages past the read mark (as on Discord's DMs), but
-// never those of people the user blocked, which the user does not see.
 const CHANNEL_SELECT = `
   SELECT rs.target_id AS id, rs.kind, rs.last_read_message_id, h.last_message_id,
     (SELECT count(*) FROM channel_mentions cm WHERE cm.user_id = rs.user_id AND cm.channel_id = rs.target_id
@@ -32,12 +31,16 @@ const CHANNEL_SELECT = `
   FROM read_states rs LEFT JOIN channel_heads h ON h.channel_id = rs.target_id
   WHERE rs.user_id = $1 AND rs.kind = 'channel'`;
 
+// A conversation's mentions are the others' messages past the read mark (as on Discord's DMs). A
+// blocker never sees the messages of the people they blocked, so those count nowhere: not as
+// mentions, and not as its last message either, which `unread` compares with the read mark (and
+// whose UUID v7 would tell the blocker when the hidden message was posted).
 const CONVERSATION_SELECT = `
   SELECT p.conversation_id AS id, 'conversation' AS kind, rs.last_read_message_id,
-    (SELECT d.id FROM direct_messages d WHERE d.conversation_id = p.conversation_id ORDER BY d.id DESC LIMIT 1) AS last_message_id,
+    (SELECT d.id FROM direct_messages d WHERE d.conversation_id = p.conversation_id AND ${NOT_FROM_BLOCKED('d', 'p.user_id')}
+       ORDER BY d.id DESC LIMIT 1) AS last_message_id,
     (SELECT count(*) FROM direct_messages d WHERE d.conversation_id = p.conversation_id AND d.sender_id <> p.user_id
-       AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}')
-       AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = d.sender_id)) AS mention_count
+       AND d.id > COALESCE(rs.last_read_message_id, '${NOTHING}') AND ${NOT_FROM_BLOCKED('d', 'p.user_id')}) AS mention_count
   FROM conversation_participants p
   LEFT JOIN read_states rs ON rs.user_id = p.user_id AND rs.target_id = p.conversation_id
   WHERE p.user_id = $1`;

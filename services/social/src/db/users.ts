@@ -70,3 +70,12 @@ export async function knownUserIds(db: Queryable, ids: string[]): Promise<Set<st
   const rows = await many<{ id: string }>(db, 'SELECT id FROM users WHERE id = ANY($1::uuid[])', [ids]);
   return new Set(rows.map((r) => r.id));
 }
+
+/** The display names of these users by id, as a mention in an excerpt shows them (guilds' excerpts name users the same way). */
+export async function displayNames(db: Queryable, ids: string[]): Promise<Record<string, string>> {
+  if (ids.length === 0) return {};
+  const rows = await many<{ id: string; display_name: string }>(db, 'SELECT id::text, display_name FROM users WHERE id = ANY($1::uuid[])', [
+    ids,
+  ]);
+  return Object.fromEntries(rows.map((r) => [r.id, r.display_name]));
+}

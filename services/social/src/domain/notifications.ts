@@ -5,7 +5,10 @@ import {
   type FriendAcceptedEvent,
   type FriendRequestedEvent,
   type JoinRequest,
+  type MemberLeftEventData,
+  type MessageEventData,
   type MessageMentionedEvent,
+  type Notification,
   type NotificationFeed,
   type NotificationSettings,
   type NotificationsQuery,
@@ -22,13 +25,18 @@ import {
   feedPage,
   feedUnread,
   findSettings,
+  forgetConversationNotifications,
   forgetNotificationsOf,
+  forgetServerChannelNotifications,
   insertNotification,
   type NewNotification,
   saveSettings,
+  setExcerptOf,
   usersCounting,
 } from '../db/notifications.ts';
 import { recordMentions } from '../db/read-states.ts';
+import { displayNames } from '../db/users.ts';
+import { type ReadStateDeps, viewable } from './read-states.ts';
 
 /**
  * The notification feed, built from events only (guilds' resolved mentions and join-request
@@ -63,14 +71,85 @@ async function notify(tx: Queryable, userIds: string[], entry: Entry): Promise<v
 
 // ---- Requests ----
 
-export async function getFeed(pool: Pool, ctx: RequestContext, query: NotificationsQuery): Promise<NotificationFeed> {
-  const [notifications, unread] = await Promise.all([feedPage(pool, ctx.userId, query), feedUnread(pool, ctx.userId)]);
-  return { ...unread, notifications };
+/**
+ * Reads of the feed one request may make to fill a page past entries of channels the user may no
+ * longer view. Each read after the first skips the hidden channels already known, so it comes back
+ * short of a full page only for channels it is the first to meet: a page is full unless the feed
+ * ends or more than MAX_FEED_READS - 1 newly hidden channels each fill a whole read.
+ */
+const MAX_FEED_READS = 4;
+
+/** Which channels the user may view, asked of guilds once per channel per request (rpc.guilds.channels.visible). */
+type Views = { visible: Set<string>; hidden: Set<string> };
+
+async function learnViews(deps: ReadStateDeps, ctx: RequestContext, views: Views, channelIds: (string | null)[]): Promise<void> {
+  const unknown = [...new Set(channelIds)].filter((id): id is string => id !== null && !views.visible.has(id) && !views.hidden.has(id));
+  if (unknown.length === 0) return;
+  const visible = await viewable(deps, ctx, unknown);
+  for (const id of unknown) (visible.has(id) ? views.visible : views.hidden).add(id);
 }
 
-export async function ackFeed(pool: Pool, ctx: RequestContext, until: string) {
-  await withTx(pool, (tx) => advanceFeedMark(tx, ctx.userId, until));
-  return feedUnread(pool, ctx.userId);
+const shown = (views: Views, channelId: string | null) => channelId === null || views.visible.has(channelId);
+
+/**
+ * The feed as the user may see it now: entries of channels they can no longer view (guilds decides,
+ * overrides and roles included) and of groups they left are neither shown nor counted.
+ */
+export async function getFeed(deps: ReadStateDeps, ctx: RequestContext, query: NotificationsQuery): Promise<NotificationFeed> {
+  const views: Views = { visible: new Set(), hidden: new Set() };
+  const [first, unread] = await Promise.all([
+    feedPage(deps.pool, ctx.userId, { ...query, hiddenChannelIds: [] }),
+    feedUnread(deps.pool, ctx.userId),
+  ]);
+  // One question for the page's channels and those of the unread entries.
+  await learnViews(deps, ctx, views, [...first.map((n) => n.channelId), ...unread.unread.map((u) => u.channelId)]);
+  const notifications = await fillPage(deps, ctx, query, views, first);
+  return { ...countShown(unread, views), notifications };
+}
+
+/** The page without entries of hidden channels, topped up by reading on past them (at most MAX_FEED_READS reads). */
+async function fillPage(
+  deps: ReadStateDeps,
+  ctx: RequestContext,
+  query: NotificationsQuery,
+  views: Views,
+  first: Notification[],
+): Promise<Notification[]> {
+  const page = first.filter((n) => shown(views, n.channelId));
+  let read = first;
+  for (let reads = 1; page.length < query.limit && read.length === query.limit && reads < MAX_FEED_READS; reads++) {
+    const before = (read.at(-1) as Notification).id;
+    read = await feedPage(deps.pool, ctx.userId, { before, limit: query.limit, hiddenChannelIds: [...views.hidden] });
+    await learnViews(
+      deps,
+      ctx,
+      views,
+      read.map((n) => n.channelId),
+    );
+    page.push(...read.filter((n) => shown(views, n.channelId)));
+  }
+  return page.slice(0, query.limit);
+}
+
+type FeedUnread = Omit<NotificationFeed, 'notifications'>;
+
+function countShown(feed: Awaited<ReturnType<typeof feedUnread>>, views: Views): FeedUnread {
+  const unreadCount = feed.unread.filter((u) => shown(views, u.channelId)).reduce((sum, u) => sum + u.count, 0);
+  return { unreadCount, lastReadId: feed.lastReadId };
+}
+
+/** Moves the feed's read mark; answers the unread count as the feed shows it. */
+export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: string): Promise<FeedUnread> {
+  await withTx(deps.pool, (tx) => advanceFeedMark(tx, ctx.userId, until));
+  const feed = await feedUnread(deps.pool, ctx.userId);
+  const views: Views = { visible: new Set(), hidden: new Set() };
+  await learnViews(
+    deps,
+    ctx,
+    views,
+    feed.unread.map((u) => u.channelId),
+  );
+  return countShown(feed, views);
 }
 
 export async function getSettings(pool: Pool, ctx: RequestContext, serverId: string): Promise<NotificationSettings> {
@@ -124,6 +203,29 @@ export async function directMessageReplied(tx: Queryable, event: z.output<typeof
     excerpt: excerptOf(message.content),
     createdAt: message.createdAt,
   });
+}
+
+/** An edited direct message: its reply entry shows the new text (nothing of what the edit removed). */
+export async function directMessageEdited(tx: Queryable, event: z.output<typeof DmMessageEvent>): Promise<void> {
+  await setExcerptOf(tx, event.message.id, excerptOf(event.message.content));
+}
+
+/**
+ * An edited channel message: its entries show the new text, mentions named as guilds names them
+ * (users by display name from the read-model; role names are guilds', so a role shows as `@role`).
+ */
+export async function channelMessageEdited(tx: Queryable, message: z.output<typeof MessageEventData>): Promise<void> {
+  await setExcerptOf(tx, message.id, excerptOf(message.content, await displayNames(tx, message.mentions.users)));
+}
+
+/** Who left a server (left, kicked, banned) keeps no entry of its channels from before: they cannot view them now. */
+export async function serverLeft(tx: Queryable, event: z.output<typeof MemberLeftEventData>, at: string): Promise<void> {
+  await forgetServerChannelNotifications(tx, event.userId, event.serverId, at);
+}
+
+/** Who left a group keeps no entry of it (called in the leave's transaction). */
+export function conversationLeft(tx: Queryable, userId: string, conversationId: string): Promise<void> {
+  return forgetConversationNotifications(tx, userId, conversationId);
 }
 
 export async function directMessageDeleted(tx: Queryable, event: z.output<typeof DmDeletedEvent>): Promise<void> {

@@ -32,7 +32,7 @@ export interface ReadStateDeps {
 }
 
 /** Which of these channels the user may view now: one question per 1,000 channels. */
-async function viewable(deps: ReadStateDeps, ctx: RequestContext, channelIds: string[]): Promise<Set<string>> {
+export async function viewable(deps: ReadStateDeps, ctx: RequestContext, channelIds: string[]): Promise<Set<string>> {
   const visible = new Set<string>();
   for (let i = 0; i < channelIds.length; i += MAX_VISIBILITY_QUESTION) {
     const question = { userId: ctx.userId, channelIds: channelIds.slice(i, i + MAX_VISIBILITY_QUESTION) };

@@ -9,8 +9,8 @@ export function readStatesRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.ackChannel, (req) => ackChannel(deps, contextOf(req), req.params.channelId, req.body.messageId));
   route(app, r.ackConversation, (req) => ackConversation(deps, contextOf(req), req.params.id, req.body.messageId));
   route(app, r.listReadStates, (req) => listReadStates(deps, contextOf(req)));
-  route(app, r.listNotifications, (req) => getFeed(deps.pool, contextOf(req), req.query));
-  route(app, r.ackNotifications, (req) => ackFeed(deps.pool, contextOf(req), req.body.until));
+  route(app, r.listNotifications, (req) => getFeed(deps, contextOf(req), req.query));
+  route(app, r.ackNotifications, (req) => ackFeed(deps, contextOf(req), req.body.until));
   route(app, r.getNotificationSettings, (req) => getSettings(deps.pool, contextOf(req), req.params.serverId));
   route(app, r.putNotificationSettings, (req) => putSettings(deps.pool, contextOf(req), req.params.serverId, req.body));
 }
