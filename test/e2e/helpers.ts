@@ -68,6 +68,35 @@ export async function conversationOnceKnown(user: TestUser, other: TestUser): Pr
   }
 }
 
+/** A public server of `owner` that `members` joined, with the text and voice channels every new server has. */
+export async function publicServer(
+  owner: TestUser,
+  members: TestUser[] = [],
+  settings: Record<string, unknown> = {},
+): Promise<{ serverId: string; textId: string; voiceId: string }> {
+  const created = await api('POST', '/v1/servers', {
+    user: owner,
+    body: { name: `srv ${randomBytes(3).toString('hex')}`, isPublic: true, ...settings },
+  });
+  if (created.status !== 201) throw new Error(`server creation answered ${created.status}: ${JSON.stringify(created.body)}`);
+  const serverId = created.body.id as string;
+  for (const user of members) {
+    const joined = await api('POST', `/v1/servers/${serverId}/join`, { user });
+    if (joined.status !== 200) throw new Error(`join answered ${joined.status}: ${JSON.stringify(joined.body)}`);
+  }
+  const channels = (await api('GET', `/v1/servers/${serverId}/channels`, { user: owner })).body as { id: string; channelType: string }[];
+  const of = (type: string) => channels.find((c) => c.channelType === type)?.id as string;
+  return { serverId, textId: of('text'), voiceId: of('voice') };
+}
+
+/** Posts `content` in a channel as `user` (from `ip` when given) and answers the message id. */
+export async function postMessage(user: TestUser, channelId: string, content: string, options: { replyToId?: string; ip?: string } = {}) {
+  const body = { content, ...(options.replyToId && { replyToId: options.replyToId }) };
+  const res = await api('POST', `/v1/channels/${channelId}/messages`, { user, body, ip: options.ip });
+  if (res.status !== 201) throw new Error(`post answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body.id as string;
+}
+
 /** A @chat/client of one client IP that remembers the status and headers of the last answer it got. */
 export interface RecordingClient {
   client: ChatClient;

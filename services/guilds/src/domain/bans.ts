@@ -1,6 +1,6 @@
 import type { Ban } from '@chat/contracts';
 import { Permission } from '@chat/contracts';
-import { badRequest, forbidden, type KeyPage, notFound, withTx } from '@chat/kit';
+import { badRequest, forbidden, type KeyPage, notFound, withRetryingTx } from '@chat/kit';
 import { deleteBan, listBans as listBanRows, upsertBan } from '../db/bans.ts';
 import { rejectPendingOf } from '../db/join-requests.ts';
 import { lockServer } from '../db/servers.ts';
@@ -25,7 +25,7 @@ export function banUser(d: Domain, ctx: Ctx, serverId: string, userId: string, r
 }
 
 function banKnownUser(d: Domain, ctx: Ctx, serverId: string, userId: string, reason: string | null): Promise<Ban> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
     const actor = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(actor.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
@@ -44,7 +44,7 @@ function banKnownUser(d: Domain, ctx: Ctx, serverId: string, userId: string, rea
 }
 
 export async function unbanUser(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const actor = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(actor.permissions, Permission.BAN_MEMBERS, 'BAN_MEMBERS');
     if (!(await deleteBan(tx, serverId, userId))) throw notFound('Ban');

@@ -1,5 +1,5 @@
 import { type Member, Permission } from '@chat/contracts';
-import { type Bus, badRequest, forbidden, notFound, type Queryable, seenStatuses, withTx } from '@chat/kit';
+import { type Bus, badRequest, forbidden, notFound, type Queryable, seenStatuses, withRetryingTx } from '@chat/kit';
 import { findMember, listMembers as listMemberRows, setNickname } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
@@ -46,7 +46,7 @@ export async function outrankedMember(tx: Queryable, actor: ServerAccess, userId
 
 /** My own nickname needs CHANGE_NICKNAME; someone else's MANAGE_NICKNAMES and a higher role. */
 export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: string, nickname: string | null): Promise<Member> {
-  const updated = await withTx(d.pool, async (tx) => {
+  const updated = await withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     if (userId === ctx.userId) {
       requirePermission(access.permissions, Permission.CHANGE_NICKNAME, 'CHANGE_NICKNAME');
@@ -64,7 +64,7 @@ export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, user
 
 export async function kickMember(d: Domain, ctx: Ctx, serverId: string, userId: string): Promise<void> {
   if (userId === ctx.userId) throw badRequest('Use DELETE /v1/servers/{serverId}/members/@me to leave');
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, Permission.KICK_MEMBERS, 'KICK_MEMBERS');
@@ -74,7 +74,7 @@ export async function kickMember(d: Domain, ctx: Ctx, serverId: string, userId: 
 }
 
 export async function leaveServer(d: Domain, ctx: Ctx, serverId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
     const access = await memberAccess(tx, serverId, ctx.userId);
     if (access.isOwner) throw badRequest('The owner cannot leave the server; delete it instead');

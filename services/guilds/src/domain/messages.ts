@@ -16,7 +16,7 @@ import {
   outboxRow,
   type Queryable,
   tooManyRequests,
-  withTx,
+  withRetryingTx,
 } from '@chat/kit';
 import {
   assertEditable,
@@ -218,7 +218,7 @@ export async function listMessages(d: Domain, ctx: Ctx, channelId: string, query
 
 export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messageId: string, content: string): Promise<ChannelMessage> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
-  const updated = await withTx(d.pool, async (tx) => {
+  const updated = await withRetryingTx(d.pool, async (tx) => {
     const current = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!current) throw notFound('Message');
     // Its author is who joined or pinned: without this, they could rewrite what the platform said.
@@ -243,7 +243,7 @@ export async function editMessage(d: Domain, ctx: Ctx, channelId: string, messag
 
 export async function deleteMessage(d: Domain, ctx: Ctx, channelId: string, messageId: string): Promise<void> {
   const access = await textChannelAccess(d.pool, channelId, ctx.userId);
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const message = await findMessage(tx, channelId, messageId, { lock: 'update' });
     if (!message) throw notFound('Message');
     if (message.authorId !== ctx.userId) requirePermission(access.channelPermissions, Permission.MANAGE_MESSAGES, 'MANAGE_MESSAGES');

@@ -1,6 +1,6 @@
 import type { PermissionOverride } from '@chat/contracts';
 import { Permission, type PutOverrideBody } from '@chat/contracts';
-import { badRequest, conflict, forbidden, notFound, type Queryable, withTx } from '@chat/kit';
+import { badRequest, conflict, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
 import {
@@ -55,7 +55,7 @@ function requireOverrideChange(access: ChannelAccess, target: OverrideTarget, be
 
 /** Creates or replaces the override of a role or member of this channel's server. */
 export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOverrideBody): Promise<PermissionOverride> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requireOverrideManager(access);
     const serverId = access.channel.serverId;
@@ -98,7 +98,7 @@ async function writeCheckedOverride(
 }
 
 export async function deleteOverride(d: Domain, ctx: Ctx, channelId: string, overrideId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requireOverrideManager(access);
     const override = await findOverrideById(tx, channelId, overrideId);

@@ -1,5 +1,5 @@
 import { type MemberUser, Permission } from '@chat/contracts';
-import { notFound, type Queryable, withTx } from '@chat/kit';
+import { notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import type { z } from 'zod';
 import { findMessage, type StoredMessage } from '../db/messages.ts';
 import { messageReactions, reactionUsers } from '../db/reactions.ts';
@@ -25,7 +25,7 @@ async function messageIn(
 
 export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
   const access = await historyAccess(d.pool, channelId, ctx.userId);
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     // Locked against a concurrent delete, which would otherwise fail the insert on its foreign key (a 500).
     const message = await messageIn(tx, channelId, messageId, { lock: 'key share' });
     if (!(await messageReactions.isOnMessage(tx, messageId, emoji))) {
@@ -45,7 +45,7 @@ export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, mess
 /** Taking back one's own reaction needs only to see the message. */
 export async function removeMyReaction(d: Domain, ctx: Ctx, channelId: string, messageId: string, emoji: string): Promise<void> {
   await textChannelAccess(d.pool, channelId, ctx.userId);
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const message = await messageIn(tx, channelId, messageId);
     if (!(await messageReactions.remove(tx, messageId, emoji, ctx.userId))) return;
     await emitMessageEvent(tx, ctx, 'guilds.reaction.removed', {

@@ -1,5 +1,5 @@
 import { type CreateRoleBody, Permission, type Role, type UpdateRoleBody } from '@chat/contracts';
-import { badRequest, forbidden, notFound, type Queryable, withRetryingTx, withTx } from '@chat/kit';
+import { badRequest, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { addMemberRole, findMember, removeMemberRole } from '../db/members.ts';
 import {
@@ -49,7 +49,7 @@ async function manageableRole(tx: Queryable, actor: ServerAccess, roleId: string
 const isEveryone = (role: Role) => role.id === role.serverId;
 
 export function createRole(d: Domain, ctx: Ctx, serverId: string, body: CreateRoleBody): Promise<Role> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const actor = await roleManager(tx, serverId, ctx.userId);
     checkGrant(actor, 0n, BigInt(body.permissions));
     const role = await insertRoleAtBottom(tx, { id: uuidv7(), serverId, ...body, permissions: BigInt(body.permissions) });
@@ -59,7 +59,7 @@ export function createRole(d: Domain, ctx: Ctx, serverId: string, body: CreateRo
 }
 
 export function updateRole(d: Domain, ctx: Ctx, serverId: string, roleId: string, patch: UpdateRoleBody): Promise<Role> {
-  return withTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const actor = await roleManager(tx, serverId, ctx.userId);
     const role = await manageableRole(tx, actor, roleId);
     if (isEveryone(role) && (patch.name !== undefined || patch.position !== undefined)) {
@@ -83,7 +83,7 @@ async function reposition(tx: Queryable, actor: ServerAccess, role: Role, positi
 }
 
 export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: string): Promise<void> {
-  await withTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const actor = await roleManager(tx, serverId, ctx.userId);
     const role = await manageableRole(tx, actor, roleId);
     if (isEveryone(role)) throw badRequest('@everyone cannot be deleted');
