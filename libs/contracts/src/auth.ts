@@ -1,19 +1,23 @@
 import { z } from 'zod';
-import { Id, ImageUrl } from './common.ts';
+import { Id, ImageUrl, multiLineText, oneLineText, shownName } from './common.ts';
 import { UserStatus } from './records.ts';
 import { defineRpc } from './rpc.ts';
 
 /** Schemas of the auth area: request bodies, events and RPC messages. */
+
+/** Names that read as a mention of many (Discord reserves them too), in any letter case. */
+const RESERVED_USERNAMES = new Set(['everyone', 'here']);
 
 /** 2-32 letters, digits, '_' and '.'; unique ignoring case. */
 export const Username = z
   .string()
   .min(2)
   .max(32)
-  .regex(/^[A-Za-z0-9_.]+$/, "only letters, digits, '_' and '.'");
+  .regex(/^[A-Za-z0-9_.]+$/, "only letters, digits, '_' and '.'")
+  .refine((name) => !RESERVED_USERNAMES.has(name.toLowerCase()), 'is reserved');
 export const Email = z.email({ error: 'must be a valid email address' }).max(254);
 export const Password = z.string().min(8).max(128);
-export const DisplayName = z.string().trim().min(1).max(32);
+export const DisplayName = shownName(1, 32);
 /** A 6-digit code sent by email (verification and password reset). */
 export const EmailCode = z.string().regex(/^\d{6}$/, 'must be 6 digits');
 
@@ -39,9 +43,9 @@ export const ResetPasswordBody = z.object({ email: Email, code: EmailCode, passw
 export const UpdateProfileBody = z.object({
   displayName: DisplayName.optional(),
   avatarUrl: ImageUrl.nullable().optional(),
-  bio: z.string().max(190).optional(),
+  bio: multiLineText(190).optional(),
   status: UserStatus.optional(),
-  customStatus: z.string().max(128).optional(),
+  customStatus: oneLineText(128).optional(),
 });
 export type UpdateProfileBody = z.infer<typeof UpdateProfileBody>;
 

@@ -2,6 +2,48 @@ import { z } from 'zod';
 
 /** Every record id is a UUID (v7 where we generate it). */
 export const Id = z.uuid({ error: 'must be a UUID' });
+
+/** Characters that change how the text around them shows: controls, line and paragraph separators, bidi embeddings, overrides and isolates. */
+const LAYOUT_CONTROL = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
+/** Text that shows as nothing: spaces, format characters (zero-width ones) and the blank fillers of Hangul and Braille. */
+const INVISIBLE = /^[\p{Z}\p{Cf}\u115F\u1160\u2800\u3164\uFFA0]*$/u;
+const NO_LAYOUT_CONTROL = 'must not contain control, line-break or bidi-override characters';
+
+/**
+ * A name others see on one line (display names, nicknames, servers, channels, roles, webhooks):
+ * trimmed, with a visible character, and nothing that could break the line, reverse the text
+ * around it or escape into a terminal, so that a name cannot pass for a blank or for another.
+ */
+export function shownName(min: number, max: number) {
+  return z
+    .string()
+    .trim()
+    .min(min)
+    .max(max)
+    .refine((s) => !LAYOUT_CONTROL.test(s), NO_LAYOUT_CONTROL)
+    .refine((s) => !INVISIBLE.test(s), 'must show at least one visible character');
+}
+
+/** One line of free text others see (a custom status); may be empty. */
+export const oneLineText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !LAYOUT_CONTROL.test(s), NO_LAYOUT_CONTROL);
+
+/** Free text over several lines (a bio): line breaks, but no other control characters. */
+export const multiLineText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((s) => !LAYOUT_CONTROL.test(s.replace(/[\n\t]/g, '')), 'must not contain control or bidi-override characters');
+
+/**
+ * The longest path parameter a router must match, as it arrives (percent-encoded): a file's name
+ * in its url (up to 1,024 characters, 128 in practice) can take 12 bytes a character, encoded.
+ * Routers default to 100; past their limit a path matches no route at all.
+ */
+export const MAX_PATH_PARAM_LENGTH = 2048;
 export const Timestamp = z.iso.datetime({ offset: true });
 export const ErrorBody = z.object({ error: z.string() }).meta({ id: 'Error' });
 export const Empty = z.object({}).meta({ id: 'Empty' });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, ImageUrl, ListPageQuery, PermissionMask, Timestamp } from './common.ts';
+import { Id, ImageUrl, ListPageQuery, PermissionMask, shownName, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { SeenStatus } from './presence.ts';
@@ -140,16 +140,16 @@ export const ExplainQuery = z.object({
 
 // ---- Field rules shared by bodies ----
 
-const ServerName = z.string().trim().min(2).max(100);
+const ServerName = shownName(2, 100);
 const Description = z.string().max(1000);
 const Tags = z
   .array(z.string().trim().min(1).max(24))
   .max(10)
   .transform((tags) => [...new Set(tags)]);
-const ChannelName = z.string().trim().min(1).max(100);
+const ChannelName = shownName(1, 100);
 const Topic = z.string().max(1024);
-const CategoryName = z.string().trim().min(1).max(100);
-const RoleName = z.string().trim().min(1).max(100);
+const CategoryName = shownName(1, 100);
+const RoleName = shownName(1, 100);
 const Color = z.number().int().min(0).max(0xffffff);
 
 // ---- Bodies ----
@@ -228,7 +228,7 @@ export const MembersQuery = z.object({
   after: Id.optional(),
 });
 
-export const UpdateMemberBody = z.object({ nickname: z.string().trim().min(1).max(32).nullable() });
+export const UpdateMemberBody = z.object({ nickname: shownName(1, 32).nullable() });
 
 export const CreateRoleBody = z.object({
   name: RoleName.default('new role'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, ImageUrl, PageQuery, Timestamp } from './common.ts';
+import { Id, ImageUrl, PageQuery, shownName, Timestamp } from './common.ts';
 import { Attachments, Embeds, MessageNonce, MessageType, Reactions } from './records.ts';
 
 /**
@@ -62,7 +62,7 @@ const Content = z.string().max(MAX_MESSAGE_LENGTH);
 const MessageAttachments = Attachments.refine((a) => Object.keys(a).length <= MAX_MESSAGE_ATTACHMENTS, {
   error: `at most ${MAX_MESSAGE_ATTACHMENTS} attachments`,
 });
-const WebhookName = z.string().trim().min(1).max(80);
+const WebhookName = shownName(1, 80);
 
 /**
  * One RGI emoji (sequences and modifiers included), as Unicode defines them. The `v` flag (Node 20

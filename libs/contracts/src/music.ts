@@ -14,8 +14,15 @@ export const TrackUrl = z.url({ protocol: /^https?$/, error: 'must be an http or
 export const PlayerTarget = z.object({ channelId: Id, serverId: Id });
 export type PlayerTarget = z.infer<typeof PlayerTarget>;
 
-/** A track's length in whole seconds, when the client knows it (up to 24 h). */
-const DurationSeconds = z.number().int().min(1).max(86_400);
+/**
+ * The longest length a track (or an audio file) is taken to have: 24 hours. A client gives at
+ * most this; a length read from a file past it is treated as unknown, since only a crafted header
+ * claims more (and milliseconds past 2^53 would break the contract of `Track.durationMs`).
+ */
+export const MAX_TRACK_SECONDS = 86_400;
+
+/** A track's length in whole seconds, when the client knows it (up to MAX_TRACK_SECONDS). */
+const DurationSeconds = z.number().int().min(1).max(MAX_TRACK_SECONDS);
 
 export const PlayBody = PlayerTarget.extend({
   url: TrackUrl,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
 import { CALL_SUBJECTS, Call } from './calls.ts';
-import { Id, PermissionMask, Timestamp } from './common.ts';
+import { Id, oneLineText, PermissionMask, Timestamp } from './common.ts';
 import { ACTIVITY_SUBJECTS, Activity } from './games.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
 import { KEYS_SUBJECTS, KeysChangedEvent } from './keys.ts';
@@ -139,7 +139,7 @@ export const REALTIME_SUBJECTS = {
   userDisconnected: 'gateway.user.disconnected',
 } as const;
 
-export const PresenceBody = z.object({ status: ChosenStatus, customStatus: z.string().max(128).optional() });
+export const PresenceBody = z.object({ status: ChosenStatus, customStatus: oneLineText(128).optional() });
 export type PresenceBody = z.infer<typeof PresenceBody>;
 
 // ---- RPCs the gateway asks ----

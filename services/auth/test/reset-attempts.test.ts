@@ -17,6 +17,7 @@ afterAll(async () => {
 });
 
 const post = (url: string, payload: object) => app.inject({ method: 'POST', url, payload });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const wrongCode = (code: string) => String((Number(code) + 1) % 1_000_000).padStart(6, '0');
 
 async function account() {
@@ -100,6 +101,30 @@ describe('forgot-password', () => {
     expect((await storedCode(user.id)).code_hash).toEqual(issued.code_hash);
     const resets = await runtime.pool.query('SELECT count(*)::int AS n FROM password_resets WHERE user_id = $1', [user.id]);
     expect(resets.rows[0].n).toBe(1);
+  });
+});
+
+describe('a login racing a password reset', () => {
+  it('opens no session when it checked the old password while the reset was committing', async () => {
+    const user = await account();
+    const sessionsOf = async () =>
+      (await runtime.pool.query('SELECT count(*)::int AS n FROM sessions WHERE user_id = $1', [user.id])).rows[0].n as number;
+    const before = await sessionsOf();
+    // Stands in for a reset that changed the password and has not committed: the login reads the old one meanwhile.
+    const reset = await runtime.pool.connect();
+    try {
+      await reset.query('BEGIN');
+      await reset.query("UPDATE users SET password_hash = 'set by a reset' WHERE id = $1", [user.id]);
+      const login = post('/v1/auth/login', { login: user.username, password: user.password });
+      const early = await Promise.race([login.then((res) => res.statusCode), sleep(1_000).then(() => 'still waiting')]);
+      // It waits for the reset to commit rather than open a session the reset's revocation would miss.
+      expect(early).toBe('still waiting');
+      await reset.query('COMMIT');
+      expect((await login).json()).toEqual({ error: 'Wrong login or password' });
+    } finally {
+      reset.release();
+    }
+    expect(await sessionsOf()).toBe(before);
   });
 });
 

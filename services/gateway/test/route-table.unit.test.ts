@@ -21,6 +21,13 @@ describe('route classification', () => {
     expect(classify('GET', '/v1/health')).toMatchObject({ auth: false });
   });
 
+  it('keeps a file’s url public however long its percent-encoded name (128 emoji, as uploads allow)', () => {
+    const name = `${encodeURIComponent('😀'.repeat(128))}.png`;
+    expect(name.length).toBeGreaterThan(1500);
+    expect(classify('GET', `/v1/media/${hook}/${name}`)).toMatchObject({ auth: false, pattern: '/v1/media/:id/:filename' });
+    expect(classify('GET', `/v1/media/${hook}/${'n'.repeat(101)}.txt`)).toMatchObject({ auth: false });
+  });
+
   it('classifies a HEAD as its GET: public where the GET is, authenticated where it is not', () => {
     expect(classify('HEAD', '/v1/auth/jwks')).toMatchObject({ auth: false, tier: 'general' });
     expect(classify('HEAD', '/v1/users/@me')).toMatchObject({ auth: true, tier: 'general' });

@@ -216,6 +216,16 @@ export function updateProfile(tx: Queryable, id: string, patch: UpdateProfileBod
   );
 }
 
+/**
+ * Whether the account's password is still `passwordHash`, its row locked against a change until
+ * the transaction ends: a reset or change waits for a login that checked the old password to
+ * commit, and so revokes the session that login opened instead of missing it.
+ */
+export async function holdPassword(tx: Queryable, id: string, passwordHash: string): Promise<boolean> {
+  const row = await maybeOne<{ password_hash: string }>(tx, 'SELECT password_hash FROM users WHERE id = $1 FOR SHARE', [id]);
+  return row?.password_hash === passwordHash;
+}
+
 export async function updatePassword(tx: Queryable, id: string, passwordHash: string): Promise<void> {
   await one(tx, 'UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1 RETURNING id', [id, passwordHash], 'User');
 }

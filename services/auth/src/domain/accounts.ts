@@ -124,6 +124,8 @@ export async function login(deps: AuthDomainDeps, body: LoginBody): Promise<Pair
   if (!(await passwordMatches(body.password, candidate?.passwordHash)) || !candidate) throw unauthorized('Wrong login or password');
   const { user } = candidate;
   const tokens = await withTx(deps.pool, async (tx) => {
+    // A reset that committed while the password was checked: the old one opens nothing.
+    if (!(await users.holdPassword(tx, user.id, candidate.passwordHash))) throw unauthorized('Wrong login or password');
     await loginFailures.clearLoginFailures(tx, body.login);
     return startSession(deps, tx, user.id);
   });

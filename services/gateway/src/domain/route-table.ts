@@ -1,4 +1,4 @@
-import type { RateTier, RouteContract, ServiceName } from '@chat/contracts';
+import { MAX_PATH_PARAM_LENGTH, type RateTier, type RouteContract, type ServiceName } from '@chat/contracts';
 import FindMyWay from 'find-my-way';
 
 /** What the edge needs to know of a request: must it carry a token, and which window counts it. */
@@ -38,7 +38,13 @@ const AUTH_TIER_PREFIXES = ['/v1/auth'];
  * and counted as an unknown path of its spelling (under /v1/auth, in the Auth tier).
  */
 export function createRouteTable(routes: RouteContract[], proxiedPrefixes: string[]) {
-  const router = FindMyWay({ caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
+  const router = FindMyWay({
+    caseSensitive: false,
+    ignoreTrailingSlash: true,
+    ignoreDuplicateSlashes: true,
+    // A file's url with a long name is still the public file route, not an unknown path that wants a token.
+    maxParamLength: MAX_PATH_PARAM_LENGTH,
+  });
   // A HEAD asks for a GET's headers: it is public, counted and limited as that GET is.
   for (const contract of routes)
     router.on(contract.method === 'GET' ? ['GET', 'HEAD'] : contract.method, contract.path, () => {}, contract);
