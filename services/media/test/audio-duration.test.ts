@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { MediaFileRpc } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentWav } from './audio.ts';
+import { dsf, silentWav } from './audio.ts';
 import { createMediaHarness, type MediaHarness, oneFile } from './harness.ts';
 
 let h: MediaHarness;
@@ -40,5 +40,24 @@ describe('audio length read at upload', () => {
     const file = await upload(Buffer.from('just some text'), 'notes.txt');
     const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
     expect(record.json().durationSeconds).toBeNull();
+  });
+
+  it.each([
+    ['a negative length (sampling frequency -1)', dsf(1000n, -1)],
+    ['a length of 2^62 seconds', dsf(2n ** 62n, 1)],
+    ['a length one second past a day', dsf(86_401n, 1)],
+  ])('records an audio file whose header claims %s with its length unknown: 201, not a 500', async (_what, bytes) => {
+    const file = await upload(bytes, 'crafted.dsf');
+    expect(file.contentType).toBe('audio/x-dsf');
+    const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
+    expect(record.json().durationSeconds).toBeNull();
+    const { rows } = await h.runtime.pool.query('SELECT duration_seconds FROM media_files WHERE id = $1', [file.id]);
+    expect(rows).toEqual([{ duration_seconds: null }]);
+  });
+
+  it('keeps a length of exactly a day, the longest track music takes', async () => {
+    const file = await upload(dsf(86_400n, 1), 'day.dsf');
+    const reply = await requestRpc(h.runtime.bus, MediaFileRpc, { id: file.id });
+    expect(reply.durationSeconds).toBe(86_400);
   });
 });

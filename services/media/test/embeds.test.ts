@@ -18,6 +18,7 @@ beforeAll(async () => {
   server = await startPageServer({
     '/a': html('<meta property="og:title" content="Page A">'),
     '/b': html('<title>Page B</title>'),
+    '/nul': html('<title>Before\u0000after</title><meta property="og:description" content="d\u0000e">'),
     '/to-bad-port': redirect('http://a:99999/'),
   });
   const safeFetch = createSafeFetch({ policy: addressPolicy(['127.0.0.1']), timeoutMs: 5_000, maxRedirects: 5, userAgent: 'test' });
@@ -128,6 +129,16 @@ describe('embeds of posted messages', () => {
     await publish(MESSAGES_SUBJECTS.messageCreated, message);
     await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
     expect((await resolvedFor(message.id))[0].embeds).toEqual([expect.objectContaining({ url: `${server.origin}/b`, title: 'Page B' })]);
+  });
+
+  it('keeps the embed of a page whose title holds U+0000 (PostgreSQL refuses it in jsonb), beside the others', async () => {
+    const message = channelMessage(`${server.origin}/nul and ${server.origin}/a`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0].embeds).toEqual([
+      expect.objectContaining({ url: `${server.origin}/nul`, title: 'Before\uFFFDafter', description: 'd\uFFFDe' }),
+      expect.objectContaining({ url: `${server.origin}/a`, title: 'Page A' }),
+    ]);
   });
 
   it('publishes nothing for a message whose links give no preview', async () => {

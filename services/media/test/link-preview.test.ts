@@ -58,6 +58,25 @@ beforeAll(async () => {
     '/shown.png': png(SHOWN),
     '/gone': html('<title>gone</title><meta property="og:image" content="/gone.png">'),
     '/gone.png': png(GONE),
+    // PostgreSQL stores neither U+0000 nor a lone surrogate: every field below holds one.
+    '/nul': html(`<html><head><title>Before\u0000after</title>
+      <meta name="description" content="d\u0000e"><meta property="og:site_name" content="S\u0000ite">
+      <meta property="og:type" content="arti\u0000cle"></head></html>`),
+    '/nul-oembed': html('<html><head><link rel="alternate" type="application/json+oembed" href="/nul-oembed.json"></head></html>'),
+    '/nul-oembed.json': (_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('{"type": "vid\\u0000eo", "title": "T\\u0000itle", "provider_name": "Half \\ud83d pair"}'),
+    // Café in windows-1252 (é is 0xE9), its charset named in the page only, or nowhere.
+    '/meta-charset': latin1Page('text/html', '<meta charset="windows-1252">'),
+    '/http-equiv': latin1Page('text/html', '<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">'),
+    '/bogus-header-meta-charset': latin1Page('text/html; charset=x-no-such-charset', '<meta charset="windows-1252">'),
+    '/late-meta-charset': latin1Page('text/html', `<!--${'x'.repeat(1024)}--><meta charset="windows-1252">`),
+    '/header-wins': (_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<meta charset="windows-1252"><title>Café</title>'),
+    '/undeclared-utf8': (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<title>Café</title>'),
+    // A title cut to its 1024 characters between the two halves of its 512th emoji.
+    '/cut-emoji': html(`<title>a${'\u{1F600}'.repeat(600)}</title>`),
   });
   // The twitter page names its image with an absolute url on the server's own port.
   server.pages['/twitter'] = html(
@@ -78,6 +97,12 @@ afterAll(async () => {
   await h.close();
   await server.close();
 });
+
+/** A page whose title is Café in windows-1252, after `head` (where a page may name its charset). */
+function latin1Page(contentType: string, head: string): Page {
+  const body = Buffer.concat([Buffer.from(`<html><head>${head}<title>Caf`), Buffer.from([0xe9]), Buffer.from('</title></head></html>')]);
+  return (_req, res) => res.writeHead(200, { 'content-type': contentType }).end(body);
+}
 
 async function preview(url: string, auth = true) {
   const headers = auth ? await h.auth(user) : {};
@@ -205,6 +230,50 @@ describe('GET /v1/link-preview', () => {
     const fresh = await previewLink({ ...h.deps, now: () => sixMinutesOn }, url);
     expect(fresh.title).toBe('back');
     expect(server.hits('/flaky')).toBe(2);
+  });
+});
+
+describe('text PostgreSQL cannot store', () => {
+  it('previews a page whose title, description, site name and type hold U+0000: 200, each NUL shown as U+FFFD, and cached', async () => {
+    const res = await preview(`${server.origin}/nul`);
+    expect(res.statusCode, res.body).toBe(200);
+    const expected = { title: 'Before\uFFFDafter', description: 'd\uFFFDe', siteName: 'S\uFFFDite', type: 'arti\uFFFDcle' };
+    expect(res.json()).toMatchObject(expected);
+    const { rows } = await h.runtime.pool.query('SELECT preview FROM link_previews WHERE url = $1', [`${server.origin}/nul`]);
+    expect(rows).toEqual([{ preview: expect.objectContaining(expected) }]);
+  });
+
+  it('previews a page whose oEmbed answer holds U+0000 and a lone surrogate', async () => {
+    const res = await preview(`${server.origin}/nul-oembed`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ title: 'T\uFFFDitle', siteName: 'Half \uFFFD pair', type: 'vid\uFFFDeo' });
+  });
+
+  it('previews a page whose title is cut between the two halves of an emoji', async () => {
+    const res = await preview(`${server.origin}/cut-emoji`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().title).toBe(`a${'\u{1F600}'.repeat(511)}\uFFFD`);
+  });
+});
+
+describe('the charset of a page', () => {
+  it.each([
+    ['<meta charset>', '/meta-charset'],
+    ['<meta http-equiv="Content-Type">', '/http-equiv'],
+    ['<meta charset> when Content-Type names a charset nobody knows', '/bogus-header-meta-charset'],
+  ])('decodes a page by the charset it names in its first 1024 bytes, as browsers do: %s', async (_how, path) => {
+    const res = await preview(`${server.origin}${path}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().title).toBe('Café');
+  });
+
+  it('lets the charset of Content-Type win over the page’s, and reads an undeclared page as UTF-8', async () => {
+    expect((await preview(`${server.origin}/header-wins`)).json().title).toBe('Café');
+    expect((await preview(`${server.origin}/undeclared-utf8`)).json().title).toBe('Café');
+  });
+
+  it('looks for the page’s charset in its first 1024 bytes only', async () => {
+    expect((await preview(`${server.origin}/late-meta-charset`)).json().title).toBe('Caf\uFFFD');
   });
 });
 

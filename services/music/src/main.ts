@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
 import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
+import { consumeGuildDeletions } from './bus/guilds.ts';
 import { MusicConfig } from './config.ts';
 import { startPlayerClock } from './domain/clock.ts';
 
@@ -14,6 +15,8 @@ const runtime = await startRuntime({
 const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
+// A deleted voice channel's (or server's) player goes, so that the clock stops running it.
+const deletions = await consumeGuildDeletions(deps);
 // Tracks with a known length end by themselves; every replica runs the clock, each end is handled once.
 const clock = startPlayerClock(deps);
-await serve({ app, config, log: runtime.log, runtime, consumers: [revocations], onClose: () => clock.stop() });
+await serve({ app, config, log: runtime.log, runtime, consumers: [...deletions, revocations], onClose: () => clock.stop() });

@@ -71,4 +71,36 @@ describe('the length of an uploaded track', () => {
     const after = (await send('GET', `/v1/music/${channel.id}`)).json() as PlayerState;
     expect(after.current).toMatchObject({ durationMs: 1_000, startedAt: new Date(start + 1_000).toISOString() });
   });
+
+  // Records media kept before it checked lengths say what a crafted header claimed.
+  it.each([
+    ['10^13 seconds (milliseconds past 2^53)', 10 ** 13],
+    ['2^62 seconds (milliseconds past a bigint)', 2 ** 62],
+    ['a second more than a day', 86_401],
+  ])('takes a file media read as %s as of unknown length: queue 201 and play 200', async (_what, seconds) => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const url = upload(seconds);
+    const target = { channelId: channel.id, serverId: channel.serverId, url };
+    const queued = await send('POST', '/v1/music/queue', target);
+    expect(queued.statusCode, queued.body).toBe(201);
+    const played = await send('POST', '/v1/music/play', target);
+    expect(played.statusCode, played.body).toBe(200);
+    const player = played.json() as PlayerState;
+    expect([player.current?.durationMs, ...player.queue.map((track) => track.durationMs)]).toEqual([null, null]);
+    const { rows } = await t.runtime.pool.query(
+      'SELECT duration_ms, ends_at FROM tracks JOIN players USING (channel_id) WHERE channel_id = $1',
+      [channel.id],
+    );
+    expect(rows).toEqual([
+      { duration_ms: null, ends_at: null },
+      { duration_ms: null, ends_at: null },
+    ]);
+  });
+
+  it('keeps a file of exactly a day, the longest length a client may give', async () => {
+    const channel = t.guilds.voiceChannelWith([alice]);
+    const res = await send('POST', '/v1/music/play', { channelId: channel.id, serverId: channel.serverId, url: upload(86_400) });
+    expect(res.statusCode).toBe(200);
+    expect((res.json() as PlayerState).current?.durationMs).toBe(86_400_000);
+  });
 });

@@ -1,5 +1,5 @@
 import type { LinkPreview } from '@chat/contracts';
-import { maybeOne, type Queryable } from '@chat/kit';
+import { exec, maybeOne, type Queryable } from '@chat/kit';
 
 /** A cached outcome: the preview, or the public message of the failure. */
 export type CachedPreview = { preview: LinkPreview; error: null } | { preview: null; error: string };
@@ -20,7 +20,8 @@ export async function cachePreview(
   imageId: string | null,
   expiresAt: Date,
 ): Promise<void> {
-  await db.query(
+  await exec(
+    db,
     `INSERT INTO link_previews (url, preview, error, image_id, expires_at) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (url) DO UPDATE SET preview = EXCLUDED.preview, error = EXCLUDED.error, image_id = EXCLUDED.image_id,
        expires_at = EXCLUDED.expires_at`,
@@ -29,5 +30,5 @@ export async function cachePreview(
 }
 
 export async function deleteExpiredPreviews(db: Queryable, now: Date): Promise<number> {
-  return (await db.query('DELETE FROM link_previews WHERE expires_at <= $1', [now])).rowCount ?? 0;
+  return exec(db, 'DELETE FROM link_previews WHERE expires_at <= $1', [now]);
 }

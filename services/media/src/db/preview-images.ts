@@ -1,4 +1,4 @@
-import { many, type Queryable } from '@chat/kit';
+import { exec, many, type Queryable } from '@chat/kit';
 
 /**
  * A stored preview image with these bytes, marked as just taken (so that a purge running now
@@ -18,7 +18,7 @@ export async function reusePreviewImage(db: Queryable, sha256: string, now: Date
 }
 
 export async function insertPreviewImage(db: Queryable, image: { mediaId: string; sha256: string; usedAt: Date }): Promise<void> {
-  await db.query('INSERT INTO preview_images (media_id, sha256, used_at) VALUES ($1, $2, $3)', [image.mediaId, image.sha256, image.usedAt]);
+  await exec(db, 'INSERT INTO preview_images (media_id, sha256, used_at) VALUES ($1, $2, $3)', [image.mediaId, image.sha256, image.usedAt]);
 }
 
 /**

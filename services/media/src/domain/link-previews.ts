@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { LinkPreview } from '@chat/contracts';
 import { AppError, type Logger, withTx } from '@chat/kit';
 import { previewUrlOf } from '@chat/messaging';
+import { decodeBuffer } from 'encoding-sniffer';
 import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
 import { insertMediaFile } from '../db/media-files.ts';
 import { deleteUnusedPreviewImages, insertPreviewImage, reusePreviewImage } from '../db/preview-images.ts';
@@ -101,14 +102,27 @@ async function buildPreview(deps: PreviewDeps, url: string): Promise<{ preview: 
   const image = imageLink ? await copyImage(deps, imageLink) : null;
   const preview = {
     url,
-    title: meta.title ?? oembed.title ?? null,
-    description: meta.description ?? null,
-    siteName: meta.siteName ?? oembed.provider_name ?? null,
+    title: pageText(meta.title ?? oembed.title),
+    description: pageText(meta.description),
+    siteName: pageText(meta.siteName ?? oembed.provider_name),
     imageUrl: image?.url ?? null,
-    type: meta.type ?? oembed.type ?? 'website',
+    type: pageText(meta.type ?? oembed.type) ?? 'website',
   };
   return { preview, image };
 }
+
+/**
+ * Text another site wrote, made storable: every field of a preview that comes from a page or its
+ * oEmbed answer passes here. PostgreSQL refuses U+0000 in text and jsonb (22P05) and an unpaired
+ * surrogate in jsonb (an oEmbed `"\ud800"`, or a field cut to its length between the two halves of
+ * an emoji); both become U+FFFD, as a browser shows a NUL in a title.
+ */
+function pageText(value: string | undefined): string | null {
+  return value === undefined ? null : value.replace(UNSTORABLE, '\uFFFD');
+}
+
+/** U+0000, and a surrogate without its other half (in `u` mode a pair is one code point, so \p{Cs} matches only a lone one). */
+const UNSTORABLE = /[\0\p{Cs}]/gu;
 
 interface Oembed {
   title?: string;
@@ -181,12 +195,13 @@ function mimeOf(contentType: string): string {
   return (contentType.split(';')[0] ?? '').trim().toLowerCase();
 }
 
-/** The page's text in its declared charset, UTF-8 when it declares none or one we do not know. */
+/**
+ * The page's text, decoded as a browser decodes it (encoding-sniffer, the WHATWG sniffing
+ * algorithm): a byte order mark, then the charset of Content-Type, then a `<meta charset>` or
+ * `<meta http-equiv=content-type>` in the first 1024 bytes; UTF-8 when none names an encoding
+ * it knows (browsers guess windows-1252 there, but an undeclared page today is mostly UTF-8).
+ */
 function decode(body: Buffer, contentType: string): string {
-  const charset = /charset=["']?([\w-]+)/i.exec(contentType)?.[1];
-  try {
-    return new TextDecoder(charset ?? 'utf-8').decode(body);
-  } catch {
-    return new TextDecoder('utf-8').decode(body);
-  }
+  const charset = /;\s*charset=["']?([^"';\s]+)/i.exec(contentType)?.[1];
+  return decodeBuffer(body, { transportLayerEncodingLabel: charset, defaultEncoding: 'utf-8' });
 }

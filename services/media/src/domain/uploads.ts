@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
+import { MAX_TRACK_SECONDS, MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
 import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
 import { parseStream } from 'music-metadata';
 import { insertMediaFile } from '../db/media-files.ts';
@@ -71,10 +71,20 @@ async function audioDurationSeconds(deps: Deps, file: { storageKey: string; cont
     const bytes = await deps.storage.read(file.storageKey);
     const { format } = await parseStream(bytes, { mimeType: file.contentType, size: file.size }, { duration: true, skipCovers: true });
     bytes.destroy();
-    return format.duration !== undefined && Number.isFinite(format.duration) ? format.duration : null;
+    return plausibleLength(format.duration);
   } catch {
     return null;
   }
+}
+
+/**
+ * A length read from a header is whatever the file claims: a DSF file with a negative sampling
+ * frequency gives a negative one (which the table's CHECK refuses), a huge sample count one of
+ * centuries. Only a finite length above zero and at most the longest track music takes from a
+ * client (MAX_TRACK_SECONDS) is kept; anything else is unknown.
+ */
+export function plausibleLength(seconds: number | undefined): number | null {
+  return seconds !== undefined && Number.isFinite(seconds) && seconds > 0 && seconds <= MAX_TRACK_SECONDS ? seconds : null;
 }
 
 /**

@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import * as players from '../db/players.ts';
 import { assertCanControl, assertCanListen } from './access.ts';
+import { assertChannelNotDeleted } from './deletions.ts';
 import { trackDurationMs } from './durations.ts';
 
 export interface PlayerDeps {
@@ -198,6 +199,8 @@ function applyControl(
   change: Change,
 ): Promise<PlayerState> {
   return withTx(deps.pool, async (tx) => {
+    // Guilds answered before this transaction: the channel may have been deleted since.
+    await assertChannelNotDeleted(tx, channelId, access.channel.serverId);
     const player = await players.lockPlayer(tx, channelId, access.channel.serverId);
     const now = clockOf(deps);
     const changed = await change(tx, player, now);
