@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from './common.ts';
+import { Id, shownName, Timestamp } from './common.ts';
 
 /** The game index and what users are playing (social service). */
 
@@ -35,7 +35,8 @@ export const PutActivityBody = z.union([
   z
     .object({
       gameId: Id.nullable().optional(),
-      name: z.string().trim().min(1).max(MAX_ACTIVITY_NAME_LENGTH).nullable().optional(),
+      // Shown to friends and co-members beside the user's name: the same rules as names.
+      name: shownName(1, MAX_ACTIVITY_NAME_LENGTH).nullable().optional(),
     })
     .refine((b) => (b.gameId !== undefined) !== (b.name !== undefined), { error: 'give exactly one of gameId and name' }),
 ]);

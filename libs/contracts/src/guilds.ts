@@ -142,10 +142,11 @@ export const ExplainQuery = z.object({
 
 const ServerName = shownName(2, 100);
 const Description = z.string().max(1000);
+/** Shown in discovery like names; one spelling per tag, as the tag filter ignores case. */
 const Tags = z
-  .array(z.string().trim().min(1).max(24))
+  .array(shownName(1, 24))
   .max(10)
-  .transform((tags) => [...new Set(tags)]);
+  .transform((tags) => tags.filter((tag, i) => tags.findIndex((t) => t.toLowerCase() === tag.toLowerCase()) === i));
 const ChannelName = shownName(1, 100);
 const Topic = z.string().max(1024);
 const CategoryName = shownName(1, 100);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RegisterBody, UpdateProfileBody } from '../src/auth.ts';
 import { multiLineText, oneLineText, shownName } from '../src/common.ts';
-import { UpdateMemberBody } from '../src/guilds.ts';
+import { PutActivityBody } from '../src/games.ts';
+import { CreateServerBody, UpdateMemberBody } from '../src/guilds.ts';
 import { PresenceBody } from '../src/realtime.ts';
 
 const name = shownName(1, 32);
@@ -23,6 +24,14 @@ describe('names others see', () => {
   it('refuses names that show as nothing', () => {
     for (const blank of ['\u200b\u200b', '\u2060', '\u3164', '\u2800', '\u00a0\u200d'])
       expect(issues(name.safeParse(blank)), JSON.stringify(blank)).toContain('must show at least one visible character');
+  });
+
+  it('applies to activity names and server tags, which show beside names and in discovery', () => {
+    expect(PutActivityBody.safeParse({ name: 'Mine\u202ecraft' }).success).toBe(false);
+    expect(PutActivityBody.safeParse({ name: '\u200b\u200b' }).success).toBe(false);
+    expect(PutActivityBody.parse({ name: 'Minecraft' })).toEqual({ name: 'Minecraft' });
+    expect(CreateServerBody.safeParse({ name: 'Tagged', tags: ['ga\u202emes'] }).success).toBe(false);
+    expect(CreateServerBody.parse({ name: 'Tagged', tags: ['Games', 'games', 'Art'] }).tags).toEqual(['Games', 'Art']);
   });
 
   it('applies to display names at registration and in the profile, and to nicknames', () => {
