@@ -1,4 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
+import { request } from 'node:http';
 import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
 import { inject } from 'vitest';
 
@@ -55,6 +56,30 @@ export async function api(
   const text = await res.text();
   // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
   return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as any) : undefined };
+}
+
+/**
+ * A request to the gateway sent as written: the request target reaches it unnormalised (fetch would
+ * resolve it), and a body goes out in 64 KiB writes with no Content-Length (chunked).
+ */
+export function rawRequest(
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  const { hostname, port } = new URL(gateway);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: hostname, port, method, path: target, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', reject);
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    for (let i = 0; bytes && i < bytes.length; i += 65_536) req.write(bytes.subarray(i, i + 65_536));
+    req.end();
+  });
 }
 
 /** Opens (or finds) the pair's conversation once social's read-model has heard of `other` from auth. */

@@ -16,6 +16,8 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   BODY_LIMIT_BYTES: env.int(1024 * 1024),
   /** Upstream answer deadline: a hung service answers 504 instead of hanging the client. */
   UPSTREAM_TIMEOUT_MS: env.int(30_000),
+  /** A request body (other than an upload) that pauses this long answers 408; it is read whole before it is forwarded. */
+  BODY_IDLE_TIMEOUT_MS: env.int(10_000),
   /** Peers whose X-Forwarded-For / X-Real-IP are believed (addresses or CIDRs, comma-separated). */
   TRUSTED_PROXIES: env.list(),
   /**

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestIssuer, freePort, startGateway } from './helpers.ts';
 
 // An upstream whose answers the tests choose per path, on real HTTP: the gateway forwards small
 // answers whole and streams large ones, and both must arrive byte for byte.
 const large = randomBytes(300 * 1024);
+const arrivals: number[] = [];
 const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
   '/v1/users/small': (_req, res) => {
     const body = JSON.stringify({ ok: true });
@@ -29,6 +30,17 @@ const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => voi
     setTimeout(() => res.socket?.destroy(), 20);
   },
   '/v1/users/slow': (_req, res) => setTimeout(() => res.writeHead(200).end('late'), 1_500),
+  // Records what reached the service, and when: the tests of request bodies look at it.
+  '/v1/users/echo': (req, res) => {
+    arrivals.push(Date.now());
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ got: Buffer.concat(chunks).toString(), expect: req.headers.expect ?? null })),
+    );
+  },
   // The request arrived whole (the service may have acted on it); the connection drops before any answer.
   '/v1/users/hangup': (req, res) => {
     req.resume();
@@ -41,8 +53,35 @@ const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port
 const issuer = await createTestIssuer();
 // Music points at a port nothing listens on: its connections are refused.
 const refusingUrl = `http://127.0.0.1:${await freePort()}`;
-const gateway = await startGateway({ upstreamUrl, keys: issuer.keys, env: { UPSTREAM_TIMEOUT_MS: '500', MUSIC_URL: refusingUrl } });
+const gateway = await startGateway({
+  upstreamUrl,
+  keys: issuer.keys,
+  env: { UPSTREAM_TIMEOUT_MS: '500', BODY_IDLE_TIMEOUT_MS: '300', MUSIC_URL: refusingUrl },
+});
 const token = await issuer.sign(crypto.randomUUID());
+/** The gateway on a real port (once): what raw sockets and fetch talk to. */
+let address: Promise<string> | undefined;
+const listening = () => {
+  address ??= gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  return address;
+};
+/** Writes `parts` to a raw connection, `pauseMs` apart, and answers everything read until the gateway closes it (or `waitMs`). */
+async function raw(parts: string[], pauseMs = 0, waitMs = 3_000): Promise<string> {
+  const { port } = new URL(await listening());
+  const socket = connect(Number(port), '127.0.0.1');
+  let answer = '';
+  socket.on('data', (chunk) => {
+    answer += chunk.toString();
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    socket.write(part);
+  }
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, waitMs))]);
+  socket.destroy();
+  return answer;
+}
 const get = (url: string, method: 'GET' | 'HEAD' = 'GET') =>
   gateway.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
 
@@ -109,8 +148,7 @@ describe('forwarding answers', () => {
 
   it('answers 503 {"error"} when the service refuses the connection: nothing reached it', async () => {
     // Over a real socket: the refused hop must not tear down the client's connection with it.
-    const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
-    const res = await fetch(`${address}/v1/music/play`, {
+    const res = await fetch(`${await listening()}/v1/music/play`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ channelId: crypto.randomUUID() }),
@@ -128,5 +166,58 @@ describe('forwarding answers', () => {
     });
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({ error: 'The auth service closed the connection without an answer' });
+  });
+});
+
+describe('request bodies and connection headers', () => {
+  const head = (length: number, extra = '') =>
+    `POST /v1/users/echo HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: ${length}\r\nconnection: close\r\n${extra}\r\n`;
+
+  it('reads a body whole before the service is asked: a client sending it slowly holds no connection to the service', async () => {
+    arrivals.length = 0;
+    const body = JSON.stringify({ content: 'x'.repeat(40) });
+    const half = body.length / 2;
+    let sentRestAt = 0;
+    const answer = raw([head(body.length) + body.slice(0, half), body.slice(half)], 200).then((text) => text);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(arrivals).toEqual([]);
+    sentRestAt = Date.now();
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(text).toContain(JSON.stringify({ got: body, expect: null }));
+    expect(arrivals).toHaveLength(1);
+    expect(arrivals[0]).toBeGreaterThanOrEqual(sentRestAt - 100);
+  });
+
+  it('answers 408 {"error"} to a body that stops arriving, and the service never hears of it', async () => {
+    arrivals.length = 0;
+    const text = await raw([`${head(60)}{"content":"only the st`]);
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toContain('{"error":"The request body stopped arriving"}');
+    expect(arrivals).toEqual([]);
+  });
+
+  it('forwards a request that asks for 100-continue, or names hop-by-hop headers, without them (they answered a false 502)', async () => {
+    const res = await gateway.app.inject({
+      method: 'POST',
+      url: '/v1/users/echo',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        expect: '100-continue',
+        'keep-alive': 'timeout=5',
+        upgrade: 'h2c',
+      },
+      payload: { content: 'hi' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ got: '{"content":"hi"}', expect: null });
+  });
+
+  it("honours a client's Connection: close on a proxied answer", async () => {
+    const text = await raw([`GET /v1/users/small HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${token}\r\nconnection: close\r\n\r\n`]);
+    expect(text).toMatch(/^HTTP\/1\.1 201 /);
+    expect(text.toLowerCase()).toContain('connection: close');
+    expect(text).toContain('{"ok":true}');
   });
 });

@@ -71,9 +71,23 @@ describe('route classification', () => {
   });
 
   it('marks dot segments, raw or percent-encoded, and counts them as the unknown path they spell', () => {
-    expect(classify('POST', '/v1/auth/%2E/login')).toEqual({ auth: true, tier: 'auth', multipart: false, dotSegments: true });
-    expect(classify('POST', '/v1/users/%2e%2E/auth/login')).toMatchObject({ tier: 'general', dotSegments: true });
-    expect(classify('GET', '/v1/media/x/a..b.png')).not.toHaveProperty('dotSegments');
+    const dots = 'The path may not contain "." or ".." segments';
+    expect(classify('POST', '/v1/auth/%2E/login')).toEqual({ auth: true, tier: 'auth', multipart: false, refused: dots });
+    expect(classify('POST', '/v1/users/%2e%2E/auth/login')).toMatchObject({ tier: 'general', refused: dots });
+    expect(classify('GET', '/v1/media/x/a..b.png')).not.toHaveProperty('refused');
+  });
+
+  it('refuses a backslash, which the forwarded URL reads as a slash (a webhook run out of its own tier)', () => {
+    const refused = 'The path may not contain a backslash';
+    expect(classify('POST', `/v1/webhooks/${hook}\\${'t'.repeat(43)}`)).toMatchObject({ refused });
+    expect(classify('GET', '/v1/users\\@me')).toMatchObject({ refused });
+  });
+
+  it('reads percent-escapes of unreserved characters as the services do: no spelling leaves a prefix’s token check or tier', () => {
+    expect(classify('GET', '/v1/%61uth/unknown')).toMatchObject({ auth: true, tier: 'auth' });
+    expect(classify('POST', '/v1/%41UTH/%6Cogin')).toMatchObject({ auth: false, tier: 'auth', pattern: '/v1/auth/login' });
+    expect(classify('GET', '/v1/%75sers/%40me')).toMatchObject({ auth: true });
+    expect(classify('POST', `/v1/webhooks/${hook}/%74oken`)).toMatchObject({ tier: 'webhook', webhookId: hook });
   });
 });
 

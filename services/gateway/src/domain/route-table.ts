@@ -14,10 +14,11 @@ export interface RouteClass {
   /** The service the route's contract names: the request goes there, whatever its prefix. */
   service?: ServiceName;
   /**
-   * The path has a "." or ".." segment (raw or percent-encoded): the services resolve those, so
-   * the path classified here would not be the one served. Such a request is refused.
+   * Why the path is refused (400): it would not be the path served. A "." or ".." segment (raw or
+   * percent-encoded) is resolved by the services; a backslash is a slash to the URL parser that
+   * builds the forwarded request (`/v1/webhooks/{id}\\{token}` ran a webhook in the General tier).
    */
-  dotSegments?: true;
+  refused?: string;
 }
 
 type Method = RouteContract['method'] | 'HEAD';
@@ -26,6 +27,8 @@ const METHODS = new Set<string>(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A segment that is "." or "..", spelled raw or with %2e in either case. */
 const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$)/i;
+/** A percent-escape of a character that needs none (RFC 3986 unreserved): routers decode it. */
+const ESCAPED_UNRESERVED = /%(2[dDeE]|3\d|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g;
 /** Prefixes whose unknown paths count in the Auth tier: an endpoint added there is a password guess until proven otherwise. */
 const AUTH_TIER_PREFIXES = ['/v1/auth'];
 
@@ -51,8 +54,10 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
   const prefixes = proxiedPrefixes.map((p) => p.toLowerCase());
 
   return function classify(method: string, url: string): RouteClass {
-    const path = (url.split('?')[0] ?? '/').toLowerCase();
-    if (DOT_SEGMENT.test(path)) return { ...unknownPath(method, path), dotSegments: true };
+    // As the service's router reads it: `/v1/%61uth/x` is under /v1/auth, and needs its token and tier.
+    const path = (url.split('?')[0] ?? '/').replace(ESCAPED_UNRESERVED, (escaped) => decodeURIComponent(escaped)).toLowerCase();
+    if (DOT_SEGMENT.test(path)) return { ...unknownPath(method, path), refused: 'The path may not contain "." or ".." segments' };
+    if (path.includes('\\')) return { ...unknownPath(method, path), refused: 'The path may not contain a backslash' };
     const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {

@@ -72,7 +72,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     reply.headers(rateLimitHeaders(verdict));
     if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
     req.chargeToClient = verdict.chargeToClient;
-    if (route.dotSegments) throw badRequest('The path may not contain "." or ".." segments');
+    if (route.refused) throw badRequest(route.refused);
     checkBodySize(req, route, deps.config.BODY_LIMIT_BYTES);
     if (!route.auth) return;
     if (!token) throw unauthorized('Missing bearer token');

@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { RouteContract } from '@chat/contracts';
-import { contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
+import { AppError, contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
@@ -10,6 +10,15 @@ import { proxyTargets, type Upstream, upstreamUrls } from '../domain/upstreams.t
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
 const BUFFERED_ANSWER_BYTES = 64 * 1024;
+/**
+ * Headers about this connection only (RFC 9110 7.6.1), which a client may send but the gateway's
+ * connection to the service does not share: undici refuses some outright (`expect`, `upgrade`,
+ * `keep-alive`), which answered a false 502; and a service's `connection: keep-alive` copied onto
+ * the answer overrode a client's `connection: close`.
+ */
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'expect', 'te', 'http2-settings', 'trailer'];
+const withoutHopByHop = <H extends Record<string, unknown>>(headers: H): H =>
+  Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.includes(name))) as H;
 
 /**
  * Forwards each prefix to its service. The Authorization header travels unchanged (services
@@ -29,6 +38,11 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
       upstream: '',
       prefix,
       rewritePrefix: prefix,
+      handler: async (req, reply, dest, options) => {
+        const body = await wholeBody(req, config.BODY_LIMIT_BYTES, config.BODY_IDLE_TIMEOUT_MS);
+        const contentType = req.headers['content-type'] ?? 'application/octet-stream';
+        return reply.from(dest, body === undefined ? options : { ...options, body, contentType });
+      },
       undici: {
         connections: 128,
         pipelining: 1,
@@ -40,10 +54,11 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
         getUpstream: (req) => urls[serviceOf(req as FastifyRequest, owner)],
         // The service continues the gateway's span (W3C traceparent) when tracing is on.
         rewriteRequestHeaders: (req, headers) => ({
-          ...headers,
+          ...withoutHopByHop(headers),
           'x-request-id': req.id,
           ...traceHeaders(contextWithSpan(requestSpan(req as FastifyRequest))),
         }),
+        rewriteHeaders: (headers) => withoutHopByHop(headers),
         onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
         onError: (reply, { error }) => {
           const service = serviceOf(reply.request as FastifyRequest, owner);
@@ -92,5 +107,44 @@ function forwardAnswer(reply: ProxiedReply, body: Readable, service: string): vo
       .code(502)
       .type('application/json; charset=utf-8')
       .send({ error: `The ${service} service broke off its answer` });
+  });
+}
+
+/**
+ * A request body other than an upload, read whole before a connection to the service is taken: a
+ * client that sends its body slowly, or stops halfway, then holds its own connection to the
+ * gateway, never one of the pool's connections to the service that every client shares (128 such
+ * clients would have stalled everyone's requests to it). Undefined for no body, and for multipart
+ * uploads, which stream through (the service bounds them). Past `limit` bytes 413; a body that
+ * pauses for `idleMs`, 408.
+ */
+async function wholeBody(req: FastifyRequest, limit: number, idleMs: number): Promise<Buffer | undefined> {
+  const body = req.body;
+  if (!(body instanceof Readable) || req.headers['content-type']?.toLowerCase().startsWith('multipart/')) return undefined;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: unknown) => {
+      done();
+      // Not destroyed: that would take the client's socket before it is told why. Node closes it after the answer.
+      body.resume();
+      reject(err);
+    };
+    const idle = setTimeout(() => fail(new AppError(408, 'The request body stopped arriving')), idleMs);
+    const take = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return fail(new AppError(413, 'Request body is too large'));
+      chunks.push(chunk);
+      idle.refresh();
+    };
+    const end = () => {
+      done();
+      resolve(Buffer.concat(chunks, size));
+    };
+    const done = () => {
+      clearTimeout(idle);
+      body.off('data', take).off('end', end).off('error', fail);
+    };
+    body.on('data', take).once('end', end).once('error', fail);
   });
 }
