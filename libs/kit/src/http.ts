@@ -51,6 +51,11 @@ export interface HttpAppOptions {
   maxParamLength?: number;
   /** The service's database: where idempotent routes keep their keys (see route()'s `idempotent`). */
   pool?: Pool;
+  /**
+   * The paths (without query) whose requests may upgrade the connection; every other request that
+   * offers an upgrade (`curl --http2`'s h2c) is served as a plain request. Without it, none upgrades.
+   */
+  upgradesAt?: (path: string) => boolean;
 }
 
 export interface RouteOptions {
@@ -83,6 +88,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     trustProxy: options.trustProxy ?? false,
+    // Node hands every request that offers an upgrade to the 'upgrade' listener when there is one.
+    http: { shouldUpgradeCallback: (req) => options.upgradesAt?.(req.url?.split('?')[0] ?? '/') ?? false },
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
     // The router's own answers (a path parameter over the limit, a URL that does not decode) in the
     // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.

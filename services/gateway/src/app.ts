@@ -6,10 +6,15 @@ import { edge } from './routes/edge.ts';
 import { gatewayInfoRoutes } from './routes/gateway-info.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { proxyRoutes } from './routes/proxy.ts';
+import { SOCKET_PATH } from './routes/socket.ts';
 
 /** The edge checks, its own routes, then the proxy: by the route's contract, else by path prefix. Never listens by itself. */
 export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
-  const app = createHttpApp({ log: deps.log, bodyLimit: deps.config.BODY_LIMIT_BYTES });
+  const app = createHttpApp({
+    log: deps.log,
+    bodyLimit: deps.config.BODY_LIMIT_BYTES,
+    upgradesAt: (path) => path.toLowerCase() === SOCKET_PATH,
+  });
   registerHealth(app, deps.checks);
   const routes = deps.routes ?? ALL_ROUTES;
   await edge(app, { ...deps, routes });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import { get, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { STREAMS, VOICE_SUBJECTS } from '@chat/contracts';
 import { type GatewayClient, startTcpProxy } from '@chat/testkit';
@@ -312,5 +312,21 @@ describe('the upgrade', () => {
       'x-ratelimit-reset': expect.stringMatching(/^\d+$/),
     });
     expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
+  });
+
+  it('is taken at the socket path only: any other request offering one (curl --http2) is served as a plain request', async () => {
+    const headers = { connection: 'Upgrade, HTTP2-Settings', upgrade: 'h2c', 'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA' };
+    const { res, body } = await new Promise<{ res: IncomingMessage; body: string }>((resolve, reject) => {
+      get(`${gw.baseUrl}/v1/gateway`, { headers }, (answer) => {
+        let text = '';
+        answer.on('data', (chunk) => {
+          text += chunk;
+        });
+        answer.on('end', () => resolve({ res: answer, body: text }));
+      }).on('error', reject);
+    });
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(body)).toEqual({ url: expect.stringMatching(/\/v1\/gateway\/ws$/) });
+    expect(res.headers['x-ratelimit-limit']).toBe('300');
   });
 });
