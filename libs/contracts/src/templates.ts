@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shownName } from './common.ts';
 import { Server } from './records.ts';
 
 /**
@@ -10,6 +11,10 @@ import { Server } from './records.ts';
 /** The platform's own limits on what one import may create. */
 export const MAX_TEMPLATE_ROLES = 250;
 export const MAX_TEMPLATE_CHANNELS = 500;
+/** Discord's own limit of permission overwrites on one channel. */
+export const MAX_TEMPLATE_CHANNEL_OVERWRITES = 100;
+/** Permission overwrites in one template, all channels together (each one is a row and an event). */
+export const MAX_TEMPLATE_OVERWRITES = 2000;
 
 /** Discord's channel types that a template can carry. */
 export const DISCORD_CHANNEL_TYPE = {
@@ -31,7 +36,8 @@ const PermissionString = z
 
 export const DiscordTemplateRole = z.object({
   id: SourceId,
-  name: z.string().trim().min(1).max(100),
+  /** As POST roles takes them: emoji and symbols are fine; controls, bidi overrides and blank-only names are not. */
+  name: shownName(1, 100),
   permissions: PermissionString,
   color: z.number().int().min(0).max(0xffffff).default(0),
   hoist: z.boolean().default(false),
@@ -49,18 +55,23 @@ export const DiscordOverwrite = z.object({
 export const DiscordTemplateChannel = z.object({
   id: SourceId,
   type: z.number().int().min(0).max(100),
-  name: z.string().trim().min(1).max(100),
+  /** As POST channels and categories take them. */
+  name: shownName(1, 100),
   position: z.number().int().min(0).default(0),
   topic: z.string().max(1024).nullish(),
   nsfw: z.boolean().default(false),
   rate_limit_per_user: z.number().int().min(0).max(21_600).default(0),
   user_limit: z.number().int().min(0).max(99).default(0),
   parent_id: SourceId.nullish(),
-  permission_overwrites: z.array(DiscordOverwrite).default([]),
+  permission_overwrites: z
+    .array(DiscordOverwrite)
+    .max(MAX_TEMPLATE_CHANNEL_OVERWRITES, `at most ${MAX_TEMPLATE_CHANNEL_OVERWRITES} permission overwrites per channel`)
+    .default([]),
 });
 
 export const SerializedSourceGuild = z.object({
-  name: z.string().trim().min(2).max(100),
+  /** As POST servers takes it. */
+  name: shownName(2, 100),
   description: z.string().max(1000).nullish(),
   afk_timeout: z.number().int().min(0).default(300),
   afk_channel_id: SourceId.nullish(),
@@ -101,7 +112,27 @@ export type ImportReportItem = z.infer<typeof ImportReportItem>;
 export const ImportedServer = z.object({ server: Server, report: z.array(ImportReportItem) }).meta({ id: 'ImportedServer' });
 export type ImportedServer = z.infer<typeof ImportedServer>;
 
-/** The export: the same shape, numbers as Discord writes them. */
+/**
+ * What of the server the template format cannot carry as it is, named by the export (an import of
+ * the export cannot know it): a flag expressed another way (`changed`) or left out (`dropped`).
+ */
+export const ExportReportItem = z.object({
+  kind: z.enum(['channel', 'setting']),
+  /** The id here: the channel's, or the server's for a setting. */
+  id: z.string(),
+  /** The channel's number in the template; null for a setting. */
+  templateId: z.number().int().nullable(),
+  /** The channel's name, or the setting's field. */
+  name: z.string(),
+  outcome: z.enum(['changed', 'dropped']),
+  note: z.string(),
+});
+export type ExportReportItem = z.infer<typeof ExportReportItem>;
+
+/**
+ * The export: the same shape, numbers as Discord writes them, and `report` (not Discord's, ignored
+ * by an import) naming what the template does not carry as it is.
+ */
 export const ExportedTemplate = z
   .object({
     code: z.string(),
@@ -139,6 +170,7 @@ export const ExportedTemplate = z
         }),
       ),
     }),
+    report: z.array(ExportReportItem),
   })
   .meta({ id: 'ExportedTemplate' });
 export type ExportedTemplate = z.infer<typeof ExportedTemplate>;

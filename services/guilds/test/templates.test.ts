@@ -182,6 +182,41 @@ describe('POST /v1/servers/import refuses what it cannot import whole, creating 
       }),
       /appears twice/,
     ],
+    [
+      'two overwrites of the same role in one channel',
+      changed((g) => {
+        g.channels[2].permission_overwrites.push({ id: 2, type: 0, allow: '0', deny: '1024' });
+      }),
+      /channels\.2\.permission_overwrites: id 2 appears twice/,
+    ],
+    [
+      'a role name with a bidi override (as POST roles)',
+      changed((g) => {
+        g.roles[1].name = 'adm\u202Enim';
+      }),
+      /roles\.1\.name: .*bidi-override/,
+    ],
+    [
+      'a channel name with control characters (as POST channels)',
+      changed((g) => {
+        g.channels[4].name = 'gen\u0007eral\u001b[31m';
+      }),
+      /channels\.4\.name: .*control/,
+    ],
+    [
+      'a category name with a line break (as POST categories)',
+      changed((g) => {
+        g.channels[0].name = 'Info\nFake system line';
+      }),
+      /channels\.0\.name: .*line-break/,
+    ],
+    [
+      'a server name of zero-width characters only (as POST servers)',
+      changed((g) => {
+        g.name = '\u200B\u200B\u200B';
+      }),
+      /serialized_source_guild\.name: must show at least one visible character/,
+    ],
   ];
   it.each(cases)('%s', async (_name, mutate, message) => {
     const before = await serverCount();
@@ -189,6 +224,32 @@ describe('POST /v1/servers/import refuses what it cannot import whole, creating 
     expect(res.status).toBe(400);
     expect(res.body.error).toMatch(message);
     expect(await serverCount()).toBe(before);
+  });
+});
+
+describe('POST /v1/servers/import keeps what a template may hold', () => {
+  it('takes names with emoji and box-drawing characters, as real templates have them', async () => {
+    const t = fixture('community');
+    t.serialized_source_guild.roles[1].name = '🌟 Member';
+    t.serialized_source_guild.channels[0].name = '━━ 📌 Information ━━';
+    t.serialized_source_guild.channels[4].name = '┃💬・general';
+    const { server } = await imported(newId(), t);
+    const owner = server.ownerId as string;
+    expect((await get(owner, `/v1/servers/${server.id}/roles`)).map((r: { name: string }) => r.name)).toContain('🌟 Member');
+    expect((await get(owner, `/v1/servers/${server.id}/categories`))[0].name).toBe('━━ 📌 Information ━━');
+    expect((await get(owner, `/v1/servers/${server.id}/channels`)).map((c: { name: string }) => c.name)).toContain('┃💬・general');
+  });
+
+  it('keeps an allowed afk_timeout, and the export gives the server its own', async () => {
+    const owner = newId();
+    const t = fixture('community');
+    t.serialized_source_guild.afk_timeout = 3600;
+    const { server, report } = await imported(owner, t);
+    expect(server.afkTimeoutSeconds).toBe(3600);
+    expect((await get(owner, `/v1/servers/${server.id}`)).afkTimeoutSeconds).toBe(3600);
+    expect(reportOf(report, 'setting', 'afk_timeout')).toBeUndefined();
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { afkTimeoutSeconds: 900 })).status).toBe(200);
+    expect((await get(owner, `/v1/servers/${server.id}/template`)).serialized_source_guild.afk_timeout).toBe(900);
   });
 });
 
@@ -231,6 +292,76 @@ describe('GET /v1/servers/{id}/template', () => {
       permission_overwrites: [{ id: 0, type: 0, allow: '0', deny: String(Permission.VIEW_CHANNEL) }],
     });
     expect(byOwner.system_channel_id).toBe(ownersStaff.id);
+  });
+
+  it('exports a hidden channel as an @everyone overwrite denying VIEW_CHANNEL, so it stays out of sight after an import', async () => {
+    const owner = newId();
+    const made = (await g.call(owner, 'POST', '/v1/servers', { name: 'Hidden things' })).body;
+    const make = async (name: string, channelType = 'text') =>
+      (await g.call(owner, 'POST', `/v1/servers/${made.id}/channels`, { name, channelType })).body;
+    const staff = await make('staff');
+    const quiet = await make('quiet');
+    const shown = await make('shown');
+    for (const c of [staff, quiet, shown])
+      expect((await g.call(owner, 'PATCH', `/v1/channels/${c.id}`, { isHidden: true })).status).toBe(200);
+    // quiet already denies @everyone SEND_MESSAGES: the deny is merged into that overwrite; shown allows VIEW_CHANNEL: left as it is.
+    const everyone = (allow: bigint, deny: bigint) => ({ roleId: made.id, allowBits: Number(allow), denyBits: Number(deny) });
+    await g.call(owner, 'PUT', `/v1/channels/${quiet.id}/permissions`, everyone(0n, Permission.SEND_MESSAGES));
+    await g.call(owner, 'PUT', `/v1/channels/${shown.id}/permissions`, everyone(Permission.VIEW_CHANNEL, 0n));
+
+    const exported = (await g.call(owner, 'GET', `/v1/servers/${made.id}/template`)).body;
+    const overwritesOf = (name: string) =>
+      exported.serialized_source_guild.channels.find((c: { name: string }) => c.name === name).permission_overwrites;
+    expect(overwritesOf('staff')).toEqual([{ id: 0, type: 0, allow: '0', deny: String(Permission.VIEW_CHANNEL) }]);
+    expect(overwritesOf('quiet')).toEqual([
+      { id: 0, type: 0, allow: '0', deny: String(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES) },
+    ]);
+    expect(overwritesOf('shown')).toEqual([{ id: 0, type: 0, allow: String(Permission.VIEW_CHANNEL), deny: '0' }]);
+    expect(exported.report.map((r: { name: string; outcome: string }) => [r.name, r.outcome])).toEqual([
+      ['staff', 'changed'],
+      ['quiet', 'changed'],
+      ['shown', 'changed'],
+    ]);
+
+    const again = await imported(owner, exported);
+    const member = newId();
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${again.server.id}`, { isPublic: true })).status).toBe(200);
+    expect((await g.call(member, 'POST', `/v1/servers/${again.server.id}/join`)).status).toBe(200);
+    const seen = (await get(member, `/v1/servers/${again.server.id}/channels`)).map((c: { name: string }) => c.name);
+    expect(seen).toEqual(['shown', 'general', 'General']);
+  });
+
+  it('names in its report what a template does not carry: a locked voice channel, musicLocked, join-to-create, DJ roles', async () => {
+    const owner = newId();
+    const made = (await g.call(owner, 'POST', '/v1/servers', { name: 'Locked things' })).body;
+    const [voice] = (await get(owner, `/v1/servers/${made.id}/channels`)).filter((c: { channelType: string }) => c.channelType === 'voice');
+    const jtc = (await g.call(owner, 'POST', `/v1/servers/${made.id}/channels`, { name: 'Join to create', channelType: 'voice' })).body;
+    const dj = (await g.call(owner, 'POST', `/v1/servers/${made.id}/roles`, { name: 'dj' })).body;
+    expect((await g.call(owner, 'PATCH', `/v1/channels/${voice.id}`, { isLocked: true, musicLocked: true })).status).toBe(200);
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${made.id}`, { jtcChannelId: jtc.id, djRoleIds: [dj.id] })).status).toBe(200);
+
+    const { report, serialized_source_guild: guild } = (await g.call(owner, 'GET', `/v1/servers/${made.id}/template`)).body;
+    const voiceNumber = guild.channels.find((c: { name: string; type: number }) => c.name === 'General' && c.type === 2).id;
+    expect(report).toEqual([
+      {
+        kind: 'channel',
+        id: voice.id,
+        templateId: voiceNumber,
+        name: 'General',
+        outcome: 'dropped',
+        note: expect.stringContaining('isLocked'),
+      },
+      {
+        kind: 'channel',
+        id: voice.id,
+        templateId: voiceNumber,
+        name: 'General',
+        outcome: 'dropped',
+        note: expect.stringContaining('musicLocked'),
+      },
+      { kind: 'setting', id: made.id, templateId: null, name: 'jtcChannelId', outcome: 'dropped', note: expect.any(String) },
+      { kind: 'setting', id: made.id, templateId: null, name: 'djRoleIds', outcome: 'dropped', note: expect.any(String) },
+    ]);
   });
 
   it('exports a server made through the API, and importing the export gives back the same server', async () => {

@@ -24,6 +24,22 @@ export async function insertCategory(db: Queryable, c: { id: string; serverId: s
   return toCategory(row!);
 }
 
+/** The categories of a server being created, positions 0..n-1 in the order given, in one statement. */
+export async function insertCategoriesInOrder(
+  db: Queryable,
+  serverId: string,
+  categories: { id: string; name: string }[],
+): Promise<Category[]> {
+  const rows = await many<CategoryRow>(
+    db,
+    `INSERT INTO categories (id, server_id, name, position)
+     SELECT k.id, $1, k.name, k.ord - 1 FROM unnest($2::uuid[], $3::text[]) WITH ORDINALITY AS k(id, name, ord)
+     RETURNING ${COLUMNS}`,
+    [serverId, categories.map((c) => c.id), categories.map((c) => c.name)],
+  );
+  return rows.map(toCategory).sort((a, b) => a.position - b.position);
+}
+
 export async function listCategories(db: Queryable, serverId: string, lock = false): Promise<Category[]> {
   const rows = await many<CategoryRow>(
     db,

@@ -65,6 +65,41 @@ export async function insertChannel(db: Queryable, c: NewChannel): Promise<Chann
   return toChannel(row);
 }
 
+export interface PlacedChannel extends NewChannel {
+  position: number;
+  isNsfw: boolean;
+  slowmodeSeconds: number;
+  userLimit: number;
+}
+
+/**
+ * The channels of a server being created, each at the position given (the caller numbers them
+ * 0..n-1 within each category), in one statement. Answers them in the order given.
+ */
+export async function insertPlacedChannels(db: Queryable, channels: PlacedChannel[]): Promise<Channel[]> {
+  const rows = await many<ChannelRow>(
+    db,
+    `INSERT INTO channels (id, server_id, category_id, name, channel_type, topic, position, is_nsfw, slowmode_seconds, user_limit)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::int[], $8::boolean[],
+       $9::int[], $10::int[])
+     RETURNING ${COLUMNS}`,
+    [
+      channels.map((c) => c.id),
+      channels.map((c) => c.serverId),
+      channels.map((c) => c.categoryId),
+      channels.map((c) => c.name),
+      channels.map((c) => c.channelType),
+      channels.map((c) => c.topic),
+      channels.map((c) => c.position),
+      channels.map((c) => c.isNsfw),
+      channels.map((c) => c.slowmodeSeconds),
+      channels.map((c) => c.userLimit),
+    ],
+  );
+  const byId = new Map(rows.map((r) => [r.id, toChannel(r)]));
+  return channels.map((c) => byId.get(c.id) as Channel);
+}
+
 /**
  * Whether the channel exists, locked against deletion until the transaction ends, as holdCategory
  * does for categories: taken before any of its messages' rows, in the order a channel's deletion

@@ -92,6 +92,31 @@ export async function upsertOverride(db: Queryable, o: NewOverride): Promise<Per
 }
 
 /**
+ * Role overrides of channels being created, in one statement. The caller gives each (channel,
+ * role) once: a repeat would be a unique violation, not a replacement. Answers them in the order given.
+ */
+export async function insertRoleOverrides(
+  db: Queryable,
+  overrides: { id: string; channelId: string; roleId: string; allow: bigint; deny: bigint }[],
+): Promise<PermissionOverride[]> {
+  const rows = await many<OverrideRow>(
+    db,
+    `INSERT INTO channel_overrides (id, channel_id, role_id, allow_bits, deny_bits)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::bigint[])
+     RETURNING ${COLUMNS}`,
+    [
+      overrides.map((o) => o.id),
+      overrides.map((o) => o.channelId),
+      overrides.map((o) => o.roleId),
+      overrides.map((o) => o.allow.toString()),
+      overrides.map((o) => o.deny.toString()),
+    ],
+  );
+  const byId = new Map(rows.map((r) => [r.id, toOverride(r)]));
+  return overrides.map((o) => byId.get(o.id) as PermissionOverride);
+}
+
+/**
  * Creates the override of that role or user unless it has one: undefined when another transaction
  * created it first (this one waits for it to commit), so a check made against "none" never overwrites it.
  */

@@ -60,6 +60,32 @@ export async function insertRoleAtBottom(db: Queryable, r: NewRole): Promise<Rol
   return toRole(row);
 }
 
+/**
+ * Roles of a server being created, at the positions given, in one statement: nothing moves, so
+ * none of the shifting of insertRoleAtBottom (which touches every role once per role inserted).
+ */
+export async function insertRolesAt(db: Queryable, serverId: string, roles: (NewRole & { position: number })[]): Promise<Role[]> {
+  const rows = await many<RoleRow>(
+    db,
+    `INSERT INTO roles (id, server_id, name, color, permissions, position, hoist, mentionable)
+     SELECT r.id, $1, r.name, r.color, r.permissions, r.position, r.hoist, r.mentionable
+     FROM unnest($2::uuid[], $3::text[], $4::int[], $5::bigint[], $6::int[], $7::boolean[], $8::boolean[])
+       AS r(id, name, color, permissions, position, hoist, mentionable)
+     RETURNING ${COLUMNS}`,
+    [
+      serverId,
+      roles.map((r) => r.id),
+      roles.map((r) => r.name),
+      roles.map((r) => r.color),
+      roles.map((r) => r.permissions.toString()),
+      roles.map((r) => r.position),
+      roles.map((r) => r.hoist),
+      roles.map((r) => r.mentionable),
+    ],
+  );
+  return rows.map(toRole).sort((a, b) => a.position - b.position);
+}
+
 export async function listRoles(db: Queryable, serverId: string): Promise<Role[]> {
   return (await many<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE server_id = $1 ORDER BY position, id`, [serverId])).map(toRole);
 }

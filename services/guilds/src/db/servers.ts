@@ -64,6 +64,15 @@ export function insertServer(db: Queryable, s: NewServer): Promise<ServerRow> {
   );
 }
 
+/**
+ * Names the server this transaction creates (until it ends): its roles, channels and overrides then
+ * bump no access or channel-list version, as nobody can hold either of a server that does not exist
+ * yet (migration 0213). Only for a server inserted in this very transaction.
+ */
+export async function markFreshServer(db: Queryable, id: string): Promise<void> {
+  await exec(db, "SELECT set_config('guilds.fresh_server', $1, true)", [id]);
+}
+
 export function findServer(db: Queryable, id: string): Promise<ServerRow | undefined> {
   return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1`, [id]);
 }

@@ -1,4 +1,10 @@
-import { ALL_PERMISSIONS, DISCORD_CHANNEL_TYPE, type ImportReportItem, type ParsedDiscordTemplate } from '@chat/contracts';
+import {
+  ALL_PERMISSIONS,
+  DISCORD_CHANNEL_TYPE,
+  type ImportReportItem,
+  MAX_TEMPLATE_OVERWRITES,
+  type ParsedDiscordTemplate,
+} from '@chat/contracts';
 import { badRequest } from '@chat/kit';
 
 /**
@@ -26,6 +32,8 @@ export interface PlannedChannel {
   channelType: 'text' | 'voice';
   /** The source id of its category, or null. */
   parent: string | null;
+  /** Its index among the channels of its category (the uncategorised ones forming one group). */
+  position: number;
   topic: string | null;
   isNsfw: boolean;
   slowmodeSeconds: number;
@@ -86,7 +94,14 @@ export function planTemplate(template: ParsedDiscordTemplate): TemplatePlan {
     source.channels.map((c) => c.id),
     'channels',
   );
+  source.channels.forEach((c, i) => {
+    requireUnique(
+      c.permission_overwrites.map((o) => o.id),
+      `channels.${i}.permission_overwrites`,
+    );
+  });
   checkParents(source.channels);
+  checkOverwriteCount(source.channels);
 
   const everyone = source.roles.find((r) => r.id === '0') ?? null;
   let everyonePermissions = 0n;
@@ -109,6 +124,7 @@ export function planTemplate(template: ParsedDiscordTemplate): TemplatePlan {
   const categoryIds = new Set(categories.map((c) => c.id));
 
   const channels: PlannedChannel[] = [];
+  const siblings = new Map<string | null, number>();
   for (const c of [...source.channels].sort(byPosition)) {
     if (c.type === DISCORD_CHANNEL_TYPE.category) continue;
     const channelType = c.type in TEXT_LIKE ? 'text' : c.type in VOICE_LIKE ? 'voice' : undefined;
@@ -117,11 +133,15 @@ export function planTemplate(template: ParsedDiscordTemplate): TemplatePlan {
       continue;
     }
     item('channel', c.id, c.name, (channelType === 'text' ? TEXT_LIKE[c.type] : VOICE_LIKE[c.type]) ?? null);
+    const parent = c.parent_id && categoryIds.has(c.parent_id) ? c.parent_id : null;
+    const position = siblings.get(parent) ?? 0;
+    siblings.set(parent, position + 1);
     channels.push({
       sourceId: c.id,
       name: c.name,
       channelType,
-      parent: c.parent_id && categoryIds.has(c.parent_id) ? c.parent_id : null,
+      parent,
+      position,
       topic: channelType === 'text' ? (c.topic ?? null) : null,
       isNsfw: c.nsfw,
       slowmodeSeconds: channelType === 'text' ? c.rate_limit_per_user : 0,
@@ -195,6 +215,18 @@ function requireUnique(ids: string[], field: string): void {
     if (seen.has(id)) throw badRequest(`template.serialized_source_guild.${field}: id ${id} appears twice`);
     seen.add(id);
   }
+}
+
+/**
+ * Each overwrite is a row and an event: bounded per import as roles and channels are (the contract
+ * bounds them per channel), so one request cannot hold a connection for long.
+ */
+function checkOverwriteCount(channels: SourceChannel[]): void {
+  const count = channels.reduce((n, c) => n + c.permission_overwrites.length, 0);
+  if (count > MAX_TEMPLATE_OVERWRITES)
+    throw badRequest(
+      `template.serialized_source_guild.channels: at most ${MAX_TEMPLATE_OVERWRITES} permission overwrites in all (${count})`,
+    );
 }
 
 /** Only categories may be parents, and a category has none (so there can be no cycle). */
