@@ -593,7 +593,8 @@ const templates = {
     method: 'GET',
     path: '/v1/servers/:serverId/template',
     service: g,
-    summary: 'The server as a Discord server template object (MANAGE_SERVER); importing it gives back its roles, categories, channels and role overrides, less what its report names',
+    summary:
+      'The server as a Discord server template object (MANAGE_SERVER); importing it gives back its roles, categories, channels and role overrides, less what its report names',
     params: ServerParams,
     status: 200,
     response: ExportedTemplate,
