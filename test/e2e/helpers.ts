@@ -1,5 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
 import { inject } from 'vitest';
 
@@ -80,6 +81,95 @@ export function rawRequest(
     for (let i = 0; bytes && i < bytes.length; i += 65_536) req.write(bytes.subarray(i, i + 65_536));
     req.end();
   });
+}
+
+/** One answer read off a raw connection: its status, its headers (names in lower case) and its body as text. */
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+}
+
+/**
+ * Bytes written to the gateway on a connection of their own, for framing that no HTTP client sends
+ * (pipelined requests, conflicting lengths, a body that stops), and the final answers read back.
+ * Reading stops when the gateway closes the connection, once `answers` answers are complete, or
+ * after `waitMs`; the socket is destroyed in every case.
+ */
+export function rawExchange(
+  bytes: string | Buffer,
+  options: { answers?: number; waitMs?: number } = {},
+): Promise<{ answers: RawAnswer[]; closed: boolean }> {
+  const { hostname, port } = new URL(gateway);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let stream = '';
+    const finish = (closed: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ answers: parseAnswers(stream), closed });
+    };
+    const timer = setTimeout(() => finish(false), options.waitMs ?? 2_000);
+    socket.once('connect', () => socket.write(bytes));
+    socket.on('data', (chunk: Buffer) => {
+      stream += chunk.toString('latin1');
+      if (options.answers !== undefined && parseAnswers(stream).length >= options.answers) finish(false);
+    });
+    // A reset after the answers still ends the exchange; one before any byte arrived is a failure.
+    socket.once('error', (err) => {
+      if (stream) return finish(true);
+      clearTimeout(timer);
+      reject(err);
+    });
+    socket.once('close', () => finish(true));
+  });
+}
+
+/** The complete final answers in a raw HTTP/1.1 byte stream, in order (1xx interim answers left out). */
+export function parseAnswers(stream: string): RawAnswer[] {
+  const found: RawAnswer[] = [];
+  let rest = stream;
+  while (rest.startsWith('HTTP/1.')) {
+    const headEnd = rest.indexOf('\r\n\r\n');
+    if (headEnd < 0) break;
+    const [statusLine = '', ...lines] = rest.slice(0, headEnd).split('\r\n');
+    const status = Number(statusLine.split(' ')[1]);
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(':');
+      headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    rest = rest.slice(headEnd + 4);
+    if (status < 200) continue;
+    const body = takeBody(rest, status, headers);
+    if (!body) break;
+    found.push({ status, headers, text: body.text });
+    rest = body.rest;
+  }
+  return found;
+}
+
+/** The body of an answer at the start of `rest` and what follows it; undefined while it is incomplete. */
+function takeBody(rest: string, status: number, headers: Record<string, string>): { text: string; rest: string } | undefined {
+  if (status === 204 || status === 304) return { text: '', rest };
+  if (headers['content-length'] !== undefined) {
+    const length = Number(headers['content-length']);
+    return rest.length < length ? undefined : { text: rest.slice(0, length), rest: rest.slice(length) };
+  }
+  if (!/chunked/i.test(headers['transfer-encoding'] ?? '')) return { text: rest, rest: '' };
+  let text = '';
+  for (;;) {
+    const lineEnd = rest.indexOf('\r\n');
+    if (lineEnd < 0) return undefined;
+    const size = Number.parseInt(rest.slice(0, lineEnd), 16);
+    if (size === 0) {
+      const trailerEnd = rest.indexOf('\r\n\r\n', lineEnd);
+      return trailerEnd < 0 ? undefined : { text, rest: rest.slice(trailerEnd + 4) };
+    }
+    if (rest.length < lineEnd + 2 + size + 2) return undefined;
+    text += rest.slice(lineEnd + 2, lineEnd + 2 + size);
+    rest = rest.slice(lineEnd + 2 + size + 2);
+  }
 }
 
 /** Opens (or finds) the pair's conversation once social's read-model has heard of `other` from auth. */
