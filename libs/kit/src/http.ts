@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
 import type { Span } from '@opentelemetry/api';
@@ -56,6 +57,8 @@ export interface HttpAppOptions {
    * offers an upgrade (`curl --http2`'s h2c) is served as a plain request. Without it, none upgrades.
    */
   upgradesAt?: (path: string) => boolean;
+  /** Headers of every answer, also of those made before any hook runs (a malformed URL, a request Node's parser refuses). */
+  answerHeaders?: Readonly<Record<string, string>>;
 }
 
 export interface RouteOptions {
@@ -95,10 +98,11 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
     frameworkErrors: (error, req, reply) => {
       const path = req.url.split('?')[0] ?? '/';
-      const plain = reply as unknown as FastifyReply;
+      const plain = (reply as unknown as FastifyReply).headers(options.answerHeaders ?? {});
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return plain.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
       return plain.code(400).send({ error: 'Malformed URL' });
     },
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, options.answerHeaders ?? {}),
   });
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   const running = new Set<Promise<unknown>>();
@@ -363,4 +367,29 @@ export interface RequestContext {
 
 export function contextOf(req: FastifyRequest): RequestContext {
   return { userId: req.user?.id, requestId: req.id, log: req.log as Logger };
+}
+
+/**
+ * A request Node's parser refuses (conflicting lengths, an obs-folded header, a header block past
+ * its limit, no Host) never reaches Fastify: it is answered here, on the socket, in the platform's
+ * `{"error"}` shape with the answer headers, and the connection is closed (what follows it on the
+ * connection cannot be trusted to start where the parser thinks).
+ */
+function answerClientError(err: Error & { code?: string }, socket: Socket, headers: Readonly<Record<string, string>>): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+  const [status, error] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request header fields too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'The request took too long to arrive']
+        : [400, 'Malformed HTTP request'];
+  const body = JSON.stringify({ error });
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    'connection: close',
+  ];
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }

@@ -2,6 +2,7 @@ import { ALL_ROUTES } from '@chat/contracts';
 import { createHttpApp, registerHealth } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
+import { SECURITY_HEADERS } from './domain/security-headers.ts';
 import { edge } from './routes/edge.ts';
 import { gatewayInfoRoutes } from './routes/gateway-info.ts';
 import { metaRoutes } from './routes/meta.ts';
@@ -14,6 +15,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     log: deps.log,
     bodyLimit: deps.config.BODY_LIMIT_BYTES,
     upgradesAt: (path) => path.toLowerCase() === SOCKET_PATH,
+    answerHeaders: SECURITY_HEADERS,
   });
   registerHealth(app, deps.checks);
   const routes = deps.routes ?? ALL_ROUTES;

@@ -221,3 +221,24 @@ describe('request bodies and connection headers', () => {
     expect(text).toContain('{"ok":true}');
   });
 });
+
+describe('requests refused before any hook runs', () => {
+  const answerOf = (text: string) => {
+    const [head = '', body = ''] = text.split('\r\n\r\n');
+    return { status: head.split(' ')[1], head: head.toLowerCase(), body };
+  };
+
+  it('answer {"error"} with the security headers, and close the connection', async () => {
+    const cases: [string, string, string][] = [
+      [`GET /v1/users/%zz HTTP/1.1\r\nhost: gw\r\nconnection: close\r\n\r\n`, '400', 'Malformed URL'],
+      ['GET /v1/auth/jwks HTTP/1.1\r\nhost: gw\r\nx-folded: a\r\n  b\r\n\r\n', '400', 'Malformed HTTP request'],
+      [`GET /v1/auth/jwks HTTP/1.1\r\nhost: gw\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, '431', 'Request header fields too large'],
+    ];
+    for (const [bytes, status, error] of cases) {
+      const answer = answerOf(await raw([bytes]));
+      expect({ status: answer.status, body: answer.body }, bytes.slice(0, 40)).toEqual({ status, body: JSON.stringify({ error }) });
+      expect(answer.head).toContain('x-content-type-options: nosniff');
+      expect(answer.head).toContain("content-security-policy: default-src 'none'");
+    }
+  });
+});
