@@ -11,9 +11,6 @@ import { type Ctx, type Domain, emit } from './context.ts';
 import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn } from './layout.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 
-/** The layout lock and the deadlock retry: a voice join may hold a channel row while it waits for the layout. */
-const inLayoutTx = withRetryingTx;
-
 /**
  * A change of a category's channel layout: MANAGE_CHANNELS, the server's layout lock, then a
  * category of this server (or none). Answers the access and the category id (null: uncategorised).
@@ -28,7 +25,7 @@ async function lockCategoryLayout(tx: Queryable, ctx: Ctx, serverId: string, giv
 }
 
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
-  return inLayoutTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const { categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
     const channel = await insertChannel(tx, {
       id: uuidv7(),
@@ -64,7 +61,7 @@ export async function getChannel(d: Domain, ctx: Ctx, channelId: string): Promis
 }
 
 export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: UpdateChannelBody): Promise<Channel> {
-  return inLayoutTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     if (!isOwnerEditOfTemporaryChannel(access.channel, ctx.userId, patch)) {
       requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
@@ -89,7 +86,7 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
 }
 
 export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Promise<void> {
-  await inLayoutTx(d.pool, async (tx) => {
+  await withRetryingTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     await lockLayout(tx, access.server.id);
@@ -115,7 +112,7 @@ export function reorderChannels(
   serverId: string,
   body: { channelIds: string[]; categoryId?: string | null },
 ): Promise<Channel[]> {
-  return inLayoutTx(d.pool, async (tx) => {
+  return withRetryingTx(d.pool, async (tx) => {
     const { access, categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
     const current = await channelOrder(tx, serverId, categoryId);
     if (!isPermutationOf(body.channelIds, current)) {

@@ -10,12 +10,11 @@ import {
   type ParsedDiscordTemplate,
   Permission,
 } from '@chat/contracts';
-import { type OutboxRow, outboxRow, type Queryable, withTx } from '@chat/kit';
+import { enqueueEvents, type OutboxRow, outboxRow, type Queryable, withTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import { insertCategoriesInOrder, listCategories } from '../db/categories.ts';
 import { insertPlacedChannels } from '../db/channels.ts';
-import { enqueueEvents } from '../db/outbox.ts';
 import { insertRoleOverrides, overridesOfServer } from '../db/overrides.ts';
 import { insertEveryoneRole, insertRolesAt, listRoles } from '../db/roles.ts';
 import { insertServer, markFreshServer, toServer, updateServer } from '../db/servers.ts';
