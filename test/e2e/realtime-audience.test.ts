@@ -158,6 +158,21 @@ describe('a member whose view of a channel changes', () => {
     await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker', WAIT);
     expect(describeFrames(naming(c, channelId, mark))).toEqual([]);
   });
+
+  it('is not told of the deletion of a channel it could not see, and learns no id from it', async () => {
+    const [owner, member, seer] = [await newUser('own'), await newUser('mem'), await newUser('seer')];
+    const { serverId, textId: general } = await publicServer(owner, [member, seer]);
+    const secret = await newChannel(owner, serverId, 'secret');
+    await setOverride(owner, secret, { roleId: serverId, allowBits: 0, denyBits: VIEW_CHANNEL });
+    await setOverride(owner, secret, { userId: seer.id, allowBits: VIEW_CHANNEL, denyBits: 0 });
+    const [c, seerSocket] = [await identified(member), await identified(seer)];
+    expect((await api('DELETE', `/v1/channels/${secret}`, { user: owner })).status).toBe(204);
+    const told = await seerSocket.dispatch('CHANNEL_DELETE', (d) => d.id === secret, WAIT);
+    expect(told.d).toEqual({ id: secret, serverId });
+    await postMessage(owner, general, 'marker');
+    await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker', WAIT);
+    expect(c.frames.filter((f) => JSON.stringify(f.d ?? null).includes(secret))).toEqual([]);
+  });
 });
 
 describe('a member who is no longer in a server', () => {
@@ -210,7 +225,8 @@ describe('a member who is no longer in a server', () => {
     const c = await identified(member);
     for (const user of [other, owner, elsewhere]) await identified(user);
     expect((await api('DELETE', `/v1/servers/${serverId}`, { user: owner })).status).toBe(204);
-    await c.dispatch('SERVER_DELETE', (d) => d.id === serverId, WAIT);
+    const deleted = await c.dispatch('SERVER_DELETE', (d) => d.id === serverId, WAIT);
+    expect(deleted.d).toEqual({ id: serverId });
     const deletedAt = c.frames.findIndex((f) => f.t === 'SERVER_DELETE');
     const presence = (user: TestUser, body: Record<string, unknown>) => api('PATCH', '/v1/users/@me/presence', { user, body });
     expect((await presence(other, { status: 'dnd', customStatus: 'secret plans' })).status).toBe(200);

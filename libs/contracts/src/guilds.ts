@@ -288,7 +288,8 @@ export const MemberBannedEventData = MemberEventData.extend({ bannedBy: Id, reas
 export const MemberUpdatedEventData = MemberEventData.extend({ nickname: z.string().nullable(), roleIds: z.array(Id) });
 /** `memberIds`: who was a member when it was deleted (the socket tells them; the members are gone). */
 export const ServerDeletedEventData = z.object({ id: Id, memberIds: z.array(Id).optional() });
-export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id });
+/** `viewerIds`: who could view the channel when it was deleted (only they are told; older events lack it). */
+export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id, viewerIds: z.array(Id).optional() });
 export const CategoryDeletedEventData = z.object({ id: Id, serverId: Id });
 export const RoleDeletedEventData = z.object({ id: Id, serverId: Id });
 export const OverrideDeletedEventData = z.object({ id: Id, channelId: Id });

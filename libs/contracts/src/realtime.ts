@@ -266,7 +266,7 @@ export const DISPATCH_PAYLOADS = {
   CHANNEL_PIN_REMOVE: MESSAGES_EVENTS[MESSAGES_SUBJECTS.pinRemoved],
   SERVER_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverCreated],
   SERVER_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverUpdated],
-  SERVER_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverDeleted],
+  SERVER_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverDeleted].omit({ memberIds: true }),
   SERVER_MEMBER_ADD: GUILDS_EVENTS[GUILDS_SUBJECTS.memberJoined],
   // Not `by`: who kicked or banned is for those with BAN_MEMBERS (SERVER_BAN_ADD), not every member, as on Discord.
   SERVER_MEMBER_REMOVE: GUILDS_EVENTS[GUILDS_SUBJECTS.memberLeft].omit({ by: true }),
@@ -278,7 +278,8 @@ export const DISPATCH_PAYLOADS = {
   CATEGORY_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.categoryDeleted],
   CHANNEL_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.channelCreated],
   CHANNEL_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.channelUpdated],
-  CHANNEL_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.channelDeleted],
+  // The audience lists are the gateway's to route by, not a roster for every client.
+  CHANNEL_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.channelDeleted].omit({ viewerIds: true }),
   ROLE_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.roleCreated],
   ROLE_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.roleUpdated],
   ROLE_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.roleDeleted],

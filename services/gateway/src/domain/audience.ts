@@ -225,7 +225,9 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return members(data.id, fresh);
       case GUILDS_SUBJECTS.serverDeleted:
         return just(data.memberIds ?? []);
+      // Only those who could see it learn its id; events from before `viewerIds` go to every member.
       case GUILDS_SUBJECTS.channelDeleted:
+        return data.viewerIds ? just(data.viewerIds) : members(data.serverId, fresh);
       case GUILDS_SUBJECTS.categoryCreated:
       case GUILDS_SUBJECTS.categoryUpdated:
       case GUILDS_SUBJECTS.categoryDeleted:

@@ -7,6 +7,7 @@ import { deleteChannel as deleteChannelRow, findChannel, insertChannel, updateCh
 import { channelOrder } from '../db/layout.ts';
 import { findServer, toServer } from '../db/servers.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
+import { channelViewers } from './audience.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn } from './layout.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
@@ -91,8 +92,9 @@ export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Pro
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     await lockLayout(tx, access.server.id);
     const current = await findChannel(tx, channelId);
-    if (!current || (await deleteChannelRow(tx, channelId)) === 0) return;
-    await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: access.channel.serverId });
+    const viewers = current && (await channelViewers(tx, channelId));
+    if (!viewers || (await deleteChannelRow(tx, channelId)) === 0) return;
+    await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: viewers.serverId, viewerIds: viewers.userIds });
     await closeChannelGap(tx, ctx.requestId, current.serverId, current.categoryId);
     // The foreign keys cleared the server's pointers to this channel; say so to those who keep servers.
     const { entrance_channel_id, afk_channel_id, jtc_channel_id } = access.server;

@@ -35,6 +35,7 @@ import {
   upsertVoiceState,
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
+import { channelViewers } from './audience.ts';
 import type { Ctx, Domain } from './context.ts';
 import { closeChannelGap, lockLayout } from './layout.ts';
 import { has } from './permissions.ts';
@@ -176,8 +177,9 @@ async function deleteIfEmptyTemporary(tx: Queryable, requestId: string | undefin
   const channel = (await lockChannels(tx, [channelId])).get(channelId);
   if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return;
   await lockLayout(tx, channel.serverId);
+  const { userIds: viewerIds } = await channelViewers(tx, channelId);
   await deleteChannel(tx, channelId);
-  await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId });
+  await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId, viewerIds });
   await closeChannelGap(tx, requestId, channel.serverId, channel.categoryId);
 }
 
