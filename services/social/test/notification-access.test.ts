@@ -28,6 +28,10 @@ const feed = async (user: User, query = '') => {
 };
 const applied = (event: { id: string }) =>
   eventually(async () => (await h.runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [event.id])).rowCount === 1);
+const storedMentions = async (user: User) =>
+  (await h.runtime.pool.query('SELECT message_id FROM channel_mentions WHERE user_id = $1 ORDER BY message_id', [user.id])).rows.map(
+    (r) => r.message_id,
+  );
 const storedExcerpts = async (user: User, messageId: string) =>
   (await h.runtime.pool.query('SELECT excerpt FROM notifications WHERE user_id = $1 AND message_id = $2', [user.id, messageId])).rows.map(
     (r) => r.excerpt,
@@ -35,7 +39,7 @@ const storedExcerpts = async (user: User, messageId: string) =>
 
 /** Guilds' resolved mention of `user` in a channel; answers the message id once applied. */
 async function mentioned(user: User, at: { serverId: string; channelId: string }, excerpt = 'hello', createdAt = new Date()) {
-  const messageId = uuidv7();
+  const messageId = uuidv7({ msecs: createdAt.getTime() });
   const batch = { messageId, ...at, authorId: uuidv7(), via: 'user', excerpt, createdAt: createdAt.toISOString(), userIds: [user.id] };
   await applied(await rs.publish(READ_STATE_SUBJECTS.messageMentioned, batch));
   return messageId;
@@ -94,11 +98,13 @@ describe('entries of a channel the user may no longer view', () => {
     expect(back.unreadCount).toBe(4);
   });
 
-  it('are deleted when the user leaves or is kicked from the server (guilds.member.left), not those of a later rejoin', async () => {
+  it('are deleted with their mention counts when the user leaves or is kicked (guilds.member.left), not those of a later rejoin', async () => {
     const ann = await h.addUser();
     const [serverId, otherServer] = [uuidv7(), uuidv7()];
     const channel = { serverId, channelId: uuidv7() };
     const before = await mentioned(ann, channel, 'before the kick', new Date(Date.now() - 60_000));
+    // The channel's head is what ties its mentions to the server.
+    await applied(await rs.publish('guilds.message.created', { ...channelMessageRecord(channel), id: before }));
     const elsewhere = await mentioned(ann, { serverId: otherServer, channelId: uuidv7() }, 'other server', new Date(Date.now() - 60_000));
     await joinRequestApproved(ann, serverId);
     // Rejoined and mentioned again: its event may be applied before the kick's (another consumer).
@@ -114,6 +120,7 @@ describe('entries of a channel the user may no longer view', () => {
     ).toEqual([]);
     expect(await storedExcerpts(ann, later)).toEqual(['after rejoining']);
     expect(await storedExcerpts(ann, elsewhere)).toEqual(['other server']);
+    expect(await storedMentions(ann)).toEqual([elsewhere, later].sort());
     const { notifications, unreadCount } = await feed(ann);
     expect(notifications.map((n) => n.kind).sort()).toEqual(['join_request_approved', 'mention', 'mention']);
     expect(unreadCount).toBe(3);

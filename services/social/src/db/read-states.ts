@@ -151,6 +151,22 @@ export async function recordMentions(tx: Queryable, userIds: string[], channelId
   return rows.map((r) => r.user_id);
 }
 
+/**
+ * A member who left keeps no mention of the server's channels from before `until` (message ids
+ * are UUIDv7, so the id of the last possible message of that millisecond bounds them): one of a
+ * rejoin that the leave's event is processed after still counts.
+ */
+export async function forgetServerMentions(tx: Queryable, userId: string, serverId: string, until: string): Promise<void> {
+  const ms = Date.parse(until).toString(16).padStart(12, '0');
+  const lastIdThen = `${ms.slice(0, 8)}-${ms.slice(8)}-7fff-bfff-ffffffffffff`;
+  await exec(
+    tx,
+    `DELETE FROM channel_mentions cm USING channel_heads h
+     WHERE cm.user_id = $1 AND h.channel_id = cm.channel_id AND h.server_id = $2 AND cm.message_id <= $3`,
+    [userId, serverId, lastIdThen],
+  );
+}
+
 /** A deleted message no longer counts as anyone's mention. */
 export async function forgetMentionsOf(tx: Queryable, messageId: string): Promise<void> {
   await exec(tx, 'DELETE FROM channel_mentions WHERE message_id = $1', [messageId]);

@@ -34,7 +34,7 @@ import {
   setExcerptOf,
   usersCounting,
 } from '../db/notifications.ts';
-import { recordMentions } from '../db/read-states.ts';
+import { forgetServerMentions, recordMentions } from '../db/read-states.ts';
 import { displayNames } from '../db/users.ts';
 import { type ReadStateDeps, viewable } from './read-states.ts';
 
@@ -221,6 +221,7 @@ export async function channelMessageEdited(tx: Queryable, message: z.output<type
 /** Who left a server (left, kicked, banned) keeps no entry of its channels from before: they cannot view them now. */
 export async function serverLeft(tx: Queryable, event: z.output<typeof MemberLeftEventData>, at: string): Promise<void> {
   await forgetServerChannelNotifications(tx, event.userId, event.serverId, at);
+  await forgetServerMentions(tx, event.userId, event.serverId, at);
 }
 
 /** Who left a group keeps no entry of it (called in the leave's transaction). */
