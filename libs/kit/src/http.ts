@@ -92,7 +92,8 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     trustProxy: options.trustProxy ?? false,
     // Node hands every request that offers an upgrade to the 'upgrade' listener when there is one.
-    http: { shouldUpgradeCallback: (req) => options.upgradesAt?.(req.url?.split('?')[0] ?? '/') ?? false },
+    // An HTTP/1.1 request without Host is refused below in {"error"}, not by Node with an empty 400.
+    http: { shouldUpgradeCallback: (req) => options.upgradesAt?.(req.url?.split('?')[0] ?? '/') ?? false, requireHostHeader: false },
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
     // The router's own answers (a path parameter over the limit, a URL that does not decode) in the
     // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
@@ -116,6 +117,15 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   // The hooks every request runs are callback hooks: an async one costs each request a promise.
   app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    if (req.headers.host === undefined && req.raw.httpVersion === '1.1') {
+      // RFC 9112 §3.2: a 1.1 request without Host is answered 400. Replying ends the hook chain.
+      reply
+        .headers(options.answerHeaders ?? {})
+        .header('connection', 'close')
+        .code(400)
+        .send({ error: 'A Host header is required' });
+      return;
+    }
     done();
   });
   if (tracingEnabled()) traceRequests(app);

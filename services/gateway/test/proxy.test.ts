@@ -232,6 +232,7 @@ describe('requests refused before any hook runs', () => {
     const cases: [string, string, string][] = [
       [`GET /v1/users/%zz HTTP/1.1\r\nhost: gw\r\nconnection: close\r\n\r\n`, '400', 'Malformed URL'],
       ['GET /v1/auth/jwks HTTP/1.1\r\nhost: gw\r\nx-folded: a\r\n  b\r\n\r\n', '400', 'Malformed HTTP request'],
+      ['GET /v1/auth/jwks HTTP/1.1\r\nx-request-id: hostless\r\n\r\n', '400', 'A Host header is required'],
       [`GET /v1/auth/jwks HTTP/1.1\r\nhost: gw\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, '431', 'Request header fields too large'],
     ];
     for (const [bytes, status, error] of cases) {
