@@ -83,6 +83,13 @@ describe('route classification', () => {
     expect(classify('GET', '/v1/users\\@me')).toMatchObject({ refused });
   });
 
+  it('refuses a target that is not a path (absolute form, asterisk form)', () => {
+    const refused = 'The request target must be a path starting with /';
+    expect(classify('GET', 'http://127.0.0.1:1/v1/auth/jwks')).toMatchObject({ refused });
+    expect(classify('OPTIONS', '*')).toMatchObject({ refused });
+    expect(classify('GET', '/v1/auth/jwks')).not.toHaveProperty('refused');
+  });
+
   it('reads percent-escapes of unreserved characters as the services do: no spelling leaves a prefix’s token check or tier', () => {
     expect(classify('GET', '/v1/%61uth/unknown')).toMatchObject({ auth: true, tier: 'auth' });
     expect(classify('POST', '/v1/%41UTH/%6Cogin')).toMatchObject({ auth: false, tier: 'auth', pattern: '/v1/auth/login' });

@@ -58,6 +58,8 @@ export function createRouteTable(routes: RouteContract[], proxiedPrefixes: strin
     const path = (url.split('?')[0] ?? '/').replace(ESCAPED_UNRESERVED, (escaped) => decodeURIComponent(escaped)).toLowerCase();
     if (DOT_SEGMENT.test(path)) return { ...unknownPath(method, path), refused: 'The path may not contain "." or ".." segments' };
     if (path.includes('\\')) return { ...unknownPath(method, path), refused: 'The path may not contain a backslash' };
+    // An absolute-form target (`GET http://host/...`) is for proxies; this is an origin server.
+    if (!path.startsWith('/')) return { ...unknownPath(method, path), refused: 'The request target must be a path starting with /' };
     const match = METHODS.has(method) ? safeFind(router, method as Method, path) : undefined;
     const contract = match?.store as RouteContract | undefined;
     if (contract) {
