@@ -45,6 +45,16 @@ export const multiLineText = (max: number) =>
  */
 export const MAX_PATH_PARAM_LENGTH = 2048;
 export const Timestamp = z.iso.datetime({ offset: true });
+const WRITTEN_INSTANT = /^(\d{4})-.*?(?:Z|([+-])(\d{2}):(\d{2}))$/i;
+/**
+ * A time a client sends to be stored: what PostgreSQL's timestamptz takes and a clock can show.
+ * ISO 8601 alone allows year 0000 and offsets up to ±23:59, which the database refuses (a 500).
+ */
+export const StoredTimestamp = Timestamp.refine((value) => {
+  const [, year = '0', , hours = '0', minutes = '0'] = WRITTEN_INSTANT.exec(value) ?? [];
+  const utcYear = new Date(value).getUTCFullYear();
+  return Number(year) >= 1 && Number(hours) * 60 + Number(minutes) <= 14 * 60 && utcYear >= 1 && utcYear <= 9999;
+}, 'must be an instant between the years 1 and 9999 with an offset within ±14:00');
 export const ErrorBody = z.object({ error: z.string() }).meta({ id: 'Error' });
 export const Empty = z.object({}).meta({ id: 'Empty' });
 

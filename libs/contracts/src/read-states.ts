@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from './common.ts';
+import { Id, StoredTimestamp, Timestamp } from './common.ts';
 import { defineRpc } from './rpc.ts';
 
 /**
@@ -114,7 +114,7 @@ export const SettingsParams = z.object({ serverId: Id });
 /** Replaces the server's settings: a missing `muteUntil` unmutes, missing `channels` clears their levels. */
 export const PutNotificationSettingsBody = z.object({
   level: NotificationLevel,
-  muteUntil: Timestamp.nullish(),
+  muteUntil: StoredTimestamp.nullish(),
   channels: ChannelLevels.optional(),
 });
 export type PutNotificationSettingsBody = z.infer<typeof PutNotificationSettingsBody>;

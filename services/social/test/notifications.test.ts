@@ -1,6 +1,7 @@
 import { READ_STATE_SUBJECTS } from '@chat/contracts';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
 import { createHarness, eventually } from './harness.ts';
 import { withReadStates } from './read-state-fixtures.ts';
 
@@ -56,6 +57,30 @@ describe('entries from events', () => {
     // Each entry is announced to its user (NOTIFICATION_CREATE on the socket).
     const announced = (await h.events(READ_STATE_SUBJECTS.notificationCreated)).map((e) => e.data);
     expect(announced).toContainEqual({ notification: request, userIds: [ben.id] });
+  });
+
+  it('keeps one entry for a pending friend request and none once it is cancelled or declined, however late the events apply', async () => {
+    const [ann, ben] = [await h.addUser(), await h.addUser()];
+    // The feed's consumer is held back: its events arrive after the cancels (and the last request).
+    await rs.stop('friends');
+    for (let i = 0; i < 5; i++) {
+      expect((await h.call(ann, 'POST', '/v1/friends/requests', { userId: ben.id })).status).toBe(201);
+      expect((await h.call(ann, 'POST', '/v1/friends/cancel', { userId: ben.id })).status).toBe(204);
+    }
+    expect((await h.call(ann, 'POST', '/v1/friends/requests', { userId: ben.id })).status).toBe(201);
+    await rs.start('friends');
+    const { bus } = h.runtime;
+    const { stream, durable } = READ_STATE_CONSUMERS.friends;
+    await eventually(async () => {
+      const info = await bus.jsm.consumers.info(bus.name(stream.name), bus.name(durable));
+      return info.num_pending === 0 && info.num_ack_pending === 0 && (await feed(ben)).notifications.length > 0;
+    });
+    const pending = await feed(ben);
+    expect(pending.notifications.map((n) => [n.kind, n.actorId])).toEqual([['friend_request', ann.id]]);
+    expect(pending.unreadCount).toBe(1);
+
+    expect((await h.call(ben, 'POST', '/v1/friends/decline', { userId: ann.id })).status).toBe(204);
+    expect(await feed(ben)).toMatchObject({ notifications: [], unreadCount: 0 });
   });
 
   it('tells the requester of a join-request approval and rejection (guilds events)', async () => {
@@ -155,6 +180,10 @@ describe('the feed', () => {
     expect(after.notifications.map((n) => n.read)).toEqual([false, false, true, true, true]);
     const back = await h.call(ann, 'POST', '/v1/notifications/ack', { until: ids[4] });
     expect(back.body).toEqual({ unreadCount: 2, lastReadId: ids[2] });
+    // Past the newest entry a mark would hide every later one: refused, and nothing moves.
+    const beyond = await h.call(ann, 'POST', '/v1/notifications/ack', { until: 'ffffffff-ffff-7fff-bfff-ffffffffffff' });
+    expect({ status: beyond.status, body: beyond.body }).toEqual({ status: 404, body: { error: 'Notification not found' } });
+    expect((await feed(ann)).unreadCount).toBe(2);
   });
 
   it('answers 400 naming the field for a bad query or body, 401 without a token', async () => {

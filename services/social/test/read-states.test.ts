@@ -165,6 +165,17 @@ describe('channel read states', () => {
     const rows = await h.runtime.pool.query('SELECT 1 FROM read_states WHERE target_id = $1', [channelId]);
     expect(rows.rowCount).toBe(0);
   });
+
+  it('refuses an ack at an id from the future with 404: the mark stays, and a later mention still counts', async () => {
+    const channelId = uuidv7();
+    const seen = await posted(channelId, bob);
+    expect((await ackChannel(alice, channelId, seen.id)).status).toBe(200);
+    const future = uuidv7({ msecs: Date.now() + 3_600_000 });
+    expect(await ackChannel(alice, channelId, future)).toMatchObject({ status: 404, body: { error: 'Message not found' } });
+    expect(await ackChannel(alice, channelId, 'ffffffff-ffff-7fff-bfff-ffffffffffff')).toMatchObject({ status: 404 });
+    await posted(channelId, bob, { user: [alice] });
+    expect(await readStateOf(alice, channelId)).toMatchObject({ lastReadMessageId: seen.id, unread: true, mentionCount: 1 });
+  });
 });
 
 describe('notification settings decide what counts as a mention', () => {
@@ -253,6 +264,28 @@ describe('conversation read states', () => {
     expect(refused.status).toBe(404);
     expect(refused.body).toEqual({ error: 'Conversation not found' });
     expect((await readStateOf(alice, id))?.lastReadMessageId).toBe(sent[0]);
+  });
+
+  it('refuses with 404 an ack at an id that is no message of the conversation and newer than its last; a deleted one is fine', async () => {
+    const other = await h.addUser();
+    const id = (await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [bob.id] })).body.id as string;
+    const elsewhere = (await h.call(alice, 'POST', '/v1/dm/conversations', { userIds: [other.id] })).body.id as string;
+    const send = async (from: User, conversationId: string, content: string) => {
+      const res = await h.call(from, 'POST', '/v1/dm/messages', { conversationId, content });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const [gone, first] = [await send(bob, id, 'to be deleted'), await send(bob, id, 'first')];
+    expect((await h.call(bob, 'DELETE', `/v1/dm/messages/${gone}`)).status).toBe(204);
+    expect((await h.call(alice, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId: gone })).status).toBe(200);
+    const foreign = await send(alice, elsewhere, 'in another conversation');
+    for (const messageId of [foreign, uuidv7(), 'ffffffff-ffff-7fff-bfff-ffffffffffff']) {
+      const refused = await h.call(alice, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId });
+      expect({ status: refused.status, body: refused.body }, messageId).toEqual({ status: 404, body: { error: 'Message not found' } });
+    }
+    expect((await h.call(alice, 'PUT', `/v1/dm/conversations/${id}/ack`, { messageId: first })).status).toBe(200);
+    const later = await send(bob, id, 'later');
+    expect(await readStateOf(alice, id)).toMatchObject({ lastReadMessageId: first, lastMessageId: later, unread: true });
   });
 });
 

@@ -32,7 +32,7 @@ export const readStatesRoutes = {
     body: AckBody,
     status: 200,
     response: ReadState,
-    errors: { 404: 'Unknown channel, or not visible to the caller', ...GUILDS_DOWN },
+    errors: { 404: 'Unknown channel, or not visible to the caller; or a message id from the future', ...GUILDS_DOWN },
   }),
   ackConversation: defineRoute({
     method: 'PUT',
@@ -43,7 +43,7 @@ export const readStatesRoutes = {
     body: AckBody,
     status: 200,
     response: ReadState,
-    errors: { 404: 'Unknown conversation, or the caller is not a participant' },
+    errors: { 404: 'Unknown conversation, or the caller is not a participant; or no message of it, newer than its newest' },
   }),
   listReadStates: defineRoute({
     method: 'GET',
@@ -73,6 +73,7 @@ export const readStatesRoutes = {
     body: AckNotificationsBody,
     status: 200,
     response: NotificationsAcked,
+    errors: { 404: 'An id past the newest entry of the feed' },
   }),
   getNotificationSettings: defineRoute({
     method: 'GET',

@@ -95,12 +95,26 @@ export async function feedUnread(
 }
 
 /** Moves the feed's read mark forwards only. */
+/** Whether the user's feed has an entry at or after `id` (a mark past every entry would hide later ones). */
+export async function feedReaches(db: Queryable, userId: string, id: string): Promise<boolean> {
+  return (await maybeOne(db, 'SELECT 1 FROM notifications WHERE user_id = $1 AND id >= $2 LIMIT 1', [userId, id])) !== undefined;
+}
+
 export async function advanceFeedMark(tx: Queryable, userId: string, until: string): Promise<void> {
   await exec(
     tx,
     `INSERT INTO notification_reads (user_id, last_read_id) VALUES ($1, $2)
      ON CONFLICT (user_id) DO UPDATE SET last_read_id = GREATEST(notification_reads.last_read_id, EXCLUDED.last_read_id)`,
     [userId, until],
+  );
+}
+
+/** A friend request that ended unanswered (cancelled, declined, or by a block) leaves the feed, either way round. */
+export async function forgetFriendRequestNotifications(tx: Queryable, a: string, b: string): Promise<void> {
+  await exec(
+    tx,
+    `DELETE FROM notifications WHERE kind = 'friend_request' AND ((user_id = $1 AND actor_id = $2) OR (user_id = $2 AND actor_id = $1))`,
+    [a, b],
   );
 }
 

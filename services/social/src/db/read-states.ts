@@ -1,5 +1,6 @@
 import type { ReadState, ReadStateKind } from '@chat/contracts';
 import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
+import { lastIdAt } from '@chat/messaging';
 import { NOT_FROM_BLOCKED } from './relationships.ts';
 
 /** Read states, channel heads and channel mentions (migration 0008). */
@@ -157,8 +158,7 @@ export async function recordMentions(tx: Queryable, userIds: string[], channelId
  * rejoin that the leave's event is processed after still counts.
  */
 export async function forgetServerMentions(tx: Queryable, userId: string, serverId: string, until: string): Promise<void> {
-  const ms = Date.parse(until).toString(16).padStart(12, '0');
-  const lastIdThen = `${ms.slice(0, 8)}-${ms.slice(8)}-7fff-bfff-ffffffffffff`;
+  const lastIdThen = lastIdAt(Date.parse(until));
   await exec(
     tx,
     `DELETE FROM channel_mentions cm USING channel_heads h
@@ -170,6 +170,20 @@ export async function forgetServerMentions(tx: Queryable, userId: string, server
 /** A deleted message no longer counts as anyone's mention. */
 export async function forgetMentionsOf(tx: Queryable, messageId: string): Promise<void> {
   await exec(tx, 'DELETE FROM channel_mentions WHERE message_id = $1', [messageId]);
+}
+
+/**
+ * Whether a read mark at `messageId` passes no message the user has not been shown: it names a
+ * message of the conversation, or one older than its newest (a message deleted since).
+ */
+export async function isReadableMark(db: Queryable, conversationId: string, messageId: string): Promise<boolean> {
+  const row = await maybeOne(
+    db,
+    `SELECT 1 WHERE EXISTS (SELECT 1 FROM direct_messages WHERE id = $2::uuid AND conversation_id = $1::uuid)
+       OR $2::uuid < (SELECT id FROM direct_messages WHERE conversation_id = $1::uuid ORDER BY id DESC LIMIT 1)`,
+    [conversationId, messageId],
+  );
+  return row !== undefined;
 }
 
 /** Is the user a participant of the conversation? */

@@ -15,7 +15,7 @@ import {
   type PutNotificationSettingsBody,
   READ_STATE_SUBJECTS,
 } from '@chat/contracts';
-import { enqueueEvent, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
 import { excerptOf } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -23,9 +23,11 @@ import { messageById } from '../db/messages.ts';
 import {
   advanceFeedMark,
   feedPage,
+  feedReaches,
   feedUnread,
   findSettings,
   forgetConversationNotifications,
+  forgetFriendRequestNotifications,
   forgetNotificationsOf,
   forgetServerChannelNotifications,
   insertNotification,
@@ -35,6 +37,7 @@ import {
   usersCounting,
 } from '../db/notifications.ts';
 import { forgetServerMentions, recordMentions } from '../db/read-states.ts';
+import { relationBetween } from '../db/relationships.ts';
 import { displayNames } from '../db/users.ts';
 import { type ReadStateDeps, viewable } from './read-states.ts';
 
@@ -140,6 +143,7 @@ function countShown(feed: Awaited<ReturnType<typeof feedUnread>>, views: Views):
 
 /** Moves the feed's read mark; answers the unread count as the feed shows it. */
 export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: string): Promise<FeedUnread> {
+  if (!(await feedReaches(deps.pool, ctx.userId, until))) throw notFound('Notification');
   await withTx(deps.pool, (tx) => advanceFeedMark(tx, ctx.userId, until));
   const feed = await feedUnread(deps.pool, ctx.userId);
   const views: Views = { visible: new Set(), hidden: new Set() };
@@ -233,8 +237,14 @@ export async function directMessageDeleted(tx: Queryable, event: z.output<typeof
   await forgetNotificationsOf(tx, event.id);
 }
 
-export function friendRequested(tx: Queryable, event: z.output<typeof FriendRequestedEvent>): Promise<void> {
-  return notify(tx, [event.recipientId], { kind: 'friend_request', actorId: event.requesterId, createdAt: event.createdAt });
+/**
+ * The recipient learns of a pending request: one entry per requester, however late the events of
+ * earlier, cancelled requests are applied; none when the request is already gone.
+ */
+export async function friendRequested(tx: Queryable, event: z.output<typeof FriendRequestedEvent>): Promise<void> {
+  if (!(await relationBetween(tx, event.requesterId, event.recipientId)).outgoing) return;
+  await forgetFriendRequestNotifications(tx, event.requesterId, event.recipientId);
+  await notify(tx, [event.recipientId], { kind: 'friend_request', actorId: event.requesterId, createdAt: event.createdAt });
 }
 
 /** The one who asked learns that the other accepted. */

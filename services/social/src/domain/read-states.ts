@@ -8,6 +8,7 @@ import {
   VisibleChannelsRpc,
 } from '@chat/contracts';
 import { type Bus, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
+import { msecsOf } from '@chat/messaging';
 import type { z } from 'zod';
 import { forgetNotificationsOf } from '../db/notifications.ts';
 import {
@@ -18,6 +19,7 @@ import {
   conversationReadStates,
   forgetMentionsOf,
   isParticipant,
+  isReadableMark,
 } from '../db/read-states.ts';
 
 /**
@@ -25,6 +27,9 @@ import {
  * guilds' events; whether the user may still view a channel is asked of guilds once per request
  * (rpc.guilds.channels.visible), never copied here.
  */
+
+/** How far ahead of this clock another replica's may run and still issue ids. */
+const CLOCK_TOLERANCE_MS = 1_000;
 
 export interface ReadStateDeps {
   pool: Pool;
@@ -63,6 +68,9 @@ export async function listReadStates(deps: ReadStateDeps, ctx: RequestContext): 
 export async function ackChannel(deps: ReadStateDeps, ctx: RequestContext, channelId: string, messageId: string): Promise<ReadState> {
   const visible = await viewable(deps, ctx, [channelId]);
   if (!visible.has(channelId)) throw notFound('Channel');
+  // Guilds owns the channel's messages and social learns of them after the poster's answer, so only
+  // an id from the future is known to name none (a mark there would hide every later message).
+  if (msecsOf(messageId) > Date.now() + CLOCK_TOLERANCE_MS) throw notFound('Message');
   return ack(deps, ctx, 'channel', channelId, messageId);
 }
 
@@ -74,6 +82,7 @@ export async function ackConversation(
   messageId: string,
 ): Promise<ReadState> {
   if (!(await isParticipant(deps.pool, ctx.userId, conversationId))) throw notFound('Conversation');
+  if (!(await isReadableMark(deps.pool, conversationId, messageId))) throw notFound('Message');
   return ack(deps, ctx, 'conversation', conversationId, messageId);
 }
 

@@ -22,6 +22,7 @@ import {
   withTx,
 } from '@chat/kit';
 import { activitiesOf } from '../db/games.ts';
+import { forgetFriendRequestNotifications } from '../db/notifications.ts';
 import {
   deleteBlock,
   deleteFriendship,
@@ -177,6 +178,8 @@ async function announceRemoval(
   const [user, otherUser] = [await summaryOf(tx, ctx.userId), await summaryOf(tx, removal.otherUserId)];
   const data: FriendRemovedEvent = { userId: ctx.userId, ...removal, user, otherUser };
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
+  // As on Discord, a request that is gone no longer waits in the recipient's feed.
+  if (removal.relation === 'request') await forgetFriendRequestNotifications(tx, ctx.userId, removal.otherUserId);
 }
 
 /** The caller's friends, each with what others see of them now and what they are playing (one query for all). */
