@@ -53,6 +53,11 @@ describe('purging expired auth records', () => {
        VALUES ('\\x01', now() - interval '16 minutes'), ('\\x01', now() - interval '14 minutes')`,
     );
 
+    await runtime.pool.query(
+      `INSERT INTO registration_keys (key, pending_id, created_at)
+       VALUES ('purge-old', gen_random_uuid(), now() - interval '25 hours'), ('purge-fresh', gen_random_uuid(), now())`,
+    );
+
     const counts = await purgeOnce({ pool: runtime.pool, config, log: runtime.log });
 
     expect(counts).toMatchObject({
@@ -63,7 +68,9 @@ describe('purging expired auth records', () => {
       resetFailures: 1,
       mailSends: 1,
       loginFailures: 1,
+      registrationKeys: 1,
     });
+    expect((await rows("SELECT key FROM registration_keys WHERE key LIKE 'purge-%'")).map((r) => r.key)).toEqual(['purge-fresh']);
     expect(await rows('SELECT id FROM sessions WHERE id = ANY($1)', [[liveSession.id, spentSession.id]])).toEqual([{ id: liveSession.id }]);
     expect((await rows('SELECT id FROM pending_registrations WHERE id = ANY($1)', [[oldPending, freshPending]])).map((r) => r.id)).toEqual([
       freshPending,

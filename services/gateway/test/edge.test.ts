@@ -37,19 +37,23 @@ describe('edge hygiene', () => {
     }
   });
 
-  it('answers a CORS preflight for a configured origin only, exposing the rate headers', async () => {
+  it('answers a CORS preflight for a configured origin only, allowing Idempotency-Key, exposing the rate and replay headers', async () => {
     const preflight = (origin: string) =>
       gateway.app.inject({
         method: 'OPTIONS',
-        url: '/v1/users/@me',
-        headers: { origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+        url: '/v1/servers',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,idempotency-key' },
       });
     const allowed = await preflight('https://app.example');
     expect(allowed.statusCode).toBe(204);
     expect(allowed.headers['access-control-allow-origin']).toBe('https://app.example');
-    expect(allowed.headers['access-control-allow-headers']).toContain('authorization');
+    expect(String(allowed.headers['access-control-allow-headers']).split(/,\s*/)).toEqual(
+      expect.arrayContaining(['authorization', 'content-type', 'idempotency-key']),
+    );
     const simple = await gateway.app.inject({ method: 'GET', url: '/v1/health', headers: { origin: 'https://app.example' } });
-    expect(simple.headers['access-control-expose-headers']).toContain('x-ratelimit-remaining');
+    expect(String(simple.headers['access-control-expose-headers']).split(/,\s*/)).toEqual(
+      expect.arrayContaining(['x-ratelimit-remaining', 'retry-after', 'idempotent-replayed']),
+    );
     const other = await preflight('https://evil.example');
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
   });

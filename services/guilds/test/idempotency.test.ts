@@ -89,6 +89,15 @@ describe('Idempotency-Key on other creating POSTs', () => {
     expect(first.status).toBe(200);
     expect(retry.body).toEqual(first.body);
     expect(await messagesWith('deploy once')).toBe(1);
+    // A wrong token with a used key is the wrong token's 401: it learns nothing of the keys.
+    const forged = await g.call(
+      null,
+      'POST',
+      `/v1/webhooks/${hook.id}/${'x'.repeat(hook.token.length)}?wait=true`,
+      { content: 'deploy once' },
+      withKey(key),
+    );
+    expect({ status: forged.status, body: forged.body }).toEqual({ status: 401, body: { error: 'Unknown webhook or invalid token' } });
   });
 
   it('creates one server, one channel and one invite per key', async () => {

@@ -52,3 +52,22 @@ describe('Idempotency-Key on friend requests', () => {
     expect(withoutKey.status).toBe(409);
   });
 });
+
+describe('Idempotency-Key on blocks', () => {
+  it('answers a retried block with the first answer instead of 409 "already blocked", and writes one block and one event', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const key = crypto.randomUUID();
+    const first = await post(alice, '/v1/friends/block', { userId: bob.id }, key);
+    const retry = await post(alice, '/v1/friends/block', { userId: bob.id }, key);
+    expect(first.status).toBe(201);
+    expect(retry).toEqual({ ...first, replayed: 'true' });
+    expect(await count('SELECT count(*) AS n FROM blocks WHERE blocker_id = $1', [alice.id])).toBe(1);
+    expect(
+      await count("SELECT count(*) AS n FROM outbox WHERE subject = 'social.block.created' AND payload->'data'->>'userId' = $1", [
+        alice.id,
+      ]),
+    ).toBe(1);
+    expect((await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id })).status).toBe(409);
+  });
+});

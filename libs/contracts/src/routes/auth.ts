@@ -36,7 +36,10 @@ export const authRoutes = {
     alternatives: {
       202: { description: 'Email verification is on: a code was emailed; finish with verify-email', response: PendingRegistration },
     },
-    errors: { 409: 'Username or email taken' },
+    errors: {
+      409: 'Username or email taken',
+      422: 'The Idempotency-Key was used for another registration (a retry must repeat the username, email and password)',
+    },
   }),
   verifyEmail: defineRoute({
     method: 'POST',

@@ -1,4 +1,5 @@
 import { exec, type Queryable } from '@chat/kit';
+import { purgeRegistrationKeys } from './registration-keys.ts';
 
 /** How many rows of each kind one purge removed. */
 export interface PurgeCounts {
@@ -9,6 +10,7 @@ export interface PurgeCounts {
   resetFailures: number;
   mailSends: number;
   loginFailures: number;
+  registrationKeys: number;
 }
 
 /**
@@ -20,7 +22,8 @@ export interface PurgeCounts {
  * - a session with no refresh token left that was revoked, or started longer ago than a refresh
  *   token lives (its access tokens expired long before);
  * - a reset code a day after it expired; wrong-code counts after a day; mail counts after an hour;
- *   failed logins once older than their window (`loginFailureWindowMs`).
+ *   failed logins once older than their window (`loginFailureWindowMs`); a registration's
+ *   Idempotency-Key after a day, as the kit's keys.
  */
 export async function purgeExpired(db: Queryable, refreshTtlDays: number, loginFailureWindowMs: number): Promise<PurgeCounts> {
   const pendingRegistrations = await exec(db, "DELETE FROM pending_registrations WHERE created_at < now() - interval '1 day'");
@@ -38,5 +41,6 @@ export async function purgeExpired(db: Queryable, refreshTtlDays: number, loginF
   const loginFailures = await exec(db, 'DELETE FROM login_failures WHERE failed_at < now() - make_interval(secs => $1 / 1000.0)', [
     loginFailureWindowMs,
   ]);
-  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends, loginFailures };
+  const registrationKeys = await purgeRegistrationKeys(db);
+  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends, loginFailures, registrationKeys };
 }

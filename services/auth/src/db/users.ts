@@ -178,14 +178,18 @@ export function findUserById(db: Queryable, id: string): Promise<UserRow | undef
  */
 export async function findLoginCandidate(db: Queryable, login: string): Promise<{ user: UserRow; passwordHash: string } | undefined> {
   const column = login.includes('@') ? 'email' : 'username';
-  const row = await maybeOne<UserRow & { password_hash: string }>(
-    db,
-    `SELECT ${COLUMNS}, password_hash FROM users WHERE lower(${column}) = lower($1)`,
-    [login],
-  );
+  return withPasswordHash(await maybeOne(db, `SELECT ${COLUMNS}, password_hash FROM users WHERE lower(${column}) = lower($1)`, [login]));
+}
+
+/** The account by id, with its password hash beside it, as findLoginCandidate. */
+export async function findAccountWithPassword(db: Queryable, id: string): Promise<{ user: UserRow; passwordHash: string } | undefined> {
+  return withPasswordHash(await maybeOne(db, `SELECT ${COLUMNS}, password_hash FROM users WHERE id = $1`, [id]));
+}
+
+function withPasswordHash(row: (UserRow & { password_hash: string }) | undefined) {
   if (!row) return undefined;
   const { password_hash: passwordHash, ...user } = row;
-  return { user, passwordHash };
+  return { user: user as UserRow, passwordHash };
 }
 
 export function findUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {

@@ -5,12 +5,14 @@ import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import * as codes from '../db/codes.ts';
 import * as loginFailures from '../db/login-failures.ts';
+import { recordRegistrationKey } from '../db/registration-keys.ts';
 import * as users from '../db/users.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
 import { claimLoginAttempt } from './login-limit.ts';
 import { sendCapped } from './mail-limit.ts';
 import { codeMail, registrationAttemptMail } from './mailer.ts';
+import { retriedRegistration } from './registration-retry.ts';
 import {
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
@@ -47,7 +49,8 @@ async function createAccount(
   return { ...tokens, user: users.toSelfUser(row, policy) };
 }
 
-export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string };
+/** `replayed`: the answer to a retry under the first attempt's Idempotency-Key (registration-retry.ts). */
+export type Registration = ({ kind: 'account'; pair: Pair } | { kind: 'pending'; pendingId: string }) & { replayed?: boolean };
 
 /**
  * Without email verification the account exists at once; with it, a code goes out and the account
@@ -55,7 +58,9 @@ export type Registration = { kind: 'account'; pair: Pair } | { kind: 'pending'; 
  * the same work: password hash, pending row, one mail), and its owner is told by mail instead of
  * getting a code, so register reveals nothing about which addresses have accounts.
  */
-export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string): Promise<Registration> {
+export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string, key?: string): Promise<Registration> {
+  const retried = key === undefined ? undefined : await retriedRegistration(deps, key, body);
+  if (retried) return retried;
   const verifying = deps.config.EMAIL_VERIFICATION;
   const [{ emailTaken, ownerEmail }, passwordHash] = await Promise.all([
     users.assertUsernameAndEmailFree(deps.pool, body.username, body.email, verifying),
@@ -63,7 +68,12 @@ export async function register(deps: AuthDomainDeps, body: RegisterBody, request
   ]);
   const account: NewAccount = { username: body.username, email: body.email, passwordHash, displayName: body.displayName ?? body.username };
   if (!verifying) {
-    return { kind: 'account', pair: await withTx(deps.pool, (tx) => createAccount(deps, tx, account, requestId, false)) };
+    const pair = await withTx(deps.pool, async (tx) => {
+      const created = await createAccount(deps, tx, account, requestId, false);
+      if (key !== undefined) await recordRegistrationKey(tx, key, { userId: created.user.id, pendingId: null });
+      return created;
+    });
+    return { kind: 'account', pair };
   }
   const pendingId = uuidv7();
   const code = newEmailCode();
@@ -75,6 +85,7 @@ export async function register(deps: AuthDomainDeps, body: RegisterBody, request
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
     emailTaken,
   });
+  if (key !== undefined) await recordRegistrationKey(deps.pool, key, { userId: null, pendingId });
   // The notice goes to the address as its owner registered it.
   await sendCapped(deps, emailTaken ? registrationAttemptMail(ownerEmail ?? account.email) : codeMail(account.email, 'verify-email', code));
   return { kind: 'pending', pendingId };

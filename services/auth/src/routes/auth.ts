@@ -1,5 +1,5 @@
 import { authRoutes } from '@chat/contracts';
-import { contextOf, route } from '@chat/kit';
+import { contextOf, idempotencyKeyOf, REPLAYED_HEADER, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { AuthDomainDeps } from '../deps.ts';
 import * as accounts from '../domain/accounts.ts';
@@ -9,7 +9,8 @@ import * as sessions from '../domain/sessions.ts';
 /** Registration, login, tokens and password reset: /v1/auth/*. */
 export function authHttpRoutes(app: FastifyInstance, deps: AuthDomainDeps): void {
   route(app, authRoutes.register, async (req, reply) => {
-    const outcome = await accounts.register(deps, req.body, req.id);
+    const outcome = await accounts.register(deps, req.body, req.id, idempotencyKeyOf(req));
+    if (outcome.replayed) reply.header(REPLAYED_HEADER, 'true');
     if (outcome.kind === 'account') return outcome.pair;
     // Email verification is on: the second success status of this contract.
     return reply.code(202).send({ pendingId: outcome.pendingId });

@@ -3,6 +3,8 @@ import {
   AppError,
   badRequest,
   bearerToken,
+  IDEMPOTENCY_HEADER,
+  REPLAYED_HEADER,
   SESSION_REVOKED,
   setMetricsRoute,
   type TokenVerifier,
@@ -107,8 +109,8 @@ function corsOptions(origins: string[]) {
   return {
     origin: origins.includes('*') ? '*' : origins.length > 0 ? origins : false,
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
-    exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id'],
+    allowedHeaders: ['authorization', 'content-type', 'x-request-id', IDEMPOTENCY_HEADER],
+    exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id', REPLAYED_HEADER],
     maxAge: 600,
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { messagesRoutes as r } from '@chat/contracts';
 import { contextOf, IDEMPOTENT, noContent, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
@@ -45,7 +46,12 @@ export function webhookRoutes(app: FastifyInstance, d: Domain): void {
       reply.code(204);
       return message;
     },
-    // Keys belong to the webhook: its callers share no user.
-    { idempotent: (req) => `webhook:${(req.params as { id: string }).id}` },
+    // Keys belong to the webhook and its token (hashed: scopes are stored): its callers share no
+    // user, and a wrong token must reach the handler's 401, not learn which keys were used.
+    { idempotent: (req) => webhookIdempotencyScope(req.params as { id: string; token: string }) },
   );
+}
+
+function webhookIdempotencyScope({ id, token }: { id: string; token: string }): string {
+  return `webhook:${id}:${createHash('sha256').update(token).digest('base64url')}`;
 }

@@ -25,7 +25,7 @@ export function friendsRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.cancel, (req) => noContent(cancelFriendRequest(deps, contextOf(req), req.body.userId)));
   route(app, r.list, (req) => friendsOf(deps, contextOf(req), req.query));
   route(app, r.remove, (req) => noContent(removeFriend(deps, contextOf(req), req.params.userId)));
-  route(app, r.block, (req) => blockUser(deps, contextOf(req), req.body.userId));
+  route(app, r.block, (req) => blockUser(deps, contextOf(req), req.body.userId), IDEMPOTENT);
   route(app, r.unblock, (req) => noContent(unblockUser(deps, contextOf(req), req.params.userId)));
   route(app, r.listBlocked, (req) => blockedBy(deps, contextOf(req), req.query));
 }
