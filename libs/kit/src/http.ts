@@ -59,6 +59,8 @@ export interface HttpAppOptions {
   upgradesAt?: (path: string) => boolean;
   /** Headers of every answer, also of those made before any hook runs (a malformed URL, a request Node's parser refuses). */
   answerHeaders?: Readonly<Record<string, string>>;
+  /** False for an app that forwards request bodies unread (the gateway): it keeps Fastify's own JSON parser, which a proxy replaces. */
+  parsesBodies?: boolean;
 }
 
 export interface RouteOptions {
@@ -105,6 +107,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     clientErrorHandler: (err, socket) => answerClientError(err, socket, options.answerHeaders ?? {}),
   });
+  if (options.parsesBodies !== false) refuseLoneSurrogates(app);
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   const running = new Set<Promise<unknown>>();
   app.decorate('runningHandlers', running);
@@ -385,6 +388,33 @@ export function contextOf(req: FastifyRequest): RequestContext {
  * `{"error"}` shape with the answer headers, and the connection is closed (what follows it on the
  * connection cannot be trusted to start where the parser thinks).
  */
+// A \u escape of a surrogate in the raw body (the only way JSON text can carry a lone one), and a
+// surrogate without its pair in a parsed string.
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function holdsLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (value === null || typeof value !== 'object') return false;
+  return Object.entries(value).some(([key, inner]) => LONE_SURROGATE.test(key) || holdsLoneSurrogate(inner));
+}
+
+/**
+ * JSON may spell a lone surrogate (`"\ud800"`), which no UTF-8 text holds: PostgreSQL refuses it
+ * in jsonb (a post answered "Malformed identifier") and replaces it in text (an edit stored U+FFFD).
+ * Refused once here for every route; only a body that has such an escape is searched.
+ */
+function refuseLoneSurrogates(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    parseJson(req, body as string, (err, value) => {
+      if (err || !SURROGATE_ESCAPE.test(body as string) || !holdsLoneSurrogate(value)) return done(err, value);
+      done(new AppError(400, 'body: text must be valid Unicode (an escape spells a lone surrogate)'), undefined);
+    });
+  });
+}
+
 function answerClientError(err: Error & { code?: string }, socket: Socket, headers: Readonly<Record<string, string>>): void {
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
   const [status, error] =

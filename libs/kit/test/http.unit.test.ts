@@ -154,6 +154,19 @@ describe('createHttpApp and route', () => {
     expectErrorBody(res, 400);
   });
 
+  it('answers 400 to a body whose escapes spell a lone surrogate, in a value or a key, and takes escaped pairs', async () => {
+    const post = (payload: string) =>
+      app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': 'application/json' }, payload });
+    for (const payload of ['{"name":"x\\ud800y","size":1}', '{"name":"\\uDC00","size":1}', '{"name":"g","size":1,"\\ud83d":1}']) {
+      expect(expectErrorBody(await post(payload), 400), payload).toBe(
+        'body: text must be valid Unicode (an escape spells a lone surrogate)',
+      );
+    }
+    const pair = await post('{"name":"gear \\ud83d\\ude00","size":1}');
+    expect(pair.statusCode).toBe(201);
+    expect(pair.json()).toMatchObject({ name: 'gear 😀' });
+  });
+
   it('answers 415 to a body that is not JSON', async () => {
     const res = await app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': 'text/xml' }, payload: '<widget/>' });
     expect(expectErrorBody(res, 415)).toMatch(/content-type/i);

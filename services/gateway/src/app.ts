@@ -16,6 +16,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.BODY_LIMIT_BYTES,
     upgradesAt: (path) => path.toLowerCase() === SOCKET_PATH,
     answerHeaders: SECURITY_HEADERS,
+    parsesBodies: false,
   });
   registerHealth(app, deps.checks);
   const routes = deps.routes ?? ALL_ROUTES;
