@@ -1,7 +1,20 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
-import { deviceKeys, rawPublic } from './device-keys.ts';
-import { failure, newClientUser, recordingClient } from './helpers.ts';
+import { GatewayClient } from '@chat/testkit';
+import { afterAll, describe, expect, it } from 'vitest';
+import { deviceKeys, oneTimeKeys, rawPublic } from './device-keys.ts';
+import { conversationOnceKnown, failure, gateway, newClientUser, recordingClient, type TestUser } from './helpers.ts';
+
+const sockets: GatewayClient[] = [];
+afterAll(() => {
+  for (const socket of sockets) socket.close();
+});
+
+async function identified(user: TestUser): Promise<GatewayClient> {
+  const socket = await GatewayClient.connect(gateway, { ip: user.ip });
+  sockets.push(socket);
+  await socket.identify(user.token);
+  return socket;
+}
 
 describe('E2EE keys through the gateway', () => {
   it('hands a co-member (asked of the real guilds service) one bundle per claim and hides it from a stranger', async () => {
@@ -31,5 +44,23 @@ describe('E2EE keys through the gateway', () => {
     });
     expect(await owner.client.social.counts()).toEqual([{ deviceId: 'phone', oneTimeKeyCount: 0 }]);
     expect(await failure(recordingClient().client.social.counts())).toMatchObject({ status: 401 });
+  });
+
+  it('tells every session of the owner, and no one else, when a claim leaves a device low on one-time keys', async () => {
+    const [owner, contact] = await Promise.all([newClientUser('keyslow'), newClientUser('keyslow')]);
+    await conversationOnceKnown(contact, owner);
+    await owner.client.social.putDevice({ params: { deviceId: 'phone' }, body: deviceKeys() });
+    await owner.client.social.uploadOneTimeKeys({ params: { deviceId: 'phone' }, body: { keys: oneTimeKeys(1, 2, 3) } });
+    const [phone, laptop, contactSocket] = await Promise.all([identified(owner), identified(owner), identified(contact)]);
+
+    // Below ONE_TIME_KEYS_LOW (10 in the e2e platform): 2 of 3 are left.
+    expect(await contact.client.social.claimBundles({ params: { userId: owner.id } })).toHaveLength(1);
+    for (const session of [phone, laptop]) {
+      expect((await session.dispatch('KEYS_LOW')).d).toEqual({ devices: [{ deviceId: 'phone', remaining: 2 }] });
+    }
+    // A later event of the same stream reaches the contact: by then KEYS_LOW had its chance.
+    await owner.client.social.putDevice({ params: { deviceId: 'laptop' }, body: deviceKeys() });
+    await contactSocket.dispatch('KEYS_UPDATE', (d) => d.deviceId === 'laptop');
+    expect(contactSocket.dispatches('KEYS_LOW')).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { CALL_SUBJECTS, Call } from './calls.ts';
 import { Id, oneLineText, PermissionMask, Timestamp } from './common.ts';
 import { ACTIVITY_SUBJECTS, Activity } from './games.ts';
 import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
-import { KEYS_SUBJECTS, KeysChangedEvent } from './keys.ts';
+import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import { ChosenStatus, SeenStatus } from './presence.ts';
@@ -244,6 +244,7 @@ export const DISPATCH_NAMES = {
   [SOCIAL_SUBJECTS.blockCreated]: 'BLOCK_CREATE',
   [SOCIAL_SUBJECTS.blockRemoved]: 'BLOCK_DELETE',
   [KEYS_SUBJECTS.keysChanged]: 'KEYS_UPDATE',
+  [KEYS_SUBJECTS.keysLow]: 'KEYS_LOW',
   [AUTH_SUBJECTS.userUpdated]: 'USER_UPDATE',
   [REALTIME_SUBJECTS.presenceUpdated]: 'PRESENCE_UPDATE',
   [REALTIME_SUBJECTS.channelTyping]: 'TYPING_START',
@@ -307,6 +308,8 @@ export const DISPATCH_PAYLOADS = {
   BLOCK_CREATE: BlockedUser,
   BLOCK_DELETE: BlockedUser,
   KEYS_UPDATE: KeysChangedEvent,
+  // The owner's own devices running low; the owner alone receives it, so `userId` says nothing.
+  KEYS_LOW: KeysLowEvent.omit({ userId: true }),
   USER_UPDATE: UserEventData,
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,

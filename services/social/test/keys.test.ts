@@ -3,7 +3,7 @@ import { generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { SharedServersRpc } from '@chat/contracts';
 import { serveRpc } from '@chat/kit';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness } from './harness.ts';
+import { createHarness, eventually } from './harness.ts';
 
 /** Bundle fetches one caller may make per window in this file (the 50-claim race is one caller). */
 const FETCH_LIMIT = 60;
@@ -140,6 +140,38 @@ describe('devices', () => {
       change: 'identity_changed',
       identityKey: reinstalled.body.identityKey,
     });
+  });
+
+  it('announces the identity in force when two first PUTs of one device race: added, then identity_changed', async () => {
+    const alice = await h.addUser();
+    const [first, second] = [deviceKeys().body, deviceKeys().body];
+    // Holding back every write to key_devices lets both PUTs read before either writes, as under load.
+    const blocker = await h.runtime.pool.connect();
+    let answers: { status: number; body: { identityKey: string } }[];
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE key_devices IN SHARE ROW EXCLUSIVE MODE');
+      const racing = Promise.all([first, second].map((body) => h.call(alice, 'PUT', '/v1/keys/devices/racy', body)));
+      const waiting = async () =>
+        (
+          await rows(
+            'SELECT 1 FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())',
+          )
+        ).length === 2;
+      await eventually(waiting, { what: 'both PUTs wait' });
+      await blocker.query('COMMIT');
+      answers = await racing;
+    } finally {
+      blocker.release();
+    }
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 201]);
+    const [added, replaced] = [201, 200].map((status) => answers.find((a) => a.status === status)?.body.identityKey);
+    const [stored] = await rows('SELECT identity_key FROM key_devices WHERE user_id = $1', [alice.id]);
+    expect(b64(stored.identity_key)).toBe(replaced);
+    expect(await keyEvents(alice.id)).toEqual([
+      { userId: alice.id, deviceId: 'racy', change: 'added', identityKey: added },
+      { userId: alice.id, deviceId: 'racy', change: 'identity_changed', identityKey: replaced },
+    ]);
   });
 
   it('deletes a device with its keys (204), then answers 404', async () => {

@@ -266,9 +266,13 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return just(data.participantIds);
       case REALTIME_SUBJECTS.conversationTyping:
         return just(data.participantIds.filter((id: string) => id !== data.userId));
-      // Friend and block events go to each side with its own record (personal.ts).
+      // Friend and block events are not here: each side gets its own record (personal.ts).
+      // Key changes go to whoever may fetch the user's bundles.
       case KEYS_SUBJECTS.keysChanged:
         return just(keyContacts(data.userId));
+      // How many one-time keys the owner's devices have left is the owner's alone.
+      case KEYS_SUBJECTS.keysLow:
+        return just([data.userId]);
       case AUTH_SUBJECTS.userUpdated:
         return just(acquaintances(data.id, { self: true }));
       // A read state and a notification are the user's own: every session of theirs, nobody else.

@@ -31,8 +31,14 @@ const toDevice = (row: DeviceRecordRow): Device => ({
   updatedAt: new Date(row.updated_at).toISOString(),
 });
 
-/** The device's identity key as stored, locking the row until the transaction ends. */
+/**
+ * The device's identity key as stored, locking the device until the transaction ends. A row lock
+ * alone would lock nothing before the device's first PUT, so two first PUTs could both find no
+ * row and the second would replace the first's identity unannounced: the advisory lock on (user,
+ * device) serialises them, and the read, a statement of its own taken after it, sees the winner.
+ */
 export async function lockDevice(tx: Queryable, userId: string, deviceId: string): Promise<{ identityKey: string } | undefined> {
+  await exec(tx, `SELECT pg_advisory_xact_lock(hashtextextended('key_devices:' || $1 || ':' || $2, 0))`, [userId, deviceId]);
   const row = await maybeOne<{ identity_key: Buffer }>(
     tx,
     'SELECT identity_key FROM key_devices WHERE user_id = $1 AND device_id = $2 FOR UPDATE',

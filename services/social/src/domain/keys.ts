@@ -50,7 +50,8 @@ type PutDeviceOutcome = { device: Device; created: boolean };
 /**
  * Publishes a device's identity key and signed prekey. The signature must verify under the
  * identity key. A new identity key makes the device's one-time keys meaningless (they belonged to
- * the old one), so they go, and contacts are told (`social.keys.changed`).
+ * the old one), so they go, and contacts are told (`social.keys.changed`). PUTs of one device take
+ * turns, so of two racing first PUTs the second is an identity change like any other.
  */
 export async function putDevice(deps: KeysDeps, ctx: RequestContext, deviceId: string, body: PutDeviceBody): Promise<PutDeviceOutcome> {
   const { publicKey, signature } = body.signedPreKey;
