@@ -204,6 +204,18 @@ async function inSavepoint<T>(store: AmbientTx, fn: (tx: pg.PoolClient) => Promi
   return mine;
 }
 
+/**
+ * Runs `fn`, which needs no transaction of its own, so that a statement of it that fails leaves the
+ * caller free to go on (a lost race it counts and retries): on `pool` as is, each statement on its
+ * own, or inside a request's transaction in a savepoint of it, which the failure rolls back to
+ * instead of aborting the whole transaction (PostgreSQL's 25P02 for every statement after). Called
+ * inside a withTx of that transaction, it joins that savepoint, as a nested withTx does.
+ */
+export async function withSavepointInRequestTx<T>(pool: Pool, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  const store = ambient.getStore();
+  return store && store.pool === pool ? inSavepoint(store, fn) : fn(pool);
+}
+
 /** Runs `fn` in a transaction; commits when it resolves, rolls back when it throws. */
 export async function withTx<T>(pool: Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
   const store = ambient.getStore();

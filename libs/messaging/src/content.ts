@@ -15,11 +15,14 @@ export function writtenMessageType(replyToId: string | null): 'default' | 'reply
 }
 
 /** What people write; a system message (a join, a pin, a call) stays as posted. */
-const EDITABLE_TYPES: ReadonlySet<MessageType> = new Set(['default', 'reply']);
+const WRITTEN_TYPES: ReadonlySet<MessageType> = new Set(['default', 'reply']);
+
+/** Whether a person wrote the message (not a system message: a join, a pin, a call). */
+export const isWritten = (type: MessageType): boolean => WRITTEN_TYPES.has(type);
 
 /** Only what people write can be edited, even by its author (who joined, pinned or rang): Discord refuses with 50021. */
 export function assertEditable(type: MessageType): void {
-  if (!EDITABLE_TYPES.has(type)) throw forbidden('Cannot edit a system message');
+  if (!isWritten(type)) throw forbidden('Cannot edit a system message');
 }
 
 /** The message with the client's nonce, when it sent one (Discord echoes it on the post and its event only). */

@@ -1,5 +1,5 @@
 import type { Reactions as ReactionsSchema } from '@chat/contracts';
-import { badRequest, exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
+import { badRequest, exec, exists, many, one, prepared, type Queryable } from '@chat/kit';
 import type { z } from 'zod';
 
 /** `{emoji: {count, me}}` of one message, `me` as one viewer sees it. */
@@ -12,26 +12,30 @@ export const MAX_REACTIONS_PER_MESSAGE = 20;
 export interface ReactionStore {
   /** Each message's reactions as `viewerId` sees them, emoji in order of first use (messages without any are absent). */
   of(db: Queryable, messageIds: string[], viewerId: string): Promise<Map<string, Reactions>>;
-  /** Whether anyone has put `emoji` on the message. */
-  isOnMessage(db: Queryable, messageId: string, emoji: string): Promise<boolean>;
   /**
    * Adds the caller's reaction; answers whether it is new (adding twice changes nothing). A new
-   * emoji on a message that already carries MAX_REACTIONS_PER_MESSAGE distinct ones is a 400.
+   * emoji (one nobody has put on the message) is a 400 on a message that already carries
+   * MAX_REACTIONS_PER_MESSAGE distinct ones, and must pass `mayAddNew` first (a permission, which
+   * throws). Both are decided under the message's lock, in the transaction that inserts.
    */
-  add(tx: Queryable, messageId: string, emoji: string, userId: string): Promise<boolean>;
+  add(tx: Queryable, messageId: string, emoji: string, userId: string, mayAddNew?: () => void): Promise<boolean>;
   /** Takes the caller's reaction back; answers whether there was one. */
   remove(tx: Queryable, messageId: string, emoji: string, userId: string): Promise<boolean>;
 }
 
+const LOCK_MESSAGE = prepared(`SELECT pg_advisory_xact_lock(hashtextextended('reactions:' || $1, 0))`);
+
 /** The reaction queries over `table`: a constant of the service's own schema, never input. */
 export function reactionStore(table: string): ReactionStore {
-  const isOnMessage = async (db: Queryable, messageId: string, emoji: string) =>
-    Boolean(await maybeOne(db, `SELECT 1 FROM ${table} WHERE message_id = $1 AND emoji = $2 LIMIT 1`, [messageId, emoji]));
-
   // Beside every page of messages: prepared.
   const reactionsOfMessages = prepared(`SELECT message_id, emoji, count(*)::int AS count, bool_or(user_id = $2) AS me
      FROM ${table} WHERE message_id = ANY($1::uuid[])
      GROUP BY message_id, emoji ORDER BY min(created_at), emoji`);
+
+  const isOnMessage = (db: Queryable, messageId: string, emoji: string) =>
+    exists(db, `SELECT 1 FROM ${table} WHERE message_id = $1 AND emoji = $2`, [messageId, emoji]);
+  const distinctEmoji = prepared(`SELECT count(DISTINCT emoji)::int AS n FROM ${table} WHERE message_id = $1`);
+  const insertReaction = prepared(`INSERT INTO ${table} (message_id, emoji, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`);
 
   return {
     async of(db, messageIds, viewerId) {
@@ -49,25 +53,17 @@ export function reactionStore(table: string): ReactionStore {
       return byMessage;
     },
 
-    isOnMessage,
-
-    async add(tx, messageId, emoji, userId) {
+    async add(tx, messageId, emoji, userId, mayAddNew) {
+      // Every add of the message takes its turn, held to the commit, before its check: each one
+      // then counts the emoji of those before it. Removals take no turn: they only lower the count,
+      // and an emoji an add found on the message stays there, by the add's own insert.
+      await exec(tx, LOCK_MESSAGE, [messageId]);
       if (!(await isOnMessage(tx, messageId, emoji))) {
-        // Serialises new emoji on one message, so two at once cannot both be the 21st.
-        await exec(tx, `SELECT pg_advisory_xact_lock(hashtextextended('reactions:' || $1, 0))`, [messageId]);
-        const { n } = await one<{ n: number }>(tx, `SELECT count(DISTINCT emoji)::int AS n FROM ${table} WHERE message_id = $1`, [
-          messageId,
-        ]);
-        if (n >= MAX_REACTIONS_PER_MESSAGE && !(await isOnMessage(tx, messageId, emoji))) {
-          throw badRequest(`Maximum number of reactions reached (${MAX_REACTIONS_PER_MESSAGE})`);
-        }
+        mayAddNew?.();
+        const { n } = await one<{ n: number }>(tx, distinctEmoji, [messageId]);
+        if (n >= MAX_REACTIONS_PER_MESSAGE) throw badRequest(`Maximum number of reactions reached (${MAX_REACTIONS_PER_MESSAGE})`);
       }
-      const added = await exec(tx, `INSERT INTO ${table} (message_id, emoji, user_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [
-        messageId,
-        emoji,
-        userId,
-      ]);
-      return added > 0;
+      return (await exec(tx, insertReaction, [messageId, emoji, userId])) > 0;
     },
 
     async remove(tx, messageId, emoji, userId) {

@@ -85,6 +85,21 @@ describe('resolved mentions', () => {
     expect(byVia(await mentionsOf(reply.id))).toEqual({ reply: [alice] });
   });
 
+  it('tells nobody of a pin: the pinned system message points at the message, yet is no reply to its author', async () => {
+    const pinned = await post(alice, 'pin me please');
+    expect((await g.call(owner, 'PUT', `/v1/channels/${channelId}/pins/${pinned.id}`)).status).toBe(204);
+    const notice = await g.db.query("SELECT id FROM messages WHERE channel_id = $1 AND type = 'pinned' AND reply_to_id = $2", [
+      channelId,
+      pinned.id,
+    ]);
+    expect(notice.rowCount).toBe(1);
+    // The consumer reads in stream order: once the next message is applied, the pin's was passed.
+    const next = await post(owner, `<@${alice}> control`);
+    expect(byVia(await mentionsOf(next.id))).toEqual({ user: [alice] });
+    const ofNotice = (await g.outbox('guilds.message.mentioned')).filter((e) => (e.data as Mentioned).messageId === notice.rows[0].id);
+    expect(ofNotice).toEqual([]);
+  });
+
   it('publishes nothing for a message that mentions nobody, and records nothing for it', async () => {
     const plain = await post(alice, 'nothing to see');
     // The consumer reads in stream order: once the next message is applied, the plain one was passed.

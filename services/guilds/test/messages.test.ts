@@ -236,6 +236,20 @@ describe('permissions', () => {
     expect((await post(bob, channel, { content: 'still allowed to post' })).status).toBe(201);
   });
 
+  it('answers 403 to a reply from a member without READ_MESSAGE_HISTORY, to a real message or a made-up one alike', async () => {
+    const channel = await newChannel('reply-unread');
+    const original = (await post(owner, channel, { content: 'the original' })).body;
+    expect((await post(bob, channel, { content: 'my access is known now' })).status).toBe(201);
+    await override(channel, { userId: bob }, 0n, Permission.READ_MESSAGE_HISTORY);
+    // Refused before the target is looked up: the answers tell nothing of which ids exist.
+    for (const replyToId of [original.id, newId()]) {
+      const res = await post(bob, channel, { content: 're', replyToId });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { error: 'Missing permission READ_MESSAGE_HISTORY' } });
+    }
+    expect(await rowCount(channel)).toBe(2);
+    expect((await post(bob, channel, { content: 'no reply is fine' })).status).toBe(201);
+  });
+
   it('refuses messages in a voice channel', async () => {
     const res = await post(owner, voice, { content: 'hi' });
     expect(res.status).toBe(400);

@@ -29,7 +29,8 @@ const messages = {
     method: 'POST',
     path: '/v1/channels/:channelId/messages',
     service: g,
-    summary: 'Post a message (VIEW_CHANNEL, SEND_MESSAGES; ATTACH_FILES for attachments; slowmode per member)',
+    summary:
+      'Post a message (VIEW_CHANNEL, SEND_MESSAGES; ATTACH_FILES for attachments; READ_MESSAGE_HISTORY for a reply; slowmode per member)',
     params: ChannelParams,
     body: SendMessageBody,
     status: 201,

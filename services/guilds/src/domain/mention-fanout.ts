@@ -6,7 +6,7 @@ import {
   READ_STATE_SUBJECTS,
 } from '@chat/contracts';
 import { enqueueEvent, type Queryable } from '@chat/kit';
-import { excerptOf } from '@chat/messaging';
+import { excerptOf, isWritten } from '@chat/messaging';
 import type { z } from 'zod';
 import { lockMentionSource, mentionNames } from '../db/messages.ts';
 import { viewersAmong } from './audience.ts';
@@ -25,9 +25,14 @@ type PostedMessage = z.output<typeof MessageEventData>;
 /** Direct mentions outrank replies, replies roles, roles @everyone: each user is told once, by the strongest. */
 const VIA_ORDER: MentionVia[] = ['user', 'reply', 'role', 'everyone'];
 
-/** Whether the message can reach anyone beyond its channel's readers: a mention or a reply. */
-export function mayMention(message: Pick<PostedMessage, 'mentions' | 'replyToId'>): boolean {
+/**
+ * Whether the message can reach anyone beyond its channel's readers: a mention or a reply, of what
+ * a person wrote. A system message never notifies, though a `pinned` one points at the pinned
+ * message with `replyToId` (Discord tells nobody of a pin).
+ */
+export function mayMention(message: Pick<PostedMessage, 'mentions' | 'replyToId' | 'type'>): boolean {
   const { mentions } = message;
+  if (!isWritten(message.type)) return false;
   return mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0 || Boolean(message.replyToId);
 }
 

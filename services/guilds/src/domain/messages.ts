@@ -17,6 +17,7 @@ import {
   type Queryable,
   tooManyRequests,
   withRetryingTx,
+  withSavepointInRequestTx,
 } from '@chat/kit';
 import {
   assertEditable,
@@ -165,7 +166,7 @@ const POST_ATTEMPTS = 3;
 export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: SendMessageBody): Promise<ChannelMessage> {
   const withFiles = Boolean(body.attachments && Object.keys(body.attachments).length > 0);
   const snapshots = d.accessSnapshots ?? new AccessSnapshots();
-  const target = { channelId, userId: ctx.userId, withFiles };
+  const target = { channelId, userId: ctx.userId, withFiles, withReply: Boolean(body.replyToId) };
   let snapshot = await postingSnapshot(d.pool, snapshots, target);
   // Before the statement: no connection is held while the media service answers.
   const attachments = await resolveAttachments(d.bus, ctx, body.attachments);
@@ -184,10 +185,11 @@ export async function sendMessage(d: Domain, ctx: Ctx, channelId: string, body: 
       replyToId: body.replyToId ?? null,
       mentions,
     };
-    const written = await writeMessage(d.pool, ctx, message, body.nonce, {
-      accessVersion: version,
-      slowmodeSeconds: slowmodeOf(access),
-    }).catch(staleWhenParentGone);
+    const checks = { accessVersion: version, slowmodeSeconds: slowmodeOf(access) };
+    // Under an Idempotency-Key the post runs in the key's transaction: a savepoint keeps it usable for the retry.
+    const written = await withSavepointInRequestTx(d.pool, (db) => writeMessage(db, ctx, message, body.nonce, checks)).catch(
+      staleWhenParentGone,
+    );
     if (!('outcome' in written)) return { ...written, reactions: {} };
     if (written.outcome !== 'stale' || attempt === POST_ATTEMPTS) throw refusal(written);
     snapshot = await postingSnapshot(d.pool, snapshots, { ...target, fresh: true });

@@ -52,20 +52,30 @@ export class AccessSnapshots {
 
 const keyOf = (channelId: string, userId: string) => `${channelId}:${userId}`;
 
+/** What a post carries that needs more than SEND_MESSAGES: files, a reply. */
+export interface PostKind {
+  withFiles: boolean;
+  withReply: boolean;
+}
+
 /**
  * The checks of a member's post, in the order of the answers: 404 unless they may view the
- * channel, 400 outside a text channel, 403 without SEND_MESSAGES (or ATTACH_FILES with files).
+ * channel, 400 outside a text channel, 403 without SEND_MESSAGES (ATTACH_FILES with files,
+ * READ_MESSAGE_HISTORY with a reply, as Discord asks for a message reference). A reply is refused
+ * here, before its target is looked up: a member who may not read the history cannot learn which
+ * of its ids exist from the answers.
  */
-export function assertMayPost(access: ChannelAccess | undefined, withFiles: boolean): asserts access is ChannelAccess {
+export function assertMayPost(access: ChannelAccess | undefined, kind: PostKind): asserts access is ChannelAccess {
   if (!access || !has(access.channelPermissions, Permission.VIEW_CHANNEL)) throw notFound('Channel');
   if (access.channel.channelType !== 'text') throw badRequest('Messages belong in text channels');
   requirePermission(access.channelPermissions, Permission.SEND_MESSAGES, 'SEND_MESSAGES');
-  if (withFiles) requirePermission(access.channelPermissions, Permission.ATTACH_FILES, 'ATTACH_FILES');
+  if (kind.withFiles) requirePermission(access.channelPermissions, Permission.ATTACH_FILES, 'ATTACH_FILES');
+  if (kind.withReply) requirePermission(access.channelPermissions, Permission.READ_MESSAGE_HISTORY, 'READ_MESSAGE_HISTORY');
 }
 
-function mayPost(access: ChannelAccess, withFiles: boolean): boolean {
+function mayPost(access: ChannelAccess, kind: PostKind): boolean {
   try {
-    assertMayPost(access, withFiles);
+    assertMayPost(access, kind);
     return true;
   } catch {
     return false;
@@ -88,13 +98,13 @@ export async function loadSnapshot(db: Queryable, channelId: string, userId: str
 export async function postingSnapshot(
   db: Queryable,
   snapshots: AccessSnapshots,
-  target: { channelId: string; userId: string; withFiles: boolean; fresh?: boolean },
+  target: PostKind & { channelId: string; userId: string; fresh?: boolean },
 ): Promise<AccessSnapshot> {
-  const { channelId, userId, withFiles } = target;
+  const { channelId, userId } = target;
   const cached = target.fresh ? undefined : snapshots.get(channelId, userId);
-  if (cached && mayPost(cached.access, withFiles)) return cached;
+  if (cached && mayPost(cached.access, target)) return cached;
   const loaded = await loadSnapshot(db, channelId, userId);
-  assertMayPost(loaded?.access, withFiles);
+  assertMayPost(loaded?.access, target);
   const snapshot = loaded as AccessSnapshot;
   snapshots.set(channelId, userId, snapshot);
   return snapshot;

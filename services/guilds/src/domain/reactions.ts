@@ -28,10 +28,8 @@ export async function addMyReaction(d: Domain, ctx: Ctx, channelId: string, mess
   await withRetryingTx(d.pool, async (tx) => {
     // Locked against a concurrent delete, which would otherwise fail the insert on its foreign key (a 500).
     const message = await messageIn(tx, channelId, messageId, { lock: 'key share' });
-    if (!(await messageReactions.isOnMessage(tx, messageId, emoji))) {
-      requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
-    }
-    if (!(await messageReactions.add(tx, messageId, emoji, ctx.userId))) return;
+    const mayAddNew = () => requirePermission(access.channelPermissions, Permission.ADD_REACTIONS, 'ADD_REACTIONS');
+    if (!(await messageReactions.add(tx, messageId, emoji, ctx.userId, mayAddNew))) return;
     await emitMessageEvent(tx, ctx, 'guilds.reaction.added', {
       messageId,
       channelId,
