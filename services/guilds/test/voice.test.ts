@@ -241,7 +241,9 @@ describe('join-to-create', () => {
     expect(await channelRow(temp.id)).toBeDefined();
     await join(bob, voice.id); // leaving by switching counts too
     expect(await channelRow(temp.id)).toBeUndefined();
-    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toEqual([{ id: temp.id, serverId: server.id }]);
+    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toEqual([
+      { id: temp.id, serverId: server.id, viewerIds: expect.any(Array) },
+    ]);
     await leave(bob);
   });
 
@@ -347,17 +349,13 @@ describe('the sweeper', () => {
     await setJtc(null);
   });
 
-  it('ends the state of a user who is no longer a member (left "removed")', async () => {
+  it('has nothing to end for a member who left: the removal ended their state already', async () => {
     const kicked = newId();
     await g.call(kicked, 'POST', `/v1/servers/${server.id}/join`);
     await join(kicked, voice.id);
     expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/members/${kicked}`)).status).toBe(204);
-    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId)).not.toContain(kicked);
-    expect(await sweepVoiceStates({ pool: g.db })).toBe(1);
-    expect(await stateOf(kicked)).toBeUndefined();
-    expect(await eventsWhere('guilds.voice.left', { userId: kicked })).toEqual([
-      { userId: kicked, serverId: server.id, channelId: voice.id, reason: 'removed' },
-    ]);
+    expect(await sweepVoiceStates({ pool: g.db })).toBe(0);
+    expect(await eventsWhere('guilds.voice.left', { userId: kicked })).toHaveLength(1);
   });
 
   it('ends each expired state once when several replicas sweep at once', async () => {
@@ -378,6 +376,70 @@ describe('the sweeper', () => {
     const left = (await g.outbox('guilds.voice.left')).filter((e) => users.includes(e.data.userId as string));
     expect(left).toHaveLength(users.length);
     expect(new Set(left.map((e) => e.data.userId)).size).toBe(users.length);
+  });
+});
+
+describe('leaving the server ends the voice state', () => {
+  const removals: [string, (userId: string) => Promise<{ status: number }>][] = [
+    ['a kick', (userId) => g.call(owner, 'DELETE', `/v1/servers/${server.id}/members/${userId}`)],
+    ['a ban', (userId) => g.call(owner, 'PUT', `/v1/servers/${server.id}/bans/${userId}`, {})],
+    ['leaving', (userId) => g.call(userId, 'DELETE', `/v1/servers/${server.id}/members/@me`)],
+  ];
+
+  it.each(removals)(
+    '%s ends it in the same transaction (left "removed"), so a rejoin is not back in voice: no state, no grant',
+    async (_, remove) => {
+      const member = await g.knownUser('removed');
+      expect((await g.call(member, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+      expect((await join(member, voice.id)).status).toBe(200);
+      expect([200, 204]).toContain((await remove(member)).status);
+
+      // No sweep ran: the removal itself ended the state and wrote its event.
+      expect(await stateOf(member)).toBeUndefined();
+      expect(await eventsWhere('guilds.voice.left', { userId: member })).toEqual([
+        { userId: member, serverId: server.id, channelId: voice.id, reason: 'removed' },
+      ]);
+      await g.call(owner, 'DELETE', `/v1/servers/${server.id}/bans/${member}`);
+      expect((await g.call(member, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+      const grant = await g.call(member, 'POST', '/v1/voice/grant');
+      expect(grant).toMatchObject({ status: 404, body: { error: 'You are not connected to a voice channel' } });
+      expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/voice-states`)).body.map((s: Row) => s.userId)).not.toContain(member);
+      expect(await access(member, voice.id)).toMatchObject({ isMember: true, inChannel: false });
+      expect((await g.call(member, 'POST', '/v1/voice/heartbeat')).status).toBe(404);
+    },
+  );
+
+  it('a kick deletes the temporary channel it leaves empty, with its event', async () => {
+    const jtc = await newVoiceChannel('kick-jtc');
+    await setJtc(jtc.id);
+    const member = newId();
+    await g.call(member, 'POST', `/v1/servers/${server.id}/join`);
+    const temp = (await join(member, jtc.id)).body.channel;
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${server.id}/members/${member}`)).status).toBe(204);
+    expect(await channelRow(temp.id)).toBeUndefined();
+    expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toHaveLength(1);
+    await setJtc(null);
+  });
+
+  it('deleting the server takes its voice states with its members', async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Doomed', isPublic: true })).body;
+    const member = newId();
+    expect((await g.call(member, 'POST', `/v1/servers/${doomed.id}/join`)).status).toBe(200);
+    const doomedVoice = (await g.call(owner, 'GET', `/v1/servers/${doomed.id}/channels`)).body.find((c: Row) => c.channelType === 'voice');
+    expect((await join(member, doomedVoice.id)).status).toBe(200);
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${doomed.id}`)).status).toBe(204);
+    expect(await stateOf(member)).toBeUndefined();
+  });
+
+  it('a state of someone who is not a member cannot be stored (what a join racing a kick retries on)', async () => {
+    const outsider = newId();
+    await expect(
+      g.db.query("INSERT INTO voice_states (user_id, server_id, channel_id, expires_at) VALUES ($1, $2, $3, now() + interval '1 minute')", [
+        outsider,
+        server.id,
+        voice.id,
+      ]),
+    ).rejects.toMatchObject({ code: '23503' });
   });
 });
 
@@ -518,6 +580,45 @@ describe('media grants for voice', () => {
     await leave(carol);
   });
 
+  it('follows a move into a channel the member cannot see: the grant is for that room, listening only (no SPEAK without VIEW_CHANNEL)', async () => {
+    const jail = await newVoiceChannel('jail');
+    const deny = { userId: carol, allowBits: 0, denyBits: toMask(Permission.VIEW_CHANNEL | Permission.CONNECT) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${jail.id}/permissions`, deny)).status).toBe(200);
+    await join(carol, voice.id);
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: carol, channelId: jail.id })).status).toBe(200);
+
+    const grant = await g.call(carol, 'POST', '/v1/voice/grant');
+    expect(grant.status).toBe(200);
+    expect((await verifier.verify(grant.body.token)).video).toMatchObject({ room: jail.id, canPublish: false, canSubscribe: true });
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}/voice-states/${carol}`, { deaf: true })).status).toBe(200);
+    const deafened = await g.call(carol, 'POST', '/v1/voice/grant');
+    expect((await verifier.verify(deafened.body.token)).video).toMatchObject({ room: jail.id, canSubscribe: false });
+    // Still not a channel of theirs to open.
+    expect((await g.call(carol, 'GET', `/v1/channels/${jail.id}`)).status).toBe(404);
+    await leave(carol);
+  });
+
+  it('lists the caller their own state in a channel hidden from them, and nobody else there', async () => {
+    const jail = await newVoiceChannel('jail-list');
+    const deny = { userId: carol, allowBits: 0, denyBits: toMask(Permission.VIEW_CHANNEL) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${jail.id}/permissions`, deny)).status).toBe(200);
+    await join(owner, jail.id);
+    await join(carol, voice.id);
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: carol, channelId: jail.id })).status).toBe(200);
+
+    const seenByCarol = (await g.call(carol, 'GET', `/v1/servers/${server.id}/voice-states`)).body as Row[];
+    expect(seenByCarol.filter((s) => s.channelId === jail.id)).toEqual([expect.objectContaining({ userId: carol, channelId: jail.id })]);
+    const seenByBob = (await g.call(bob, 'GET', `/v1/servers/${server.id}/voice-states`)).body as Row[];
+    expect(
+      seenByBob
+        .filter((s) => s.channelId === jail.id)
+        .map((s) => s.userId)
+        .sort(),
+    ).toEqual([carol, owner].sort());
+    await leave(carol);
+    await leave(owner);
+  });
+
   it('answers 404 for a grant when not connected', async () => {
     const res = await g.call(carol, 'POST', '/v1/voice/grant');
     expect(res.status).toBe(404);
@@ -573,6 +674,18 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
 
     expect((await moderate(owner, { mute: false, deaf: false })).body).toMatchObject({ serverMute: false, serverDeaf: false });
     expect(await nextGrant(target)).toMatchObject({ canPublish: true, canSubscribe: true });
+    await leave(target);
+  });
+
+  it('a connection that ended starts again without server mute and deafen, even in the same server before the sweep', async () => {
+    await join(target, voice.id);
+    expect((await moderate(owner, { mute: true, deaf: true })).status).toBe(200);
+    await expireNow(target);
+    const again = await join(target, voice.id);
+    expect(again.status).toBe(200);
+    expect(again.body.state).toMatchObject({ channelId: voice.id, serverMute: false, serverDeaf: false });
+    expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: false });
+    expect(await verifier.verify(again.body.grant.token)).toMatchObject({ video: { canPublish: true, canSubscribe: true } });
     await leave(target);
   });
 

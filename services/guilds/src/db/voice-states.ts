@@ -18,10 +18,12 @@ const COLUMNS = 'v.user_id, v.server_id, v.channel_id, v.self_mute, v.self_deaf,
 const RETURNING = COLUMNS.replaceAll('v.', '');
 
 /**
- * A state counts while its heartbeat is fresh and its user is still a member of the server. Rows
- * that fail it are ended by the sweeper (with their event); until then every reader ignores them.
+ * A state counts while its heartbeat is fresh. It belongs to a member (the foreign key of migration
+ * 0214): leaving the server ends it in the same transaction, so membership needs no check here, as
+ * in the membership query's voice_channel_id (db/access.ts). An expired row is ended by the
+ * sweeper (with its event); until then every reader ignores it.
  */
-const LIVE = `v.expires_at > now() AND EXISTS (SELECT 1 FROM members m WHERE m.server_id = v.server_id AND m.user_id = v.user_id)`;
+const LIVE = 'v.expires_at > now()';
 
 const toVoiceState = (r: VoiceStateRow): VoiceState => ({
   userId: r.user_id,
@@ -36,9 +38,9 @@ const toVoiceState = (r: VoiceStateRow): VoiceState => ({
 });
 
 /** A user's state as stored: `endedReason` is null while it counts, else why it no longer does. */
-export type StoredVoiceState = VoiceState & { endedReason: Exclude<VoiceLeftReason, 'left' | 'switched'> | null };
+export type StoredVoiceState = VoiceState & { endedReason: Extract<VoiceLeftReason, 'expired'> | null };
 
-const ENDED_REASON = `CASE WHEN v.expires_at <= now() THEN 'expired' WHEN NOT (${LIVE}) THEN 'removed' END`;
+const ENDED_REASON = `CASE WHEN NOT (${LIVE}) THEN 'expired' END`;
 
 // Any constant distinct from the other advisory locks of this database (the outbox relay uses one key).
 const VOICE_LOCK_SPACE = 727_007;
@@ -77,7 +79,8 @@ export async function lockChannels(db: Queryable, channelIds: readonly string[])
 
 /**
  * Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf,
- * and a moderator's serverMute/serverDeaf while they stay in the same server).
+ * and a moderator's serverMute/serverDeaf while they stay connected in the same server: an expired
+ * state is a connection that ended, so the new one starts without them).
  */
 export async function upsertVoiceState(
   db: Queryable,
@@ -85,12 +88,12 @@ export async function upsertVoiceState(
 ): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `INSERT INTO voice_states (user_id, server_id, channel_id, expires_at)
+    `INSERT INTO voice_states AS v (user_id, server_id, channel_id, expires_at)
      VALUES ($1, $2, $3, now() + make_interval(secs => $4))
      ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
        joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now(),
-       server_mute = voice_states.server_mute AND voice_states.server_id = EXCLUDED.server_id,
-       server_deaf = voice_states.server_deaf AND voice_states.server_id = EXCLUDED.server_id
+       server_mute = v.server_mute AND v.server_id = EXCLUDED.server_id AND ${LIVE},
+       server_deaf = v.server_deaf AND v.server_id = EXCLUDED.server_id AND ${LIVE}
      RETURNING ${RETURNING}`,
     [s.userId, s.serverId, s.channelId, s.ttlSeconds],
   );
@@ -152,6 +155,15 @@ export async function deleteVoiceState(db: Queryable, userId: string): Promise<V
   return row && toVoiceState(row);
 }
 
+/** Deletes the user's state if it is in this server (live or not yet swept). */
+export async function deleteVoiceStateIn(db: Queryable, userId: string, serverId: string): Promise<VoiceState | undefined> {
+  const row = await maybeOne<VoiceStateRow>(db, `DELETE FROM voice_states WHERE user_id = $1 AND server_id = $2 RETURNING ${RETURNING}`, [
+    userId,
+    serverId,
+  ]);
+  return row && toVoiceState(row);
+}
+
 /** How many other users are live in the channel: what its userLimit is compared with. */
 export async function countOthersIn(db: Queryable, channelId: string, userId: string): Promise<number> {
   const row = await maybeOne<{ n: number }>(
@@ -184,27 +196,24 @@ export async function listLiveStates(db: Queryable, serverId: string): Promise<V
 }
 
 /**
- * Deletes up to `limit` states that no longer count at `at` (expired, or of a user no longer a
- * member), skipping rows another transaction holds, so that replicas sweeping at once split the
- * work instead of waiting on each other.
+ * Deletes up to `limit` states expired at `at`, skipping rows another transaction holds, so that
+ * replicas sweeping at once split the work instead of waiting on each other.
  */
-export async function deleteEndedStates(db: Queryable, at: Date, limit: number): Promise<(VoiceState & { reason: VoiceLeftReason })[]> {
-  const rows = await many<VoiceStateRow & { reason: VoiceLeftReason }>(
+export async function deleteExpiredStates(db: Queryable, at: Date, limit: number): Promise<VoiceState[]> {
+  const rows = await many<VoiceStateRow>(
     db,
     `WITH ended AS (
-       SELECT v.user_id, CASE WHEN v.expires_at <= $1 THEN 'expired' ELSE 'removed' END AS reason
-       FROM voice_states v
+       SELECT v.user_id FROM voice_states v
        WHERE v.expires_at <= $1
-          OR NOT EXISTS (SELECT 1 FROM members m WHERE m.server_id = v.server_id AND m.user_id = v.user_id)
        ORDER BY v.expires_at
        LIMIT $2
        FOR UPDATE OF v SKIP LOCKED
      )
      DELETE FROM voice_states v USING ended WHERE v.user_id = ended.user_id
-     RETURNING ${COLUMNS}, ended.reason`,
+     RETURNING ${COLUMNS}`,
     [at, limit],
   );
-  return rows.map((r) => ({ ...toVoiceState(r), reason: r.reason }));
+  return rows.map(toVoiceState);
 }
 
 /** The name a member goes by in a server: nickname, then display name, then username. */

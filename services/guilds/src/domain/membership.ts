@@ -3,6 +3,7 @@ import { deleteMember, insertMember } from '../db/members.ts';
 import { addToMemberCount } from '../db/servers.ts';
 import { type Ctx, emit } from './context.ts';
 import { postMemberJoin } from './system-messages.ts';
+import { endVoiceOfRemovedMember } from './voice.ts';
 
 /**
  * Every way in (create, join, invite, approved request) and every way out (leave, kick, ban) goes
@@ -15,7 +16,10 @@ export async function addMember(tx: Queryable, ctx: Ctx, serverId: string, userI
   await postMemberJoin(tx, ctx, serverId, userId);
 }
 
-/** Removes the member if they are one; answers whether they were. */
+/**
+ * Removes the member if they are one, ending their voice state in the server first (a state belongs
+ * to a member: migration 0214); answers whether they were.
+ */
 export async function removeMember(
   tx: Queryable,
   ctx: Ctx,
@@ -23,6 +27,7 @@ export async function removeMember(
   userId: string,
   reason: 'left' | 'kicked' | 'banned',
 ): Promise<boolean> {
+  await endVoiceOfRemovedMember(tx, ctx, serverId, userId);
   if (!(await deleteMember(tx, serverId, userId))) return false;
   await addToMemberCount(tx, serverId, -1);
   await emit(tx, ctx, 'guilds.member.left', { serverId, userId, reason, by: reason === 'left' ? null : ctx.userId });

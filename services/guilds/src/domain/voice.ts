@@ -18,8 +18,9 @@ import {
   channelHasStates,
   claimIdleStates,
   countOthersIn,
-  deleteEndedStates,
+  deleteExpiredStates,
   deleteVoiceState,
+  deleteVoiceStateIn,
   findVoiceStateForUpdate,
   isLiveIn,
   listLiveStates,
@@ -96,11 +97,15 @@ export async function voiceGrant(d: Domain, ctx: Ctx): Promise<MediaGrant> {
 
 /**
  * The media grant of the state's room: publishing (speaking) only with SPEAK there now and not
- * server-muted; subscribing (hearing) unless server-deafened.
+ * server-muted; subscribing (hearing) unless server-deafened. The state decides the room, not
+ * VIEW_CHANNEL: a moderator may move a member into a channel they could not join themselves (a
+ * "jail" channel), and they are connected there; without VIEW_CHANNEL they hold no SPEAK in it.
  */
 async function grantFor(d: Domain, state: VoiceState): Promise<MediaGrant> {
   if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
-  const access = await channelAccess(d.pool, state.channelId, state.userId);
+  const access = await loadChannelAccess(d.pool, state.channelId, state.userId);
+  // Deleted meanwhile: the state went with it (ON DELETE CASCADE).
+  if (!access) throw notConnected();
   return d.issueMediaGrant({
     room: state.channelId,
     identity: state.userId,
@@ -296,11 +301,15 @@ export function disconnectMember(d: Domain, ctx: Ctx, serverId: string, userId: 
   });
 }
 
-/** The live states in the server's voice channels that the caller can see. */
+/**
+ * The live states in the server's voice channels that the caller can see, and the caller's own
+ * wherever it is: moved into a channel hidden from them, they are still connected there, and the
+ * gateway tells them of their own state too.
+ */
 export async function listVoiceStates(d: Domain, ctx: Ctx, serverId: string): Promise<VoiceState[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   const visible = new Set((await visibleChannels(d.pool, access)).map((c) => c.channel.id));
-  return (await listLiveStates(d.pool, serverId)).filter((s) => visible.has(s.channelId));
+  return (await listLiveStates(d.pool, serverId)).filter((s) => visible.has(s.channelId) || s.userId === ctx.userId);
 }
 
 /** Whether the user's live voice state is in this channel (what music asks before a control). */
@@ -309,14 +318,27 @@ export function isConnectedTo(d: Pick<Domain, 'pool'>, userId: string, channelId
 }
 
 /**
- * Ends up to `limit` states that no longer count at `at` (no heartbeat in time, or no longer a
- * member), with their events, and deletes the temporary channels they leave empty. Safe with
- * several replicas: each takes rows the others do not hold. Answers how many states it ended.
+ * Ends the member's voice state in this server as they stop being a member (leave, kick, ban), in
+ * the removal's own transaction: a rejoin starts with no state, and the others hear of it at once
+ * (guilds.voice.left `removed`), not at the next sweep. An emptied temporary channel goes.
+ */
+export async function endVoiceOfRemovedMember(tx: Queryable, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  await lockUserVoice(tx, userId);
+  const ended = await deleteVoiceStateIn(tx, userId, serverId);
+  if (!ended) return;
+  await emitLeft(tx, ctx.requestId, ended, 'removed');
+  await deleteIfEmptyTemporary(tx, ctx.requestId, ended.channelId);
+}
+
+/**
+ * Ends up to `limit` states expired at `at` (no heartbeat in time), with their events, and deletes
+ * the temporary channels they leave empty. Safe with several replicas: each takes rows the others
+ * do not hold. Answers how many states it ended.
  */
 export function sweepVoiceStates(d: Pick<Domain, 'pool'>, at = new Date(), limit = 100): Promise<number> {
   return withRetryingTx(d.pool, async (tx) => {
-    const ended = await deleteEndedStates(tx, at, limit);
-    for (const state of ended) await emitLeft(tx, undefined, state, state.reason);
+    const ended = await deleteExpiredStates(tx, at, limit);
+    for (const state of ended) await emitLeft(tx, undefined, state, 'expired');
     const channelIds = [...new Set(ended.map((s) => s.channelId))].sort();
     await lockChannels(tx, channelIds);
     for (const channelId of channelIds) await deleteIfEmptyTemporary(tx, undefined, channelId);
