@@ -216,6 +216,62 @@ describe('a resumed session', () => {
   });
 });
 
+describe('frames the WebSocket layer refuses', () => {
+  it('closes a frame over 16 KiB with 1009 and a text frame of invalid UTF-8 with 1007, as docs/realtime.md lists them', async () => {
+    const big = await openSocket(gw.baseUrl);
+    big.send({ op: 2, d: { token: 'x'.repeat(20_000) } });
+    expect((await big.closeCode()).code).toBe(1009);
+    const garbled = await openSocket(gw.baseUrl);
+    garbled.ws.send(Buffer.from([0x7b, 0x22, 0x6f, 0x70, 0x22, 0x3a, 0xff, 0xfe, 0x7d]), { binary: false });
+    expect((await garbled.closeCode()).code).toBe(1007);
+  });
+});
+
+describe('presence of a socket that closes while its RESUME is answered', () => {
+  it('shows the user offline: the close came before the resume marked the session connected, and the mark is undone', async () => {
+    const { userId, token } = await login();
+    const { client, gatewaySessionId } = await identified(token);
+    await dropped(client, gatewaySessionId);
+    const presenceKey = `${prefix}p:${userId}`;
+    expect(await gw.redis.zcard(presenceKey)).toBe(0);
+    const resumed = await openSocket(gw.baseUrl);
+    const realMulti = gw.redis.multi.bind(gw.redis) as (...args: unknown[]) => ReturnType<typeof gw.redis.multi>;
+    // The resume's presence mark (a MULTI with ZADD of the user's key) waits until the socket has
+    // closed and the gateway has recorded the close: the order a flaky network produces.
+    const marking = vi.spyOn(gw.redis, 'multi').mockImplementation(((...args: unknown[]) => {
+      const pipeline = realMulti(...args);
+      let marksUser = false;
+      const zadd = pipeline.zadd.bind(pipeline) as (...a: unknown[]) => typeof pipeline;
+      pipeline.zadd = ((...a: unknown[]) => {
+        marksUser ||= a[0] === presenceKey;
+        zadd(...a);
+        return pipeline;
+      }) as never;
+      const exec = pipeline.exec.bind(pipeline);
+      pipeline.exec = (() => {
+        if (!marksUser) return exec();
+        marked = (async () => {
+          resumed.ws.terminate();
+          await expect.poll(() => gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('');
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          return exec();
+        })();
+        return marked;
+      }) as never;
+      return pipeline;
+    }) as never);
+    let marked: Promise<unknown> | undefined;
+    try {
+      resumed.send({ op: 6, d: { token, sessionId: gatewaySessionId, seq: 1 } });
+      await vi.waitFor(() => expect(marked).toBeDefined(), { timeout: 5_000 });
+      await marked;
+      await expect.poll(() => gw.redis.zcard(presenceKey), { timeout: 3_000 }).toBe(0);
+    } finally {
+      marking.mockRestore();
+    }
+  });
+});
+
 describe('voice states', () => {
   const serverId = randomUUID();
   const [lobby, backRoom] = [randomUUID(), randomUUID()];

@@ -242,7 +242,7 @@ export function createSocketServer(deps: SocketDeps) {
     register(conn);
     // Connected before READY: a client that has READY counts as online on every replica.
     const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
-    await showConnected(identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
+    await showConnected(conn, identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
     const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
     const readyFrame = await store.create({
       sessionId,
@@ -288,7 +288,7 @@ export function createSocketServer(deps: SocketDeps) {
     socketMetrics.dispatchesReplayed.inc(frames.length - 1);
     // Written here rather than through the node's stream: counted as every dispatch is.
     socketMetrics.countDispatchWritten('RESUMED', undefined);
-    await showConnected(identity.id, d.sessionId);
+    await showConnected(conn, identity.id, d.sessionId);
   }
 
   /** A RESUME of a session whose token session was revoked while it was detached: it ends. */
@@ -302,10 +302,13 @@ export function createSocketServer(deps: SocketDeps) {
    * Presence of a session that identified or resumed. Its failure (a service that does not answer
    * who the user's friends are) does not fail the session: the next change shows the right status.
    */
-  async function showConnected(userId: string, sessionId: string, before?: () => Promise<void>) {
+  async function showConnected(conn: Conn, userId: string, sessionId: string, before?: () => Promise<void>) {
     try {
       await before?.();
       await presence.connected(userId, sessionId);
+      // A socket that closed meanwhile ran onClose's disconnect first: undone, it would show the
+      // user online until the liveness sweep (a flaky network resuming and dropping at once).
+      if (conn.closed && !conn.ended) await presence.disconnected(userId, sessionId);
     } catch (err) {
       log.warn({ err, userId }, 'presence not announced');
     }
