@@ -312,6 +312,8 @@ export const GUILDS_SUBJECTS = {
   channelDeleted: 'guilds.channel.deleted',
   roleCreated: 'guilds.role.created',
   roleUpdated: 'guilds.role.updated',
+  // Only its position moved, as another role was created, moved or deleted: who sees what is unchanged.
+  roleShifted: 'guilds.role.shifted',
   roleDeleted: 'guilds.role.deleted',
   overrideUpdated: 'guilds.override.updated',
   overrideDeleted: 'guilds.override.deleted',
@@ -339,6 +341,7 @@ export const GUILDS_EVENTS = {
   [GUILDS_SUBJECTS.channelDeleted]: ChannelDeletedEventData,
   [GUILDS_SUBJECTS.roleCreated]: Role,
   [GUILDS_SUBJECTS.roleUpdated]: Role,
+  [GUILDS_SUBJECTS.roleShifted]: Role,
   [GUILDS_SUBJECTS.roleDeleted]: RoleDeletedEventData,
   [GUILDS_SUBJECTS.overrideUpdated]: PermissionOverride,
   [GUILDS_SUBJECTS.overrideDeleted]: OverrideDeletedEventData,

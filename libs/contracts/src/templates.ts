@@ -8,11 +8,14 @@ import { Server } from './records.ts';
  * platform has no use for are accepted and ignored; the ones it maps are checked.
  */
 
-/** The platform's own limits on what one import may create. */
-export const MAX_TEMPLATE_ROLES = 250;
-export const MAX_TEMPLATE_CHANNELS = 500;
-/** Discord's own limit of permission overwrites on one channel. */
-export const MAX_TEMPLATE_CHANNEL_OVERWRITES = 100;
+/**
+ * Discord's limits on one server, kept alike by creating one at a time and by an import (so a
+ * server's export stays within what an import takes): roles with @everyone, channels with
+ * categories, and permission overrides of one channel.
+ */
+export const MAX_SERVER_ROLES = 250;
+export const MAX_SERVER_CHANNELS = 500;
+export const MAX_CHANNEL_OVERRIDES = 100;
 /** Permission overwrites in one template, all channels together (each one is a row and an event). */
 export const MAX_TEMPLATE_OVERWRITES = 2000;
 
@@ -65,7 +68,7 @@ export const DiscordTemplateChannel = z.object({
   parent_id: SourceId.nullish(),
   permission_overwrites: z
     .array(DiscordOverwrite)
-    .max(MAX_TEMPLATE_CHANNEL_OVERWRITES, `at most ${MAX_TEMPLATE_CHANNEL_OVERWRITES} permission overwrites per channel`)
+    .max(MAX_CHANNEL_OVERRIDES, `at most ${MAX_CHANNEL_OVERRIDES} permission overwrites per channel`)
     .default([]),
 });
 
@@ -76,8 +79,8 @@ export const SerializedSourceGuild = z.object({
   afk_timeout: z.number().int().min(0).default(300),
   afk_channel_id: SourceId.nullish(),
   system_channel_id: SourceId.nullish(),
-  roles: z.array(DiscordTemplateRole).max(MAX_TEMPLATE_ROLES, `at most ${MAX_TEMPLATE_ROLES} roles`),
-  channels: z.array(DiscordTemplateChannel).max(MAX_TEMPLATE_CHANNELS, `at most ${MAX_TEMPLATE_CHANNELS} channels`),
+  roles: z.array(DiscordTemplateRole).max(MAX_SERVER_ROLES, `at most ${MAX_SERVER_ROLES} roles`),
+  channels: z.array(DiscordTemplateChannel).max(MAX_SERVER_CHANNELS, `at most ${MAX_SERVER_CHANNELS} channels`),
 });
 
 export const DiscordTemplate = z

@@ -99,6 +99,42 @@ describe('writes racing a delete', () => {
     expect(await g.outbox('guilds.member.updated')).toHaveLength(updated);
   });
 
+  it('answers 404 to renaming a member kicked meanwhile, with no nickname and no member event', async () => {
+    const kicked = newId();
+    expect((await g.call(kicked, 'POST', `/v1/servers/${serverId}/join`)).status).toBe(200);
+    const updated = (await g.outbox('guilds.member.updated')).length;
+
+    // As a kick does: the server row, then the member.
+    const res = await whileUncommitted(
+      async (q) => {
+        await q('SELECT 1 FROM servers WHERE id = $1 FOR UPDATE', [serverId]);
+        await q('DELETE FROM members WHERE server_id = $1 AND user_id = $2', [serverId, kicked]);
+      },
+      () => g.call(owner, 'PATCH', `/v1/servers/${serverId}/members/${kicked}`, { nickname: 'too late' }),
+    );
+
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Member not found' });
+    expect((await g.db.query('SELECT 1 FROM members WHERE server_id = $1 AND user_id = $2', [serverId, kicked])).rowCount).toBe(0);
+    expect(await g.outbox('guilds.member.updated')).toHaveLength(updated);
+  });
+
+  it("answers 404 to a member's own rename racing the server's deletion, with no member event", async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Renamed away', isPublic: true })).body.id;
+    expect((await g.call(member, 'POST', `/v1/servers/${doomed}/join`)).status).toBe(200);
+    const updated = (await g.outbox('guilds.member.updated')).length;
+
+    const res = await whileUncommitted(
+      (q) => q('DELETE FROM servers WHERE id = $1', [doomed]).then(() => undefined),
+      () => g.call(member, 'PATCH', `/v1/servers/${doomed}/members/@me`, { nickname: 'gone with it' }),
+    );
+
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'Server not found' });
+    expect((await g.db.query('SELECT 1 FROM members WHERE server_id = $1', [doomed])).rowCount).toBe(0);
+    expect(await g.outbox('guilds.member.updated')).toHaveLength(updated);
+  });
+
   it("answers 404 to a role change that the server's deletion deadlocks, rather than a 500: the role change runs again", async () => {
     const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Doomed', isPublic: true })).body.id;
     expect((await g.call(member, 'POST', `/v1/servers/${doomed}/join`)).status).toBe(200);

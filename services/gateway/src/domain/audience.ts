@@ -233,6 +233,7 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       case GUILDS_SUBJECTS.categoryDeleted:
       case GUILDS_SUBJECTS.roleCreated:
       case GUILDS_SUBJECTS.roleUpdated:
+      case GUILDS_SUBJECTS.roleShifted:
       case GUILDS_SUBJECTS.roleDeleted:
       case GUILDS_SUBJECTS.memberJoined:
       case GUILDS_SUBJECTS.memberUpdated:

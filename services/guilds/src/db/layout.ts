@@ -1,4 +1,4 @@
-import { exec, many, type Queryable } from '@chat/kit';
+import { exec, many, one, type Queryable } from '@chat/kit';
 
 /**
  * Positions of channels among their siblings (same server and category; the uncategorised ones
@@ -13,6 +13,16 @@ const LAYOUT_LOCK_SPACE = 727_011;
 /** Serialises every change of a server's channel and category positions, across replicas. */
 export async function lockLayout(db: Queryable, serverId: string): Promise<void> {
   await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LAYOUT_LOCK_SPACE, serverId]);
+}
+
+/** How many channels and categories the server has (Discord counts both towards one limit). */
+export async function countChannelsAndCategories(db: Queryable, serverId: string): Promise<number> {
+  const row = await one<{ n: number }>(
+    db,
+    `SELECT (SELECT count(*) FROM channels WHERE server_id = $1) + (SELECT count(*) FROM categories WHERE server_id = $1) AS n`,
+    [serverId],
+  );
+  return Number(row.n);
 }
 
 /** The ids of a category's channels (null: the uncategorised ones) in position order. */

@@ -1,5 +1,5 @@
 import type { Member, Membership } from '@chat/contracts';
-import { exec, many, maybeOne, prepared, type Queryable } from '@chat/kit';
+import { exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
 
 type MemberRow = {
   server_id: string;
@@ -65,6 +65,19 @@ const memberPage = (after: string) =>
   prepared(`${selectMembersOf(`(SELECT * FROM members WHERE server_id = $1 AND ${after} ORDER BY user_id LIMIT $3)`)} ORDER BY m.user_id`);
 /** Prepared, the first page and the next ones each with a statement (and so a plan) of their own. */
 export const MEMBER_PAGE = { first: memberPage('$2::uuid IS NULL'), after: memberPage('user_id > $2') };
+
+// Any constant distinct from the other advisory locks of this database.
+const MEMBERSHIPS_LOCK_SPACE = 727_013;
+
+/** Serialises the ways a user comes into servers (creating one, joining one), across replicas. */
+export async function lockMembershipsOf(db: Queryable, userId: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MEMBERSHIPS_LOCK_SPACE, userId]);
+}
+
+/** How many servers the user is a member of (owned ones included). */
+export async function countServersOf(db: Queryable, userId: string): Promise<number> {
+  return (await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM members WHERE user_id = $1', [userId])).n;
+}
 
 /** Adds the member; false when they already are one (the primary key decides races). */
 export async function insertMember(db: Queryable, serverId: string, userId: string): Promise<boolean> {

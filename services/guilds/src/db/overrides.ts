@@ -23,6 +23,19 @@ const toOverride = (r: OverrideRow): PermissionOverride => ({
   createdAt: r.created_at,
 });
 
+// Any constant distinct from the other advisory locks of this database.
+const OVERRIDES_LOCK_SPACE = 727_012;
+
+/** Serialises the creation of a channel's overrides (their number is bounded), across replicas. */
+export async function lockChannelOverrides(db: Queryable, channelId: string): Promise<void> {
+  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [OVERRIDES_LOCK_SPACE, channelId]);
+}
+
+/** How many overrides the channel has, of roles and members together. */
+export async function countOverrides(db: Queryable, channelId: string): Promise<number> {
+  return (await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM channel_overrides WHERE channel_id = $1', [channelId])).n;
+}
+
 export async function listOverrides(db: Queryable, channelId: string): Promise<PermissionOverride[]> {
   const rows = await many<OverrideRow>(db, `SELECT ${COLUMNS} FROM channel_overrides WHERE channel_id = $1 ORDER BY created_at, id`, [
     channelId,

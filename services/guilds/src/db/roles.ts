@@ -48,16 +48,27 @@ export interface NewRole {
   mentionable: boolean;
 }
 
-/** Discord puts a new role just above @everyone: every other role moves up one. */
-export async function insertRoleAtBottom(db: Queryable, r: NewRole): Promise<Role> {
-  await exec(db, 'UPDATE roles SET position = position + 1 WHERE server_id = $1 AND position >= 1', [r.serverId]);
+/** Discord puts a new role just above @everyone: every other role moves up one (`shifted`, as they are now). */
+export async function insertRoleAtBottom(db: Queryable, r: NewRole): Promise<{ role: Role; shifted: Role[] }> {
+  const shifted = await shiftRoles(db, 'position = position + 1 WHERE server_id = $1 AND position >= 1', [r.serverId]);
   const row = await one<RoleRow>(
     db,
     `INSERT INTO roles (id, server_id, name, color, permissions, position, hoist, mentionable)
      VALUES ($1, $2, $3, $4, $5, 1, $6, $7) RETURNING ${COLUMNS}`,
     [r.id, r.serverId, r.name, r.color, r.permissions.toString(), r.hoist, r.mentionable],
   );
-  return toRole(row);
+  return { role: toRole(row), shifted };
+}
+
+/** Runs `UPDATE roles SET <change>`; answers the roles it moved, as they are now, lowest first. */
+async function shiftRoles(db: Queryable, change: string, params: unknown[]): Promise<Role[]> {
+  const rows = await many<RoleRow>(db, `UPDATE roles SET ${change} RETURNING ${COLUMNS}`, params);
+  return rows.map(toRole).sort((a, b) => a.position - b.position);
+}
+
+/** How many roles the server has, @everyone included. */
+export async function countRoles(db: Queryable, serverId: string): Promise<number> {
+  return (await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM roles WHERE server_id = $1', [serverId])).n;
 }
 
 /**
@@ -121,12 +132,13 @@ export async function updateRole(db: Queryable, id: string, patch: RolePatch): P
 
 /**
  * Moves a role to `to`, shifting the roles in between by one, so positions stay 1..n without gaps
- * or duplicates. The caller holds the server's role rows (lockRoles) for the transaction.
+ * or duplicates; answers the roles shifted (not the one moved). The caller holds the server's role
+ * rows (lockRoles) for the transaction.
  */
-export async function moveRole(db: Queryable, serverId: string, id: string, from: number, to: number): Promise<void> {
-  if (from === to) return;
+export async function moveRole(db: Queryable, serverId: string, id: string, from: number, to: number): Promise<Role[]> {
+  if (from === to) return [];
   const [shift, low, high] = from < to ? [-1, from + 1, to] : [1, to, from - 1];
-  await exec(db, 'UPDATE roles SET position = position + $2 WHERE server_id = $1 AND position BETWEEN $3 AND $4 AND id <> $5', [
+  const shifted = await shiftRoles(db, 'position = position + $2 WHERE server_id = $1 AND position BETWEEN $3 AND $4 AND id <> $5', [
     serverId,
     shift,
     low,
@@ -134,6 +146,7 @@ export async function moveRole(db: Queryable, serverId: string, id: string, from
     id,
   ]);
   await exec(db, 'UPDATE roles SET position = $2 WHERE id = $1', [id, to]);
+  return shifted;
 }
 
 export async function highestRolePosition(db: Queryable, serverId: string): Promise<number> {
@@ -141,11 +154,11 @@ export async function highestRolePosition(db: Queryable, serverId: string): Prom
   return row?.top ?? 0;
 }
 
-/** Deletes the role and closes the gap it leaves in the positions. */
-export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<void> {
+/** Deletes the role and closes the gap it leaves in the positions; answers the roles that moved down. */
+export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<Role[]> {
   await exec(db, 'DELETE FROM roles WHERE id = $1', [id]);
   await exec(db, 'UPDATE servers SET dj_role_ids = array_remove(dj_role_ids, $2) WHERE id = $1', [serverId, id]);
-  await exec(db, 'UPDATE roles SET position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
+  return shiftRoles(db, 'position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
 }
 
 /** Serialises role changes of one server (positions move together). */

@@ -14,7 +14,7 @@ import { compactCategories } from '../db/layout.ts';
 import { memberAccess, requirePermission } from './access.ts';
 import { isPermutationOf } from './channels.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { lockLayout, releaseCategoryChannels } from './layout.ts';
+import { lockLayout, releaseCategoryChannels, requireRoomForChannel } from './layout.ts';
 
 export async function listCategories(d: Domain, ctx: Ctx, serverId: string): Promise<Category[]> {
   await memberAccess(d.pool, serverId, ctx.userId);
@@ -31,6 +31,7 @@ async function lockServerLayout(tx: Queryable, ctx: Ctx, serverId: string): Prom
 export function createCategory(d: Domain, ctx: Ctx, serverId: string, name: string): Promise<Category> {
   return withRetryingTx(d.pool, async (tx) => {
     await lockServerLayout(tx, ctx, serverId);
+    await requireRoomForChannel(tx, serverId);
     const category = await insertCategory(tx, { id: uuidv7(), serverId, name });
     await emit(tx, ctx, 'guilds.category.created', category);
     return category;

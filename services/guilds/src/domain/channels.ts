@@ -9,7 +9,7 @@ import { findServer, toServer } from '../db/servers.ts';
 import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { channelViewers } from './audience.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn } from './layout.ts';
+import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn, requireRoomForChannel } from './layout.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
 
 /**
@@ -28,6 +28,7 @@ async function lockCategoryLayout(tx: Queryable, ctx: Ctx, serverId: string, giv
 export function createChannel(d: Domain, ctx: Ctx, serverId: string, body: CreateChannelBody): Promise<Channel> {
   return withRetryingTx(d.pool, async (tx) => {
     const { categoryId } = await lockCategoryLayout(tx, ctx, serverId, body.categoryId);
+    await requireRoomForChannel(tx, serverId);
     const channel = await insertChannel(tx, {
       id: uuidv7(),
       serverId,

@@ -13,6 +13,7 @@ import { isMemberOf } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
+import { requireRoomForServer } from './members.ts';
 import { addMember } from './membership.ts';
 import { holdEntrance } from './system-messages.ts';
 
@@ -58,7 +59,10 @@ export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: 
     if (approve) {
       if (await isBanned(tx, serverId, request.userId)) throw conflict('The requester is banned from this server');
       // They may have come in through an invite meanwhile: the request is still answered.
-      if (!(await isMemberOf(tx, serverId, request.userId))) await addMember(tx, ctx, serverId, request.userId);
+      if (!(await isMemberOf(tx, serverId, request.userId))) {
+        await requireRoomForServer(tx, ctx, request.userId);
+        await addMember(tx, ctx, serverId, request.userId);
+      }
     }
     const reviewed = await reviewJoinRequest(tx, requestId, approve ? 'approved' : 'rejected', ctx.userId);
     await emit(tx, ctx, 'guilds.joinrequest.reviewed', reviewed);

@@ -1,7 +1,7 @@
-import type { Channel } from '@chat/contracts';
-import { enqueueEvent, type Queryable } from '@chat/kit';
+import { type Channel, MAX_SERVER_CHANNELS } from '@chat/contracts';
+import { badRequest, enqueueEvent, type Queryable } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
-import { channelOrder, compactChannels, lockLayout, setChannelOrder } from '../db/layout.ts';
+import { channelOrder, compactChannels, countChannelsAndCategories, lockLayout, setChannelOrder } from '../db/layout.ts';
 
 /**
  * Where channels sit among their siblings. Every path that creates, moves or deletes a channel or
@@ -11,6 +11,17 @@ import { channelOrder, compactChannels, lockLayout, setChannelOrder } from '../d
  */
 
 export { lockLayout };
+
+/**
+ * Discord's limit, categories included, as an import counts it: past it, a category's reorder and
+ * the server's own export could no longer take them all. The caller holds the layout lock, so
+ * concurrent creates are counted one after the other.
+ */
+export async function requireRoomForChannel(tx: Queryable, serverId: string): Promise<void> {
+  if ((await countChannelsAndCategories(tx, serverId)) >= MAX_SERVER_CHANNELS) {
+    throw badRequest(`A server has at most ${MAX_SERVER_CHANNELS} channels, categories included`);
+  }
+}
 
 /** The sweeper and the voice paths have no request; the event then carries none. */
 type RequestId = string | undefined;

@@ -1,11 +1,26 @@
 import { type Member, Permission } from '@chat/contracts';
 import { type Bus, badRequest, forbidden, notFound, type Queryable, seenStatuses, withRetryingTx } from '@chat/kit';
-import { findMember, listMembers as listMemberRows, setNickname } from '../db/members.ts';
+import { countServersOf, findMember, listMembers as listMemberRows, lockMembershipsOf, setNickname } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { removeMember } from './membership.ts';
 import { outranks } from './permissions.ts';
+
+/** Discord's limit of servers one user may be in, owned ones included. */
+export const MAX_SERVERS_PER_USER = 100;
+
+/**
+ * Every way into a server (creating one, importing one, a public join, an invite, an approved
+ * request) calls this in its transaction, just before the member is added: the user's ways in take
+ * turns on their lock (taken after the server's locks), so concurrent ones cannot pass the limit together.
+ */
+export async function requireRoomForServer(tx: Queryable, ctx: Ctx, userId: string): Promise<void> {
+  await lockMembershipsOf(tx, userId);
+  if ((await countServersOf(tx, userId)) < MAX_SERVERS_PER_USER) return;
+  const who = userId === ctx.userId ? 'You are' : 'That user is';
+  throw badRequest(`${who} in ${MAX_SERVERS_PER_USER} servers already, the most a user may be in`);
+}
 
 export async function listMembers(d: Domain, ctx: Ctx, serverId: string, page: { limit: number; after?: string }): Promise<Member[]> {
   await memberAccess(d.pool, serverId, ctx.userId);
@@ -44,9 +59,15 @@ export async function outrankedMember(tx: Queryable, actor: ServerAccess, userId
   return target;
 }
 
-/** My own nickname needs CHANGE_NICKNAME; someone else's MANAGE_NICKNAMES and a higher role. */
+/**
+ * My own nickname needs CHANGE_NICKNAME; someone else's MANAGE_NICKNAMES and a higher role. The
+ * server row is locked first, as kicks, bans, leaves and the server's deletion take it: one under way
+ * finishes first, and the rename then answers what it answers after it (404), not the 500 of a row
+ * gone between the checks and the write.
+ */
 export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, userId: string, nickname: string | null): Promise<Member> {
   const updated = await withRetryingTx(d.pool, async (tx) => {
+    await lockServer(tx, serverId);
     const access = await memberAccess(tx, serverId, ctx.userId);
     if (userId === ctx.userId) {
       requirePermission(access.permissions, Permission.CHANGE_NICKNAME, 'CHANGE_NICKNAME');
@@ -54,8 +75,8 @@ export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, user
       requirePermission(access.permissions, Permission.MANAGE_NICKNAMES, 'MANAGE_NICKNAMES');
       await outrankedMember(tx, access, userId);
     }
-    await setNickname(tx, serverId, userId, nickname);
-    const member = (await findMember(tx, serverId, userId))!;
+    const member = (await setNickname(tx, serverId, userId, nickname)) && (await findMember(tx, serverId, userId));
+    if (!member) throw notFound('Member');
     await emit(tx, ctx, 'guilds.member.updated', { serverId, userId, nickname: member.nickname, roleIds: member.roleIds });
     return member;
   });

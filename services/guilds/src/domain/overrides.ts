@@ -1,14 +1,16 @@
 import type { PermissionOverride } from '@chat/contracts';
-import { Permission, type PutOverrideBody } from '@chat/contracts';
+import { MAX_CHANNEL_OVERRIDES, Permission, type PutOverrideBody } from '@chat/contracts';
 import { badRequest, conflict, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { findMember } from '../db/members.ts';
 import {
+  countOverrides,
   deleteOverride as deleteOverrideRow,
   findOverride,
   findOverrideById,
   insertOverrideIfAbsent,
   listOverrides as listOverrideRows,
+  lockChannelOverrides,
   setOverrideBits,
 } from '../db/overrides.ts';
 import { findServerRole } from '../db/roles.ts';
@@ -64,6 +66,8 @@ export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOve
     if (body.userId && !(await findMember(tx, serverId, body.userId))) throw badRequest('userId is not a member of this server');
     const [allow, deny] = [BigInt(body.allowBits), BigInt(body.denyBits)];
     if (allow & deny) throw badRequest('allowBits and denyBits must not share a bit');
+    // Creates of this channel's overrides take turns, so each counts those before it.
+    await lockChannelOverrides(tx, channelId);
     const override = await writeCheckedOverride(tx, access, target!, channelId, body, { allow, deny });
     await emit(tx, ctx, 'guilds.override.updated', override);
     return override;
@@ -72,6 +76,16 @@ export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOve
 
 // A create that loses to a concurrent create decides again; more than this means the target keeps changing.
 const WRITE_ATTEMPTS = 3;
+
+/**
+ * Discord's limit per channel, as an import takes them: past it, the server's own export could not
+ * be imported. The caller holds the channel's overrides lock, so concurrent creates count in turn.
+ */
+async function requireRoomForOverride(tx: Queryable, channelId: string): Promise<void> {
+  if ((await countOverrides(tx, channelId)) >= MAX_CHANNEL_OVERRIDES) {
+    throw badRequest(`A channel has at most ${MAX_CHANNEL_OVERRIDES} permission overrides`);
+  }
+}
 
 /**
  * Writes the override only over the one the change was checked against: an existing override is
@@ -91,6 +105,7 @@ async function writeCheckedOverride(
     const previous = await findOverride(tx, channelId, of);
     requireOverrideChange(access, target, bitsOf(previous), bits);
     if (previous) return setOverrideBits(tx, previous.id, bits.allow, bits.deny);
+    await requireRoomForOverride(tx, channelId);
     const created = await insertOverrideIfAbsent(tx, { id: uuidv7(), ...row });
     if (created) return created;
   }

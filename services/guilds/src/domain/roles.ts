@@ -1,8 +1,9 @@
-import { type CreateRoleBody, Permission, type Role, type UpdateRoleBody } from '@chat/contracts';
-import { badRequest, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
+import { type CreateRoleBody, MAX_SERVER_ROLES, Permission, type Role, type UpdateRoleBody } from '@chat/contracts';
+import { badRequest, enqueueEvents, forbidden, notFound, outboxRow, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { addMemberRole, findMember, removeMemberRole } from '../db/members.ts';
 import {
+  countRoles,
   deleteRole as deleteRoleRow,
   highestRolePosition,
   insertRoleAtBottom,
@@ -48,11 +49,36 @@ async function manageableRole(tx: Queryable, actor: ServerAccess, roleId: string
 
 const isEveryone = (role: Role) => role.id === role.serverId;
 
+/**
+ * Every role a create, a move or a delete shifted gets its event (ROLE_UPDATE on the socket), as
+ * channels do, so clients that follow the events keep the positions REST answers; one statement
+ * for all of them. Its own subject: a position changes nobody's access, so the gateway keeps its
+ * audiences (a create in a server of n roles shifts n).
+ */
+async function emitShifted(tx: Queryable, ctx: Ctx, shifted: Role[]): Promise<void> {
+  await enqueueEvents(
+    tx,
+    shifted.map((role) => outboxRow('guilds.role.shifted', role, ctx.requestId)),
+  );
+}
+
+/**
+ * Discord's limit, @everyone included, as an import counts it: past it, positions outgrow what
+ * PATCH takes and the server's own export could not be imported. Counted under the roles' lock.
+ */
+async function requireRoomForRole(tx: Queryable, serverId: string): Promise<void> {
+  if ((await countRoles(tx, serverId)) >= MAX_SERVER_ROLES) {
+    throw badRequest(`A server has at most ${MAX_SERVER_ROLES} roles, @everyone included`);
+  }
+}
+
 export function createRole(d: Domain, ctx: Ctx, serverId: string, body: CreateRoleBody): Promise<Role> {
   return withRetryingTx(d.pool, async (tx) => {
     const actor = await roleManager(tx, serverId, ctx.userId);
     checkGrant(actor, 0n, BigInt(body.permissions));
-    const role = await insertRoleAtBottom(tx, { id: uuidv7(), serverId, ...body, permissions: BigInt(body.permissions) });
+    await requireRoomForRole(tx, serverId);
+    const { role, shifted } = await insertRoleAtBottom(tx, { id: uuidv7(), serverId, ...body, permissions: BigInt(body.permissions) });
+    await emitShifted(tx, ctx, shifted);
     await emit(tx, ctx, 'guilds.role.created', role);
     return role;
   });
@@ -66,7 +92,7 @@ export function updateRole(d: Domain, ctx: Ctx, serverId: string, roleId: string
       throw badRequest('@everyone keeps its name and position');
     }
     if (patch.permissions !== undefined) checkGrant(actor, BigInt(role.permissions), BigInt(patch.permissions));
-    if (patch.position !== undefined) await reposition(tx, actor, role, patch.position);
+    if (patch.position !== undefined) await reposition(tx, ctx, actor, role, patch.position);
     const { position: _, permissions, ...rest } = patch;
     const updated = await updateRoleRow(tx, roleId, { ...rest, permissions: permissions === undefined ? undefined : String(permissions) });
     await emit(tx, ctx, 'guilds.role.updated', updated);
@@ -75,11 +101,11 @@ export function updateRole(d: Domain, ctx: Ctx, serverId: string, roleId: string
 }
 
 /** A role may move anywhere below the actor's highest role, and no higher than the top role. */
-async function reposition(tx: Queryable, actor: ServerAccess, role: Role, position: number) {
+async function reposition(tx: Queryable, ctx: Ctx, actor: ServerAccess, role: Role, position: number) {
   const top = await highestRolePosition(tx, actor.server.id);
   if (position > top) throw badRequest(`position must be between 1 and ${top}`);
   if (!canManageRoleAt(actor.rank, position)) throw forbidden('You can only move roles below your highest role');
-  await moveRole(tx, actor.server.id, role.id, role.position, position);
+  await emitShifted(tx, ctx, await moveRole(tx, actor.server.id, role.id, role.position, position));
 }
 
 export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: string): Promise<void> {
@@ -87,8 +113,9 @@ export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: 
     const actor = await roleManager(tx, serverId, ctx.userId);
     const role = await manageableRole(tx, actor, roleId);
     if (isEveryone(role)) throw badRequest('@everyone cannot be deleted');
-    await deleteRoleRow(tx, serverId, roleId, role.position);
+    const shifted = await deleteRoleRow(tx, serverId, roleId, role.position);
     await emit(tx, ctx, 'guilds.role.deleted', { id: roleId, serverId });
+    await emitShifted(tx, ctx, shifted);
   });
 }
 

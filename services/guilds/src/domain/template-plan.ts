@@ -2,6 +2,7 @@ import {
   ALL_PERMISSIONS,
   DISCORD_CHANNEL_TYPE,
   type ImportReportItem,
+  MAX_SERVER_ROLES,
   MAX_TEMPLATE_OVERWRITES,
   type ParsedDiscordTemplate,
 } from '@chat/contracts';
@@ -117,6 +118,9 @@ export function planTemplate(template: ParsedDiscordTemplate): TemplatePlan {
       item('role', r.id, r.name, mapped.note);
       return { sourceId: r.id, name: r.name, color: r.color, hoist: r.hoist, mentionable: r.mentionable, permissions: mapped.bits };
     });
+  // @everyone is made when the template has none, and counts towards the server's limit as it does when present.
+  if (roles.length + 1 > MAX_SERVER_ROLES)
+    throw badRequest(`template.serialized_source_guild.roles: at most ${MAX_SERVER_ROLES} roles, @everyone included`);
 
   const byPosition = (a: SourceChannel, b: SourceChannel) => a.position - b.position;
   const categories = source.channels.filter((c) => c.type === DISCORD_CHANNEL_TYPE.category).sort(byPosition);
