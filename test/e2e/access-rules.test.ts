@@ -1,11 +1,11 @@
 import { lastAttempt, until } from '@chat/testkit';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { api, conversationOnceKnown, gateway, newUser, postMessage, type TestUser } from './helpers.ts';
+import { api, conversationOnceKnown, gateway, newUser, postMessage, publicServer, type TestUser } from './helpers.ts';
 
 /**
  * Who may read or change what over HTTP, through the gateway and the real services: role ranks,
- * the notification feed once access is gone, indirect reads of a hidden channel, tokens after
- * logout, and other users' emails.
+ * one's own nickname, the notification feed once access is gone (a kick, an override, the server's
+ * deletion), indirect reads of a hidden channel, tokens after logout, and other users' emails.
  */
 const BIT = {
   ADMINISTRATOR: 1 << 3,
@@ -14,6 +14,7 @@ const BIT = {
   MANAGE_MESSAGES: 1 << 13,
   CONNECT: 1 << 20,
   MOVE_MEMBERS: 1 << 24,
+  CHANGE_NICKNAME: 1 << 26,
   MANAGE_NICKNAMES: 1 << 27,
   MANAGE_ROLES: 1 << 28,
   MANAGE_WEBHOOKS: 1 << 29,
@@ -111,6 +112,36 @@ describe('role ranks', () => {
   });
 });
 
+describe('one’s own nickname', () => {
+  it('needs CHANGE_NICKNAME: once @everyone lacks it, a member renaming themself by @me or by their id gets 403 and keeps the nickname', async () => {
+    const member = await newUser('nick');
+    const { serverId: ownServerId } = await publicServer(owner, [member]);
+    const mine = `/v1/servers/${ownServerId}/members/@me`;
+    await expectStatus(api('PATCH', mine, { user: member, body: { nickname: 'chosen' } }), 200);
+    const roles = (await expectStatus(api('GET', `/v1/servers/${ownServerId}/roles`, { user: owner }), 200)) as {
+      id: string;
+      permissions: number;
+    }[];
+    const everyone = BigInt(roles.find((r) => r.id === ownServerId)!.permissions);
+    await expectStatus(
+      api('PATCH', `/v1/servers/${ownServerId}/roles/${ownServerId}`, {
+        user: owner,
+        body: { permissions: Number(everyone & ~BigInt(BIT.CHANGE_NICKNAME)) },
+      }),
+      200,
+    );
+    for (const path of [mine, `/v1/servers/${ownServerId}/members/${member.id}`]) {
+      const res = await api('PATCH', path, { user: member, body: { nickname: 'renamed' } });
+      expect(res, path).toMatchObject({ status: 403, body: { error: expect.any(String) } });
+    }
+    const members = (await expectStatus(api('GET', `/v1/servers/${ownServerId}/members`, { user: owner }), 200)) as {
+      userId: string;
+      nickname: string | null;
+    }[];
+    expect(members.find((m) => m.userId === member.id)?.nickname).toBe('chosen');
+  });
+});
+
 describe('the notification feed once the reader may no longer see the channel', () => {
   type Entry = { messageId: string; excerpt: string };
   const entriesOf = async (user: TestUser, messageId: string) =>
@@ -142,6 +173,22 @@ describe('the notification feed once the reader may no longer see the channel', 
     await denyView(channelId, denied);
     expect((await api('GET', `/v1/channels/${channelId}/messages`, { user: denied })).status).toBe(404);
     expect(await entriesOf(denied, messageId)).toEqual([]);
+  });
+
+  it('drops the mentions of a deleted server from the feed and its unread count, and its channels from the read states', async () => {
+    const reader = await newUser('reader');
+    const doomed = await publicServer(owner, [reader]);
+    const messageId = await mention(doomed.textId, reader, 'the secret plan');
+    const readStateIds = async () =>
+      ((await expectStatus(api('GET', '/v1/users/@me/read-states', { user: reader }), 200)) as { id: string }[]).map((s) => s.id);
+    await until(async () => (await readStateIds()).includes(doomed.textId), { what: 'the channel reaches the read states' });
+    const unreadCount = async () => (await expectStatus(api('GET', '/v1/notifications', { user: reader }), 200)).unreadCount;
+    expect(await unreadCount()).toBe(1);
+    await expectStatus(api('DELETE', `/v1/servers/${doomed.serverId}`, { user: owner }), 204);
+    // social asks guilds on every read which channels the reader may view: none of a deleted server.
+    expect(await entriesOf(reader, messageId)).toEqual([]);
+    expect(await unreadCount()).toBe(0);
+    expect(await readStateIds()).not.toContain(doomed.textId);
   });
 
   it('keeps no text that the author edited out of a mention in the excerpt', async () => {
