@@ -149,7 +149,27 @@ function fedRevocations(): RevocationList & { deliver(sessionId: string, userId:
 function serveServices(bus: Awaited<ReturnType<typeof connectBus>>, log: ReturnType<typeof createLogger>) {
   const viewers = new Map<string, { serverId: string; userIds: string[] }>();
   const members = new Map<string, string[]>();
-  serveRpc(bus, log, UserGetRpc, async ({ userId }) => ({
+  /** Runs before auth's answer for that user: what happens while the gateway waits for it. */
+  const beforeUserGet = new Map<string, () => Promise<void>>();
+  serveRpc(bus, log, UserGetRpc, async ({ userId }) => {
+    await beforeUserGet.get(userId)?.();
+    return userRecord(userId);
+  });
+  serveRpc(bus, log, UserServersRpc, async () => ({ serverIds: [] }));
+  serveRpc(bus, log, UserConversationsRpc, async () => ({ conversationIds: [] }));
+  serveRpc(bus, log, UserFriendsRpc, async () => ({ userIds: [] }));
+  serveRpc(bus, log, UserComembersRpc, async () => ({ userIds: [] }));
+  serveRpc(bus, log, ChannelViewersRpc, async ({ channelId }) => {
+    const channel = viewers.get(channelId);
+    return { channelId, serverId: channel?.serverId ?? crypto.randomUUID(), userIds: channel?.userIds ?? [] };
+  });
+  serveRpc(bus, log, ServerMembersRpc, async ({ serverId }) => ({ userIds: members.get(serverId) ?? [] }));
+  return { viewers, members, beforeUserGet };
+}
+
+/** Auth's answer for a user: online, no custom status. */
+function userRecord(userId: string) {
+  return {
     id: userId,
     username: `u${randomInt(1_000_000)}`,
     displayName: 'Test',
@@ -160,17 +180,7 @@ function serveServices(bus: Awaited<ReturnType<typeof connectBus>>, log: ReturnT
     badges: [],
     createdAt: new Date().toISOString(),
     email: 'test@example.test',
-  }));
-  serveRpc(bus, log, UserServersRpc, async () => ({ serverIds: [] }));
-  serveRpc(bus, log, UserConversationsRpc, async () => ({ conversationIds: [] }));
-  serveRpc(bus, log, UserFriendsRpc, async () => ({ userIds: [] }));
-  serveRpc(bus, log, UserComembersRpc, async () => ({ userIds: [] }));
-  serveRpc(bus, log, ChannelViewersRpc, async ({ channelId }) => {
-    const channel = viewers.get(channelId);
-    return { channelId, serverId: channel?.serverId ?? crypto.randomUUID(), userIds: channel?.userIds ?? [] };
-  });
-  serveRpc(bus, log, ServerMembersRpc, async ({ serverId }) => ({ userIds: members.get(serverId) ?? [] }));
-  return { viewers, members };
+  };
 }
 
 /**

@@ -227,6 +227,41 @@ describe('frames the WebSocket layer refuses', () => {
   });
 });
 
+describe('presence races', () => {
+  it('keeps a choice applied while auth answered the IDENTIFY: the user chose invisible meanwhile, and shows offline', async () => {
+    const { userId, token } = await login();
+    await gw.reading(STREAMS.auth.name);
+    // What was chosen, and what others see (never shown yet reads as offline).
+    const choice = async () => {
+      const [chosen, seen] = await gw.redis.hmget(`${prefix}ps:${userId}`, 'chosen', 'seen');
+      return [chosen, seen ?? 'offline'];
+    };
+    // Auth answered "online"; the user's switch to invisible is applied before that answer lands.
+    gw.audiences.beforeUserGet.set(userId, async () => {
+      await gw.publish('auth.presence.updated', { userId, status: 'invisible', customStatus: '' });
+      await expect.poll(async () => (await choice())[0]).toBe('invisible');
+    });
+    const { client } = await identified(token);
+    expect(await choice()).toEqual(['invisible', 'offline']);
+    client.close();
+  });
+
+  it('records no heartbeat of a socket whose session was revoked: the user stays offline', async () => {
+    const { userId, sessionId, token } = await login();
+    const { client } = await identified(token);
+    const sessions = () => gw.redis.zcard(`${prefix}p:${userId}`);
+    expect(await sessions()).toBe(1);
+    // The client reads nothing more, so it has not answered the close when its heartbeat goes out.
+    (client.ws as unknown as { _socket: Socket })._socket.pause();
+    await gw.realtime.sockets.revoke(sessionId);
+    await expect.poll(sessions).toBe(0);
+    client.send({ op: 1, d: null });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await sessions()).toBe(0);
+    client.ws.terminate();
+  });
+});
+
 describe('presence of a socket that closes while its RESUME is answered', () => {
   it('shows the user offline: the close came before the resume marked the session connected, and the mark is undone', async () => {
     const { userId, token } = await login();

@@ -43,12 +43,24 @@ end
 return out
 `;
 
+/**
+ * The choice auth answered at identify, written only over the one read before auth was asked
+ * (ARGV[2], '' for none): a choice an auth.presence.updated applied meanwhile is newer, and stays.
+ */
+const SEED = `
+local key = ARGV[1]
+if (redis.call('HGET', key, 'chosen') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', key, 'chosen', ARGV[3], 'custom', ARGV[4])
+return 1
+`;
+
 /** The sweep's index outlives every replica's heartbeats by far; gone only when no replica runs for a day. */
 const EXPIRY_INDEX_TTL_S = 86_400;
 
 type PresenceRedis = Redis & {
   presenceRecompute(prefix: string, userId: string, now: number): Promise<[0 | 1, SeenStatus, string, string, 0 | 1]>;
   presenceSeen(prefix: string, ...userIds: string[]): Promise<(string | null)[]>;
+  presenceSeed(key: string, expected: string, status: string, customStatus: string): Promise<0 | 1>;
 };
 
 export interface PresenceOptions {
@@ -69,6 +81,7 @@ export function createPresence(options: PresenceOptions) {
   const redis = options.redis as PresenceRedis;
   redis.defineCommand('presenceRecompute', { numberOfKeys: 0, lua: RECOMPUTE });
   redis.defineCommand('presenceSeen', { numberOfKeys: 0, lua: SEEN });
+  redis.defineCommand('presenceSeed', { numberOfKeys: 0, lua: SEED });
   const { prefix } = options;
   const now = options.now ?? Date.now;
 
@@ -112,10 +125,18 @@ export function createPresence(options: PresenceOptions) {
       await redis.zrem(`${prefix}p:${userId}`, sessionId);
       await recompute(userId);
     },
-    /** What the user chose (auth's profile: at identify, and on auth.presence.updated). */
-    async chose(userId: string, status: ChosenStatus | 'offline', customStatus: string, announce = true): Promise<void> {
+    /** What the user chose (auth.presence.updated). */
+    async chose(userId: string, status: ChosenStatus | 'offline', customStatus: string): Promise<void> {
       await redis.hset(`${prefix}ps:${userId}`, 'chosen', status, 'custom', customStatus);
-      if (announce) await recompute(userId);
+      await recompute(userId);
+    },
+    /** The choice held now ('' for none): read before auth is asked at identify, for seedChoice. */
+    async choiceNow(userId: string): Promise<string> {
+      return (await redis.hget(`${prefix}ps:${userId}`, 'chosen')) ?? '';
+    },
+    /** Auth's answer at identify, unless a choice newer than `heldBefore` was applied meanwhile; not announced. */
+    async seedChoice(userId: string, heldBefore: string, status: ChosenStatus, customStatus: string): Promise<void> {
+      await redis.presenceSeed(`${prefix}ps:${userId}`, heldBefore, status, customStatus);
     },
     /** What the user is playing (social's `social.activity.updated`); shown while others see them. */
     async activity(userId: string, activity: Activity | null): Promise<void> {

@@ -230,6 +230,8 @@ export function createSocketServer(deps: SocketDeps) {
     if (!(await store.countIdentify(identity.id, config.GATEWAY_IDENTIFY_PER_DAY))) {
       return close(conn, CLOSE_CODES.RATE_LIMITED, 'Too many identifies today');
     }
+    // Read before auth is asked: a presence change applied while it answers is newer than its answer.
+    const choiceBefore = await presence.choiceNow(identity.id);
     const [user, servers, conversations] = await Promise.all([
       deps.ask(UserGetRpc, { userId: identity.id }),
       deps.ask(UserServersRpc, { userId: identity.id }),
@@ -242,7 +244,7 @@ export function createSocketServer(deps: SocketDeps) {
     register(conn);
     // Connected before READY: a client that has READY counts as online on every replica.
     const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
-    await showConnected(conn, identity.id, sessionId, () => presence.chose(identity.id, chosen, user.customStatus, false));
+    await showConnected(conn, identity.id, sessionId, () => presence.seedChoice(identity.id, choiceBefore, chosen, user.customStatus));
     const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
     const readyFrame = await store.create({
       sessionId,
@@ -317,7 +319,8 @@ export function createSocketServer(deps: SocketDeps) {
   function heartbeat(conn: Conn) {
     conn.lastBeat = now();
     send(conn, HEARTBEAT_ACK);
-    if (!conn.sessionId || conn.busy) return;
+    // Ended (revoked, taken over) or closing: its session is being removed, and a late mark would bring it back.
+    if (!conn.sessionId || conn.busy || conn.ended || conn.closed) return;
     const { sessionId, userId } = conn;
     Promise.all([store.touch(sessionId, userId as string), presence.heartbeat(userId as string, sessionId)]).catch((err) =>
       log.warn({ err }, 'heartbeat not recorded'),
