@@ -102,23 +102,37 @@ describe('image URLs (item 9)', () => {
 });
 
 describe('upload quota (item 12)', () => {
+  /** A one-file upload of `user` through the gateway. */
+  const upload = async (user: TestUser, content = 'q', headers: Record<string, string> = {}) => {
+    const form = new FormData();
+    form.append('file', new Blob([content]), 'q.txt');
+    const res = await fetch(`${gateway}/v1/media`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${user.token}`, 'x-forwarded-for': user.ip, ...headers },
+      body: form,
+    });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { id?: string; error?: string } };
+  };
+
   it('answers 429 with Retry-After and the quota’s name past the hourly file count, and stores nothing', async () => {
     const user = await newUser('quota');
-    const upload = async () => {
-      const form = new FormData();
-      form.append('file', new Blob(['q']), 'q.txt');
-      const res = await fetch(`${gateway}/v1/media`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${user.token}`, 'x-forwarded-for': user.ip },
-        body: form,
-      });
-      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as { error?: string } };
-    };
-    for (let i = 0; i < E2E_UPLOADS_PER_HOUR; i++) expect((await upload()).status).toBe(201);
-    const over = await upload();
+    for (let i = 0; i < E2E_UPLOADS_PER_HOUR; i++) expect((await upload(user)).status).toBe(201);
+    const over = await upload(user);
     expect(over.status).toBe(429);
     expect(over.body).toEqual({ error: `Upload quota exceeded: at most ${E2E_UPLOADS_PER_HOUR} files per hour` });
     expect(Number(over.retryAfter)).toBeGreaterThan(3_500);
     expect(Number(over.retryAfter)).toBeLessThanOrEqual(3_600);
+  });
+
+  it('replays the retry of the upload that filled the hour under its Idempotency-Key (201, not 429)', async () => {
+    const user = await newUser('quotaretry');
+    for (let i = 1; i < E2E_UPLOADS_PER_HOUR; i++) expect((await upload(user)).status).toBe(201);
+    const key = { 'idempotency-key': `last-${user.id}` };
+    const last = await upload(user, 'the last one', key);
+    expect(last.status).toBe(201);
+    expect((await upload(user, 'one too many')).status).toBe(429);
+    const retry = await upload(user, 'the last one', key);
+    expect(retry).toMatchObject({ status: 201, body: { id: last.body.id } });
+    expect(retry.body).toEqual(last.body);
   });
 });

@@ -46,6 +46,21 @@ describe('E2EE keys through the gateway', () => {
     expect(await failure(recordingClient().client.social.counts())).toMatchObject({ status: 401 });
   });
 
+  it('stops handing bundles to someone whose only link to the owner was a group they left (404)', async () => {
+    const [owner, host, leaver] = await Promise.all([newClientUser('keysown'), newClientUser('keyshost'), newClientUser('keysleft')]);
+    await conversationOnceKnown(host, owner);
+    await conversationOnceKnown(host, leaver);
+    await owner.client.social.putDevice({ params: { deviceId: 'phone' }, body: deviceKeys() });
+    const group = await host.client.social.createConversation({ body: { userIds: [owner.id, leaver.id] } });
+    expect(host.status()).toBe(201);
+
+    const claim = () => leaver.client.social.claimBundles({ params: { userId: owner.id } });
+    expect((await claim()).map((b) => b.deviceId)).toEqual(['phone']);
+    await leaver.client.social.leaveConversation({ params: { id: group.id } });
+    expect(leaver.status()).toBe(204);
+    expect(await failure(claim())).toMatchObject({ status: 404, body: { error: 'User not found' } });
+  });
+
   it('tells every session of the owner, and no one else, when a claim leaves a device low on one-time keys', async () => {
     const [owner, contact] = await Promise.all([newClientUser('keyslow'), newClientUser('keyslow')]);
     await conversationOnceKnown(contact, owner);

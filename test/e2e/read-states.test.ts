@@ -27,7 +27,14 @@ async function socketOf(user: TestUser): Promise<GatewayClient> {
 const readStates = async (user: TestUser) => {
   const res = await api('GET', '/v1/users/@me/read-states', { user });
   expect(res.status).toBe(200);
-  return res.body as { id: string; kind: string; mentionCount: number; unread: boolean; lastReadMessageId: string | null }[];
+  return res.body as {
+    id: string;
+    kind: string;
+    mentionCount: number;
+    unread: boolean;
+    lastReadMessageId: string | null;
+    lastMessageId: string | null;
+  }[];
 };
 
 beforeAll(async () => {
@@ -88,6 +95,35 @@ describe('read states and notifications through the gateway', () => {
     const update = await desktop.dispatch('READ_STATE_UPDATE', (d) => d.id === channelId);
     expect(update.d).toEqual(acked.body);
     expect((await readStates(alice)).find((s) => s.id === channelId)).toEqual(acked.body);
+  });
+
+  it('gives the author no reply entry and no mention for a reply in a group by someone they blocked', async () => {
+    const [author, blocked, other] = await Promise.all([newUser('rsauthor'), newUser('rsblocked'), newUser('rsother')]);
+    await conversationOnceKnown(author, blocked);
+    await conversationOnceKnown(author, other);
+    const group = await api('POST', '/v1/dm/conversations', { user: author, body: { userIds: [blocked.id, other.id] } });
+    expect(group.status).toBe(201);
+    const dm = async (user: TestUser, content: string, replyToId?: string) => {
+      const res = await api('POST', '/v1/dm/messages', { user, body: { conversationId: group.body.id, content, replyToId } });
+      expect(res.status).toBe(201);
+      return res.body.id as string;
+    };
+    const mine = await dm(author, 'from the author');
+    expect((await api('POST', '/v1/friends/block', { user: author, body: { userId: blocked.id } })).status).toBe(201);
+    const socket = await socketOf(author);
+    await dm(blocked, 'a reply from the blocked one', mine);
+    const fromOther = await dm(other, 'a reply from the other one', mine);
+
+    // Social turns the group's messages into entries in order: the later reply's entry closes the window.
+    const entry = await socket.dispatch('NOTIFICATION_CREATE', (d) => d.messageId === fromOther);
+    expect(entry.d).toMatchObject({ actorId: other.id, read: false });
+    expect(socket.dispatches('NOTIFICATION_CREATE').map((f) => f.d.actorId)).toEqual([other.id]);
+    expect((await api('GET', '/v1/notifications', { user: author })).body.notifications.map((n: { id: string }) => n.id)).toEqual([
+      entry.d.id,
+    ]);
+    // Read states follow the same messages in order too: once the later one is the last, both were applied.
+    await until(async () => (await readStates(author)).some((s) => s.id === group.body.id && s.lastMessageId === fromOther));
+    expect((await readStates(author)).find((s) => s.id === group.body.id)).toMatchObject({ mentionCount: 1, unread: true });
   });
 
   it('serves notification settings and conversation acks, social routes under auth’s and social’s prefixes', async () => {

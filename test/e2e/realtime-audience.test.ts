@@ -341,6 +341,26 @@ describe('presence and profile', () => {
     expect(describeFrames(s.dispatches().filter((f) => JSON.stringify(f.d).includes(user.id)))).toEqual([]);
   });
 
+  it('reach no former friend and nobody the user blocked', async () => {
+    const [user, former, blocked, marker] = [await newUser('usr'), await newUser('exf'), await newUser('bld'), await newUser('mrk')];
+    for (const other of [former, blocked]) {
+      await befriend(user, other);
+      await befriend(marker, other);
+    }
+    expect((await api('DELETE', `/v1/friends/${former.id}`, { user })).status).toBe(204);
+    expect((await api('POST', '/v1/friends/block', { user, body: { userId: blocked.id } })).status).toBe(201);
+    const sockets = [await identified(former), await identified(blocked)];
+    await identified(marker);
+    await identified(user);
+    expect((await api('PATCH', '/v1/users/@me/presence', { user, body: { status: 'dnd', customStatus: 'private' } })).status).toBe(200);
+    // After it, on the same (auth) stream: their common friend changes presence.
+    expect((await api('PATCH', '/v1/users/@me/presence', { user: marker, body: { status: 'idle' } })).status).toBe(200);
+    for (const s of sockets) {
+      await s.dispatch('PRESENCE_UPDATE', (d) => d.userId === marker.id && d.status === 'idle', WAIT);
+      expect(describeFrames(s.dispatches('PRESENCE_UPDATE').filter((f) => f.d.userId === user.id))).toEqual([]);
+    }
+  });
+
   it('show an invisible user to no friend: not online, no custom status, no activity', async () => {
     const [user, friend] = [await newUser('inv'), await newUser('invf')];
     await befriend(user, friend);

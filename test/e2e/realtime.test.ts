@@ -15,6 +15,7 @@ const HEARTBEAT_MS = 2_000;
 const RESUME_WINDOW_MS = 6_000;
 const VIEW_CHANNEL = 1 << 10;
 const SEND_MESSAGES = 1 << 11;
+const PASSWORD = 'realtime-pass';
 
 let run: IsolatedPlatform;
 let gateway: string;
@@ -47,6 +48,7 @@ afterAll(async () => {
 
 interface User {
   id: string;
+  username: string;
   token: string;
   refreshToken: string;
   ip: string;
@@ -70,9 +72,9 @@ async function call(method: string, path: string, options: { user?: User; body?:
 
 async function newUser(prefix: string): Promise<User> {
   const username = `${prefix}_${randomBytes(4).toString('hex')}`;
-  const res = await call('POST', '/v1/auth/register', { body: { username, email: `${username}@example.test`, password: 'realtime-pass' } });
+  const res = await call('POST', '/v1/auth/register', { body: { username, email: `${username}@example.test`, password: PASSWORD } });
   expect(res.status).toBe(201);
-  return { id: res.body.user.id, token: res.body.token, refreshToken: res.body.refreshToken, ip: randomIp() };
+  return { id: res.body.user.id, username, token: res.body.token, refreshToken: res.body.refreshToken, ip: randomIp() };
 }
 
 /**
@@ -180,10 +182,21 @@ describe('opcodes', () => {
     expect((await client.closeCode()).code).toBe(4003);
   });
 
-  it('closes a second IDENTIFY with 4005', async () => {
+  it('answers a HEARTBEAT sent before IDENTIFY, and identifies the socket after it', async () => {
+    const user = await newUser('rtearly');
+    const client = await connect(user, { heartbeat: false });
+    client.send({ op: 1, d: null });
+    expect(await client.next((f) => f.op === 11)).toEqual({ op: 11, d: null, s: null, t: null });
+    expect((await client.identify(user.token)).user.id).toBe(user.id);
+  });
+
+  it.each([
+    ['a second IDENTIFY', 2],
+    ['a RESUME', 6],
+  ])('closes %s on an identified socket with 4005', async (_name, op) => {
     const user = await newUser('rttwice');
-    const { client } = await identified(user);
-    client.send({ op: 2, d: { token: user.token } });
+    const { client, ready } = await identified(user);
+    client.send({ op, d: { token: user.token, ...(op === 6 && { sessionId: ready.sessionId, seq: 1 }) } });
     expect((await client.closeCode()).code).toBe(4005);
   });
 
@@ -225,6 +238,23 @@ describe('opcodes', () => {
     expect((await fetch(`${gateway}/v1/health`)).status).toBe(200);
     const user = await newUser('rtafter');
     expect((await identified(user)).ready.user.id).toBe(user.id);
+  });
+});
+
+describe('READY', () => {
+  it('lists only the servers and conversations the user is still in, and the account as GET /v1/users/@me answers it', async () => {
+    const [user, owner, third] = [await newUser('rtleaver'), await newUser('rtlowner'), await newUser('rtlthird')];
+    const { serverId: kept } = await serverWith(owner, user);
+    const { serverId: left } = await serverWith(owner, user);
+    expect((await call('DELETE', `/v1/servers/${left}/members/@me`, { user })).status).toBe(204);
+    const pair = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [user.id] } }, 201)).body;
+    const group = (await once404sPass('POST', '/v1/dm/conversations', { user: owner, body: { userIds: [user.id, third.id] } }, 201)).body;
+    expect((await call('DELETE', `/v1/dm/conversations/${group.id}/members/@me`, { user })).status).toBe(204);
+
+    const { ready } = await identified(user);
+    expect(ready.serverIds).toEqual([kept]);
+    expect(ready.conversationIds).toEqual([pair.id]);
+    expect(ready.user).toEqual((await call('GET', '/v1/users/@me', { user })).body);
   });
 });
 
@@ -345,6 +375,27 @@ describe('typing', () => {
     const nosy = await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user: stranger });
     expect(nosy.status).toBe(404);
   });
+
+  it('refuses typing in a 1:1 conversation across a block to either side (403), and sends TYPING_START to neither', async () => {
+    const [blocker, blocked, marker] = [await newUser('rttblk'), await newUser('rttbld'), await newUser('rttmark')];
+    const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: blocked, body: { userIds: [blocker.id] } }, 201)).body;
+    const [cBlocker, cBlocked] = [(await identified(blocker)).client, (await identified(blocked)).client];
+    expect((await call('POST', '/v1/friends/block', { user: blocker, body: { userId: blocked.id } })).status).toBe(201);
+    for (const user of [blocked, blocker]) {
+      const typed = await call('POST', `/v1/dm/conversations/${conversation.id}/typing`, { user });
+      expect(typed.status).toBe(403);
+      expect(typed.body).toEqual({ error: expect.any(String) });
+    }
+    // A friend request to each comes after on social's stream: a TYPING_START had its chance.
+    for (const [user, client] of [
+      [blocker, cBlocker],
+      [blocked, cBlocked],
+    ] as const) {
+      await once404sPass('POST', '/v1/friends/requests', { user: marker, body: { userId: user.id } }, 201);
+      await client.dispatch('FRIEND_REQUEST_CREATE');
+      expect(client.dispatches('TYPING_START')).toEqual([]);
+    }
+  });
 });
 
 describe('revocation', () => {
@@ -391,6 +442,70 @@ describe('resume', () => {
     expect(resumed.dispatches('MESSAGE_CREATE').map((f) => f.d.content)).toEqual(['two', 'three', 'four', 'five']);
     expect(resumed.dispatches('RESUMED')).toHaveLength(1);
     expect(resumed.dispatches('RESUMED')[0]?.d).toEqual({ replayed: resumed.dispatches().findIndex((f) => f.t === 'RESUMED') });
+  });
+
+  it('tells the sockets of a replica that shuts down to RECONNECT, closes them with 1012, and a RESUME elsewhere replays what they missed', async () => {
+    const [owner, member] = [await newUser('rtdown'), await newUser('rtdown2')];
+    const { channelId } = await serverWith(owner, member);
+    const leaving = await run.platform.startGatewayReplica(await freePort());
+    const client = await connect(member, { url: leaving.url });
+    const ready = await client.identify(member.token);
+    await post(owner, channelId, 'one');
+    const one = await client.dispatch('MESSAGE_CREATE', (d) => d.content === 'one');
+
+    await leaving.stop('SIGTERM');
+    expect(await client.closeCode()).toEqual({ code: 1012, reason: 'Reconnect' });
+    expect(client.frames.at(-1)).toEqual({ op: 7, d: null, s: null, t: null });
+    for (const content of ['two', 'three']) await post(owner, channelId, content);
+
+    const resumed = await connect(member);
+    resumed.send({ op: 6, d: { token: member.token, sessionId: ready.sessionId, seq: one.s } });
+    await resumed.dispatch('RESUMED');
+    await post(owner, channelId, 'four');
+    await resumed.dispatch('MESSAGE_CREATE', (d) => d.content === 'four');
+    expect(contentOf(resumed)).toEqual(['two', 'three', 'four']);
+    const seqs = resumed.dispatches().map((f) => f.s as number);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => (one.s as number) + 1 + i));
+  });
+
+  it('hands a live session to a RESUME on another replica: the old socket closes with 1000 and friends never see the user offline', async () => {
+    const [watcher, user] = [await newUser('rtwatch3'), await newUser('rtmover')];
+    await befriend(watcher, user);
+    const { client: w } = await identified(watcher);
+    const { client: old, ready } = await identified(user);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'online');
+
+    const moved = await connect(user, { url: replica.url });
+    moved.send({ op: 6, d: { token: user.token, sessionId: ready.sessionId, seq: old.lastSeq() } });
+    await moved.dispatch('RESUMED');
+    expect((await old.closeCode()).code).toBe(1000);
+    // A later change reaches the watcher after anything the takeover announced.
+    expect((await call('PATCH', '/v1/users/@me/presence', { user, body: { status: 'dnd' } })).status).toBe(200);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'dnd');
+    const updates = w.dispatches('PRESENCE_UPDATE').filter((f) => f.d.userId === user.id);
+    expect(updates.map((f) => f.d.status)).toEqual(['online', 'dnd']);
+  });
+
+  it('gives a dropped session to one of two RESUMEs sent at once: the other closes with 1000, the survivor gets each dispatch once', async () => {
+    const [owner, member] = [await newUser('rttwin'), await newUser('rttwin2')];
+    const { channelId } = await serverWith(owner, member);
+    const { client: first, ready } = await identified(member);
+    first.close();
+    await first.closed;
+    await post(owner, channelId, 'while away');
+
+    const [a, b] = [await connect(member), await connect(member, { url: replica.url })];
+    const seq = first.lastSeq() as number;
+    for (const c of [a, b]) c.send({ op: 6, d: { token: member.token, sessionId: ready.sessionId, seq } });
+    const loser = await Promise.race([a.closed.then(() => a), b.closed.then(() => b)]);
+    expect((await loser.closed).code).toBe(1000);
+    const survivor = loser === a ? b : a;
+    await post(owner, channelId, 'after');
+    await survivor.dispatch('MESSAGE_CREATE', (d) => d.content === 'after');
+    expect(contentOf(survivor)).toEqual(['while away', 'after']);
+    // The loser's RESUMED is a numbered dispatch of the session too: the survivor may replay it, once.
+    const seqs = survivor.dispatches().map((f) => f.s as number);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => seq + 1 + i));
   });
 
   it('refuses a resume after the window with INVALID_SESSION {resumable: false}', async () => {
@@ -450,6 +565,57 @@ describe('presence', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: friend.id, status: 'invisible' });
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
+  });
+
+  it('sends a friend who is also a co-member one PRESENCE_UPDATE per change, none for a repeated choice, none to the user', async () => {
+    const [watcher, user] = [await newUser('rtonce'), await newUser('rtonce2')];
+    await befriend(watcher, user);
+    await serverWith(user, watcher);
+    const { client: w } = await identified(watcher);
+    const own = [(await identified(user)).client];
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'online');
+    own.push((await identified(user, replica.url)).client);
+    for (const body of [{ status: 'dnd', customStatus: 'busy' }, { status: 'dnd', customStatus: 'busy' }, { status: 'idle' }]) {
+      expect((await call('PATCH', '/v1/users/@me/presence', { user, body })).status).toBe(200);
+    }
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'idle');
+    // The profile change goes to the user's sessions after the presence changes, on auth's stream.
+    expect((await call('PATCH', '/v1/users/@me', { user, body: { displayName: 'Seen once' } })).status).toBe(200);
+    await w.dispatch('USER_UPDATE', (d) => d.id === user.id);
+    for (const client of own) await client.dispatch('USER_UPDATE', (d) => d.id === user.id);
+    const updates = w.dispatches('PRESENCE_UPDATE').filter((f) => f.d.userId === user.id);
+    expect(updates.map((f) => `${f.d.status}:${f.d.customStatus}`)).toEqual(['online:', 'dnd:busy', 'idle:busy']);
+    expect(own.flatMap((c) => c.dispatches('PRESENCE_UPDATE')).filter((f) => f.d.userId === user.id)).toEqual([]);
+  });
+
+  it('closes only the sockets of the login that logs out (4004), and shows the user offline once the last login is out', async () => {
+    const [watcher, user] = [await newUser('rtlogw'), await newUser('rtlogu')];
+    await befriend(watcher, user);
+    const { client: w } = await identified(watcher);
+    const login = await call('POST', '/v1/auth/login', { body: { login: user.username, password: PASSWORD } });
+    expect(login.status).toBe(200);
+    const other: User = { ...user, token: login.body.token, refreshToken: login.body.refreshToken };
+    const { client: first } = await identified(user);
+    const { client: second } = await identified(other, replica.url);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'online');
+    const statuses = () =>
+      w
+        .dispatches('PRESENCE_UPDATE')
+        .filter((f) => f.d.userId === user.id)
+        .map((f) => f.d.status);
+
+    expect((await call('POST', '/v1/auth/logout', { user, body: { refreshToken: user.refreshToken } })).status).toBe(204);
+    expect((await first.closeCode()).code).toBe(4004);
+    // Still connected through the other login: its change is shown, and nothing offline before it.
+    expect((await call('PATCH', '/v1/users/@me/presence', { user: other, body: { status: 'dnd' } })).status).toBe(200);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'dnd');
+    expect(statuses()).toEqual(['online', 'dnd']);
+    expect(second.ws.readyState).toBe(second.ws.OPEN);
+
+    expect((await call('POST', '/v1/auth/logout', { user: other, body: { refreshToken: other.refreshToken } })).status).toBe(204);
+    expect((await second.closeCode()).code).toBe(4004);
+    await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === user.id && d.status === 'offline');
+    expect(statuses()).toEqual(['online', 'dnd', 'offline']);
   });
 });
 
