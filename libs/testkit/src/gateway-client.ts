@@ -117,8 +117,12 @@ export class GatewayClient {
     }
   }
 
-  close(): void {
+  /**
+   * Closes the socket. By default as a dropped client does, with a code that keeps the session
+   * resumable (4000, as Discord's clients reconnect); 1000 or 1001 end the session.
+   */
+  close(code = 4000): void {
     this.stopHeartbeat();
-    this.ws.close(1000);
+    this.ws.close(code);
   }
 }

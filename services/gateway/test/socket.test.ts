@@ -227,6 +227,35 @@ describe('frames the WebSocket layer refuses', () => {
   });
 });
 
+describe('a session whose client closes its socket', () => {
+  it.each([1000, 1001])(
+    "ends with a close %i (Discord's rule): its RESUME gets INVALID_SESSION, and it is gone from Redis",
+    async (code) => {
+      const { token } = await login();
+      const { client, gatewaySessionId } = await identified(token);
+      client.close(code);
+      await client.closed;
+      await expect.poll(() => gw.redis.exists(`${prefix}s:${gatewaySessionId}`)).toBe(0);
+      const again = await openSocket(gw.baseUrl);
+      again.send({ op: 6, d: { token, sessionId: gatewaySessionId, seq: 1 } });
+      expect(await again.next((f) => f.op === 9)).toMatchObject({ op: 9, d: { resumable: false } });
+      again.ws.close();
+    },
+  );
+
+  it('stays resumable after any other close (4000, as a client that means to come back)', async () => {
+    const { token } = await login();
+    const { client, gatewaySessionId } = await identified(token);
+    client.close(4000);
+    await client.closed;
+    await expect.poll(() => gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('');
+    const again = await openSocket(gw.baseUrl);
+    again.send({ op: 6, d: { token, sessionId: gatewaySessionId, seq: 1 } });
+    expect((await again.next((f) => f.t === 'RESUMED')).d).toEqual({ replayed: 0 });
+    again.ws.close();
+  });
+});
+
 describe('presence races', () => {
   it('keeps a choice applied while auth answered the IDENTIFY: the user chose invisible meanwhile, and shows offline', async () => {
     const { userId, token } = await login();

@@ -357,14 +357,17 @@ export function createSocketServer(deps: SocketDeps) {
       });
   }
 
-  async function onClose(conn: Conn) {
+  async function onClose(conn: Conn, code: number) {
     if (conn.closed) return;
     conn.closed = true;
     live.delete(conn);
     unregister(conn);
     if (!conn.sessionId || conn.ended) return;
     try {
-      await store.detach(conn.sessionId, node);
+      // A client that closes with 1000 or 1001 is done with the session (Discord's rule); any other
+      // close (a drop, 4000) keeps it resumable for the window.
+      if (code === 1000 || code === 1001) await store.remove(conn.sessionId, conn.userId as string);
+      else await store.detach(conn.sessionId, node);
       await presence.disconnected(conn.userId as string, conn.sessionId);
     } catch (err) {
       log.warn({ err }, 'could not record a closed socket');
@@ -376,7 +379,7 @@ export function createSocketServer(deps: SocketDeps) {
     const conn: Conn = { ws, openedAt: t, lastBeat: t, windowStart: t, frames: 0, busy: false, lastSent: 0 };
     live.add(conn);
     ws.on('message', (data, isBinary) => onMessage(conn, data, isBinary));
-    ws.on('close', () => void onClose(conn));
+    ws.on('close', (code) => void onClose(conn, code));
     ws.on('error', () => {});
     ws.send(helloFrame);
   }
