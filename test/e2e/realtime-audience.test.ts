@@ -341,6 +341,25 @@ describe('presence and profile', () => {
     expect(describeFrames(s.dispatches().filter((f) => JSON.stringify(f.d).includes(user.id)))).toEqual([]);
   });
 
+  it('show a profile’s live status to a friend and a co-member, not to a stranger (GET /v1/users/{id})', async () => {
+    const [user, friend, comember, stranger] = [await newUser('prof'), await newUser('pfr'), await newUser('pco'), await newUser('pst')];
+    await befriend(user, friend);
+    await publicServer(comember, [user]);
+    await identified(user);
+    expect((await api('PATCH', '/v1/users/@me/presence', { user, body: { status: 'dnd', customStatus: 'at the dentist' } })).status).toBe(
+      200,
+    );
+    const profileAs = async (viewer: TestUser) => {
+      const res = await api('GET', `/v1/users/${user.id}`, { user: viewer });
+      expect(res.status).toBe(200);
+      return { status: res.body.status, customStatus: res.body.customStatus };
+    };
+    const shown = { status: 'dnd', customStatus: 'at the dentist' };
+    await vi.waitFor(async () => expect(await profileAs(friend)).toEqual(shown), { timeout: WAIT });
+    expect(await profileAs(comember)).toEqual(shown);
+    expect(await profileAs(stranger)).toEqual({ status: 'offline', customStatus: '' });
+  });
+
   it('reach no former friend and nobody the user blocked', async () => {
     const [user, former, blocked, marker] = [await newUser('usr'), await newUser('exf'), await newUser('bld'), await newUser('mrk')];
     for (const other of [former, blocked]) {

@@ -177,7 +177,12 @@ export const UserContactsRequest = z.object({ userId: Id });
 export const UserContactsReply = z.object({ userIds: z.array(Id), blockedIds: z.array(Id) });
 
 /** `rpc.gateway.presence.seen`: what others see of these users now (offline when not connected or invisible). */
-export const PresenceSeenRequest = z.object({ userIds: z.array(Id).max(1000) });
+/**
+ * `viewerId`: answer as that user may see them: offline for anyone who is neither the viewer, nor
+ * their friend, nor in a server with them (a profile asks so; lists of friends and members ask
+ * without it, whoever is in them is known to the viewer).
+ */
+export const PresenceSeenRequest = z.object({ userIds: z.array(Id).max(1000), viewerId: Id.optional() });
 export const PresenceSeenReply = z.object({ statuses: z.record(z.string(), SeenStatus) });
 
 export const REALTIME_RPC = {

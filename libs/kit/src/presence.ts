@@ -13,7 +13,12 @@ const PER_QUESTION = 1000;
  * every user when no gateway answers, shows `offline`, as before presence existed, rather than
  * failing the list.
  */
-export async function seenStatuses(bus: Bus, userIds: string[], requestId?: string): Promise<(userId: string) => SeenStatus> {
+export async function seenStatuses(
+  bus: Bus,
+  userIds: string[],
+  requestId?: string,
+  options: { viewerId?: string } = {},
+): Promise<(userId: string) => SeenStatus> {
   const unique = [...new Set(userIds)];
   const statuses = new Map<string, SeenStatus>();
   const chunks = Array.from({ length: Math.ceil(unique.length / PER_QUESTION) }, (_, i) =>
@@ -22,7 +27,12 @@ export async function seenStatuses(bus: Bus, userIds: string[], requestId?: stri
   await Promise.all(
     chunks.map(async (ids) => {
       try {
-        const reply = await requestRpc(bus, PresenceSeenRpc, { userIds: ids }, { timeoutMs: ASK_TIMEOUT_MS, requestId });
+        const reply = await requestRpc(
+          bus,
+          PresenceSeenRpc,
+          { userIds: ids, viewerId: options.viewerId },
+          { timeoutMs: ASK_TIMEOUT_MS, requestId },
+        );
         for (const [id, status] of Object.entries(reply.statuses)) statuses.set(id, status);
       } catch {
         // No gateway: offline, as the doc comment says.

@@ -1,4 +1,4 @@
-import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
+import { PresenceSeenRpc, REALTIME_SUBJECTS, type SeenStatus, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -78,6 +78,17 @@ export async function startRealtime(deps: {
       );
     },
   });
+  /** What the viewer (when given) may see of each user: a stranger is told nothing, as the socket tells them nothing. */
+  async function statusesSeen(userIds: string[], viewerId?: string): Promise<Record<string, SeenStatus>> {
+    const statuses = await presence.seen(userIds);
+    if (viewerId === undefined) return statuses;
+    for (const userId of userIds) {
+      if (userId === viewerId || statuses[userId] === 'offline') continue;
+      const known = await audience.acquaintances(userId, { self: false });
+      if (!known.includes(viewerId)) statuses[userId] = 'offline';
+    }
+    return statuses;
+  }
   void whenConnected(bus, log, 'gateway stream', async () => {
     await ensureStream(bus, STREAMS.gateway);
     return undefined;
@@ -95,8 +106,8 @@ export async function startRealtime(deps: {
     publisher: redis,
   });
   await sockets.ready;
-  // Social shows the seen status in its friend lists.
-  serveRpc(bus, log, PresenceSeenRpc, async ({ userIds }) => ({ statuses: await presence.seen(userIds) }));
+  // Social shows the seen status in its friend lists, guilds in its member lists, auth in a profile.
+  serveRpc(bus, log, PresenceSeenRpc, async ({ userIds, viewerId }) => ({ statuses: await statusesSeen(userIds, viewerId) }));
   // The list catches up on what it missed while this replica was away from the bus (an ordered
   // consumer), where a plain subscription loses it: those sessions' sockets close too.
   deps.revocations.onRevoked(({ sessionId }) => {

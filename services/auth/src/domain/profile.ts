@@ -43,16 +43,17 @@ export async function getMe(deps: Pick<AuthDomainDeps, 'pool' | 'config'>, id: s
 }
 
 /**
- * What anyone may see of a user, with the status others see now: auth stores only the choice, the
- * gateway knows who is connected (asked as social's lists ask it; offline when it does not answer).
+ * What anyone may see of a user, with the status the caller may see now: auth stores only the
+ * choice, the gateway knows who is connected and who knows whom (offline to a stranger, as the
+ * socket tells strangers nothing; offline too when it does not answer).
  */
 export async function getPublicUser(
   deps: Pick<AuthDeps, 'pool' | 'config' | 'bus'>,
-  ctx: Pick<RequestContext, 'requestId'>,
+  ctx: Pick<RequestContext, 'requestId' | 'userId'>,
   id: string,
 ): Promise<z.input<typeof User>> {
   const row = await getUser(deps, id);
-  const seen = await seenStatuses(deps.bus, [row.id], ctx.requestId);
+  const seen = await seenStatuses(deps.bus, [row.id], ctx.requestId, { viewerId: ctx.userId });
   return users.toUser(row, badgePolicy(deps.config), seen(row.id));
 }
 

@@ -449,7 +449,7 @@ export function createSocketServer(deps: SocketDeps) {
       const closing = [...live].map((conn) => {
         send(conn, RECONNECT);
         close(conn, 1012, 'Reconnect');
-        return onClose(conn);
+        return onClose(conn, 1012);
       });
       await Promise.all(closing);
       await deps.subscriber.unsubscribe().catch(() => {});
