@@ -158,4 +158,21 @@ describe('the socket of @chat/client', () => {
     await until(async () => updates.length > 0, { what: 'USER_UPDATE on the new session' });
     expect(updates).toEqual([`${userId} After a new identify`]);
   });
+  it('ends its session on close(): a later connect() identifies afresh and resolves with a new READY', async () => {
+    const { client } = await signedUp();
+    const readies: string[] = [];
+    client.socket.on('READY', (ready) => readies.push(ready.sessionId));
+    const first = await client.socket.connect();
+    client.socket.close();
+    expect(client.socket.status).toBe('closed');
+    const statuses: SocketStatus[] = [];
+    client.socket.onStatus((status) => statuses.push(status));
+
+    const second = await client.socket.connect();
+
+    expect(second.sessionId).not.toBe(first.sessionId);
+    expect(readies).toEqual([first.sessionId, second.sessionId]);
+    // Identified, never resumed the session that close() ended.
+    expect(statuses).toEqual(['connecting', 'identifying', 'ready']);
+  }, 10_000);
 });

@@ -49,7 +49,10 @@ export interface SocketOptions {
   url: () => Promise<string>;
   /** The current access token (IDENTIFY and RESUME carry it). */
   token: () => string | undefined;
-  /** Refreshes the token pair after a refused `stale` token; true when a new pair came. */
+  /**
+   * Refreshes the token pair after a refused `stale` token: true when a new pair came, false when
+   * the refresh token was refused; throws when the refresh failed for a passing reason.
+   */
   refresh?: (stale: string) => Promise<boolean>;
   /** Headers of the upgrade request (Node only). */
   headers?: Record<string, string>;
@@ -101,6 +104,10 @@ export class ChatSocket {
   private readonly pings: ((latencyMs: number) => void)[] = [];
   private failedAttempts = 0;
   private refreshedToken: string | undefined;
+  /** The token of the last IDENTIFY or RESUME: the one a 4004 refused. */
+  private sentToken: string | undefined;
+  /** Counts close() calls: an opening begun before the last one leaves its socket unused. */
+  private closings = 0;
   private ready: { promise: Promise<ReadyData>; resolve(r: ReadyData): void; reject(e: Error): void } | undefined;
   private readonly random: () => number;
   /** The socket's address, asked once and asked again after an attempt that never got HELLO. */
@@ -162,18 +169,19 @@ export class ChatSocket {
     this.drop(0, { code: RESUME_CLOSE, reason: 'Reconnect requested' });
   }
 
-  /** Closes the socket for good: no reconnect. */
+  /**
+   * Closes the socket for good: no reconnect, and the session ends (the gateway ends a session
+   * whose socket the client closes with 1000), so a later connect() identifies afresh.
+   */
   close(): void {
-    clearTimeout(this.reconnectTimer);
-    this.stopHeartbeat();
-    const ws = this.ws;
-    this.ws = undefined;
-    ws?.close(1000, 'Bye');
+    this.closings += 1;
+    this.end();
     this.setStatus('closed');
     this.ready?.reject(new Error('The socket was closed'));
   }
 
   private async open(): Promise<void> {
+    const closings = this.closings;
     this.setStatus('connecting');
     let ws: WebSocketLike;
     try {
@@ -181,9 +189,10 @@ export class ChatSocket {
       this.helloSeen = false;
       ws = await (this.options.createWebSocket ?? defaultWebSocketFactory)(this.url, this.options.headers ?? {});
     } catch (err) {
+      if (closings !== this.closings) return;
       return this.scheduleReconnect({ reason: (err as Error).message });
     }
-    if (this.status === 'closed') return ws.close(1000, 'Bye');
+    if (this.status === 'closed' || closings !== this.closings) return ws.close(1000, 'Bye');
     this.ws = ws;
     ws.onmessage = (event) => this.onMessage(ws, event.data);
     ws.onclose = (event) => this.onClose(ws, event.code, event.reason);
@@ -228,6 +237,7 @@ export class ChatSocket {
     if (!token) this.fail(new Error('Sign in before opening the socket'));
     else if (this.sessionId && this.seq !== null) {
       this.setStatus('resuming');
+      this.sentToken = token;
       this.send({ op: OP.RESUME, d: { token, sessionId: this.sessionId, seq: this.seq } });
     } else this.identify(token);
   }
@@ -236,6 +246,7 @@ export class ChatSocket {
     this.setStatus('identifying');
     this.sessionId = undefined;
     this.seq = null;
+    this.sentToken = token;
     this.send({ op: OP.IDENTIFY, d: { token } });
   }
 
@@ -282,11 +293,23 @@ export class ChatSocket {
     }
   }
 
-  /** A refused token: refreshed once and tried again; a second refusal (a revoked session) ends the socket. */
+  /**
+   * A refused token: refreshed once and tried again; a second refusal (a revoked session) ends the
+   * socket. The stale token is the one the socket sent, so that a refresh HTTP calls already made
+   * for it is reused rather than repeated. A refresh that failed for a passing reason (the auth
+   * service unavailable) keeps the pair: the socket tries again later, as after a drop.
+   */
   private async afterAuthenticationFailed(code: number, reason: string): Promise<void> {
-    const stale = this.options.token();
-    const refreshed = stale !== undefined && stale !== this.refreshedToken && (await this.options.refresh?.(stale).catch(() => false));
-    if (!refreshed) return this.fail(new Error(`The gateway refused the session: ${code} ${reason}`));
+    const refused = new Error(`The gateway refused the session: ${code} ${reason}`);
+    const stale = this.sentToken;
+    if (stale === undefined || stale === this.refreshedToken || !this.options.refresh) return this.fail(refused);
+    const closings = this.closings;
+    // undefined: the refresh failed for a passing reason.
+    const refreshed = await this.options.refresh(stale).catch(() => undefined);
+    // Closed meanwhile: what comes next is a later connect()'s.
+    if (closings !== this.closings) return;
+    if (refreshed === undefined) return this.scheduleReconnect({ code, reason });
+    if (!refreshed) return this.fail(refused);
     this.refreshedToken = this.options.token();
     this.scheduleReconnect({ code, reason }, 0);
   }
@@ -350,13 +373,23 @@ export class ChatSocket {
   }
 
   private fail(error: Error): void {
+    this.end();
+    this.setStatus('closed', { reason: error.message });
+    this.ready?.reject(error);
+  }
+
+  /** Stops every timer, closes the socket with 1000 and forgets the session, which that close ends. */
+  private end(): void {
     clearTimeout(this.reconnectTimer);
     this.stopHeartbeat();
     const ws = this.ws;
     this.ws = undefined;
     ws?.close(1000, 'Bye');
-    this.setStatus('closed', { reason: error.message });
-    this.ready?.reject(error);
+    this.sessionId = undefined;
+    this.seq = null;
+    this.sentToken = undefined;
+    this.refreshedToken = undefined;
+    this.failedAttempts = 0;
   }
 
   private setStatus(status: SocketStatus, detail?: { code?: number; reason?: string }): void {

@@ -117,11 +117,13 @@ describe('the typed client', () => {
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ status: 403, message: 'Missing permission', route: 'GET /v1/servers/:serverId' });
 
-    const unreachable = await createClient({ baseUrl: 'http://127.0.0.1:9' })
+    // A GET that gets no answer is retried like one answered 502, then thrown with status 0.
+    const unreachable = await createClient({ baseUrl: 'http://127.0.0.1:9', sleep: async (ms) => void waits.push(ms) })
       .gateway.health()
       .catch((e: unknown) => e);
     expect(unreachable).toBeInstanceOf(ApiError);
     expect((unreachable as ApiError).status).toBe(0);
+    expect(waits).toEqual([250, 500, 1000, 2000, 4000]);
   });
 
   it('refreshes once for many calls that fail with the same expired token, then repeats each', async () => {
@@ -147,15 +149,90 @@ describe('the typed client', () => {
     expect(seen.filter((r) => r.url.startsWith('/v1/servers/'))).toHaveLength(10);
   });
 
-  it('ends the session when the refresh token is refused, and throws the 401', async () => {
-    answer = (req, res) =>
-      req.url === '/v1/auth/refresh' ? json(res, 401, { error: 'Refresh token revoked' }) : json(res, 401, { error: 'Token expired' });
+  it('ends the session when the refresh token is refused (401) or malformed (400), and throws the 401', async () => {
+    for (const refusal of [401, 400]) {
+      seen = [];
+      answer = (req, res) =>
+        req.url === '/v1/auth/refresh'
+          ? json(res, refusal, { error: 'Refresh token revoked' })
+          : json(res, 401, { error: 'Token expired' });
+      const told: (TokenPair | undefined)[] = [];
+      const c = client({ token: 'access-1', refreshToken: 'refresh-1' }, told);
+      await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: 401, message: 'Token expired' });
+      expect(c.tokens).toBeUndefined();
+      expect(told).toEqual([undefined]);
+      expect(seen.map((r) => r.url)).toEqual(['/v1/servers', '/v1/auth/refresh']);
+    }
+  });
+
+  it('retries a refresh answered 503 or 429 like any call, and keeps the pair when it stays unavailable', async () => {
+    const refreshAnswers = [503, 429];
+    answer = (req, res) => {
+      if (req.url !== '/v1/auth/refresh') {
+        return req.headers.authorization === 'Bearer access-2' ? json(res, 200, [server1]) : json(res, 401, { error: 'Token expired' });
+      }
+      const status = refreshAnswers.shift();
+      if (status) return json(res, status, { error: 'Busy' }, { 'retry-after': '3' });
+      json(res, 200, { token: 'access-2', refreshToken: 'refresh-2' });
+    };
     const told: (TokenPair | undefined)[] = [];
     const c = client({ token: 'access-1', refreshToken: 'refresh-1' }, told);
-    await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: 401, message: 'Token expired' });
-    expect(c.tokens).toBeUndefined();
-    expect(told).toEqual([undefined]);
-    expect(seen.map((r) => r.url)).toEqual(['/v1/servers', '/v1/auth/refresh']);
+    expect(await c.servers.listMyServers()).toEqual([server1]);
+    expect(waits).toEqual([250, 3000]);
+    expect(told).toEqual([{ token: 'access-2', refreshToken: 'refresh-2' }]);
+
+    // Down for longer than the retries: the call fails with the refresh's 503; the session lives on.
+    seen = [];
+    waits = [];
+    answer = (req, res) =>
+      req.url === '/v1/auth/refresh' ? json(res, 503, { error: 'Service unavailable' }) : json(res, 401, { error: 'Token expired' });
+    const later = client({ token: 'access-1', refreshToken: 'refresh-1' }, told.splice(0));
+    await expect(later.servers.listMyServers()).rejects.toMatchObject({ status: 503, route: 'POST /v1/auth/refresh' });
+    expect(later.tokens).toEqual({ token: 'access-1', refreshToken: 'refresh-1' });
+    expect(told).toEqual([]);
+    expect(seen.filter((r) => r.url === '/v1/auth/refresh')).toHaveLength(6);
+  });
+
+  it('keeps the pair when a refresh gets a 502 or no answer, without repeating it (it may have rotated the pair)', async () => {
+    for (const fault of ['502', 'reset'] as const) {
+      seen = [];
+      answer = (req, res) => {
+        if (req.url !== '/v1/auth/refresh') return json(res, 401, { error: 'Token expired' });
+        if (fault === '502') return json(res, 502, { error: 'Bad gateway' });
+        res.destroy();
+      };
+      const told: (TokenPair | undefined)[] = [];
+      const c = client({ token: 'access-1', refreshToken: 'refresh-1' }, told);
+      await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: fault === '502' ? 502 : 0 });
+      expect(c.tokens).toEqual({ token: 'access-1', refreshToken: 'refresh-1' });
+      expect(told).toEqual([]);
+      expect(seen.map((r) => r.url)).toEqual(['/v1/servers', '/v1/auth/refresh']);
+    }
+  });
+
+  it('keeps the pair of an explicit auth.refresh, so that the next refresh presents its refresh token', async () => {
+    let pairs = 1;
+    answer = (req, res) => {
+      if (req.url === '/v1/auth/refresh') {
+        pairs++;
+        return json(res, 200, { token: `access-${pairs}`, refreshToken: `refresh-${pairs}` });
+      }
+      // Every access token has expired by now.
+      json(res, 401, { error: 'Token expired' });
+    };
+    const told: (TokenPair | undefined)[] = [];
+    const c = client({ token: 'access-1', refreshToken: 'refresh-1' }, told);
+    await c.auth.refresh({ body: { refreshToken: 'refresh-1' } });
+    expect(c.tokens).toEqual({ token: 'access-2', refreshToken: 'refresh-2' });
+    await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: 401 });
+    expect(seen.filter((r) => r.url === '/v1/auth/refresh').map((r) => JSON.parse(r.body))).toEqual([
+      { refreshToken: 'refresh-1' },
+      { refreshToken: 'refresh-2' },
+    ]);
+    expect(told).toEqual([
+      { token: 'access-2', refreshToken: 'refresh-2' },
+      { token: 'access-3', refreshToken: 'refresh-3' },
+    ]);
   });
 
   it("waits out a 429's Retry-After, then twice as long on each further 429", async () => {
@@ -221,6 +298,100 @@ describe('the typed client', () => {
     await expect(c.servers.joinServer({ params: { serverId: SERVER_ID } })).rejects.toMatchObject({ status: 502 });
     expect(seen).toHaveLength(2);
     expect(seen[0]?.headers['idempotency-key']).toBeUndefined();
+  });
+
+  it('gives a POST that creates only sometimes (201 as an alternative) a key, and retries it after 502', async () => {
+    const conversation = { id: SERVER_ID, kind: 'group' };
+    const statuses = [502];
+    answer = (_req, res) => json(res, statuses.shift() ?? 201, conversation);
+    const created = await client({ token: 't', refreshToken: 'r' }).social.createConversation({
+      body: { userIds: [SERVER_ID, '0190f3c1-7a6e-7c1e-9a8b-1234567890ac'] },
+    });
+    expect(created).toEqual(conversation);
+    const keys = seen.map((r) => r.headers['idempotency-key']);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+  });
+
+  it('waits while the first attempt of a keyed call is still running (409), then answers its stored result', async () => {
+    const stillRunning = { error: 'A request with this Idempotency-Key is still being processed; retry later' };
+    const statuses = [504, 409, 409];
+    answer = (_req, res) => {
+      const status = statuses.shift();
+      if (status) return json(res, status, status === 409 ? stillRunning : { error: 'Gateway timeout' });
+      json(res, 201, server1, { 'idempotent-replayed': 'true' });
+    };
+    const c = client({ token: 't', refreshToken: 'r' });
+    expect(await c.servers.createServer({ body: { name: 'One' } })).toEqual(server1);
+    expect(new Set(seen.map((r) => r.headers['idempotency-key'])).size).toBe(1);
+    expect(seen).toHaveLength(4);
+    expect(waits).toEqual([250, 500, 1000]);
+
+    // Bounded: a first attempt that never ends is thrown after the retries.
+    seen = [];
+    answer = (_req, res) => json(res, 409, stillRunning);
+    await expect(c.servers.createServer({ body: { name: 'One' } })).rejects.toMatchObject({ status: 409, message: stillRunning.error });
+    expect(seen).toHaveLength(6);
+
+    // A route's own conflict is the app's to handle, at once.
+    seen = [];
+    answer = (_req, res) => json(res, 409, { error: 'That username is taken' });
+    await expect(c.auth.register({ body: { username: 'ada', email: 'ada@example.test', password: 'secret-pass' } })).rejects.toMatchObject({
+      status: 409,
+      message: 'That username is taken',
+    });
+    expect(seen).toHaveLength(1);
+  });
+
+  it('retries a keyed POST whose connection was reset after the request with the same key, but not an action POST', async () => {
+    let posts = 0;
+    answer = (_req, res) => (++posts === 1 ? res.destroy() : json(res, 201, server1));
+    const c = client({ token: 't', refreshToken: 'r' });
+    expect(await c.servers.createServer({ body: { name: 'One' } })).toEqual(server1);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]?.headers['idempotency-key']).toBe(seen[0]?.headers['idempotency-key']);
+    expect(waits).toEqual([250]);
+
+    // Joining has no key: sent again, it could be done twice.
+    seen = [];
+    waits = [];
+    answer = (_req, res) => res.destroy();
+    await expect(c.servers.joinServer({ params: { serverId: SERVER_ID } })).rejects.toMatchObject({ status: 0 });
+    expect(seen).toHaveLength(1);
+    expect(waits).toEqual([]);
+  });
+
+  it('tells the app how long to wait (retryAfter, in seconds) with a 429 or 503 it throws', async () => {
+    answer = (_req, res) => json(res, 429, { error: 'Too many failed logins for this account; try again later' }, { 'retry-after': '900' });
+    const c = createClient({ baseUrl, maxRetries: 0 });
+    await expect(c.auth.login({ body: { login: 'a', password: 'b' } })).rejects.toMatchObject({ status: 429, retryAfter: 900 });
+
+    answer = (_req, res) =>
+      json(res, 503, { error: 'Service unavailable' }, { 'retry-after': new Date(Date.now() + 30_000).toUTCString() });
+    const unavailable = (await c.servers.listMyServers().catch((e: unknown) => e)) as ApiError;
+    expect(unavailable.status).toBe(503);
+    expect(unavailable.retryAfter).toBeGreaterThanOrEqual(29);
+    expect(unavailable.retryAfter).toBeLessThanOrEqual(30);
+
+    answer = (_req, res) => json(res, 403, { error: 'Missing permission' });
+    await expect(c.servers.listMyServers()).rejects.toMatchObject({ status: 403, retryAfter: undefined });
+  });
+
+  it('hands over the bytes of a file route unchanged, and its failure as an ApiError', async () => {
+    // Not UTF-8: a text decoding would replace these bytes.
+    const file = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0xff, 0xfe, 0x80, 0x0a, 0xc3]);
+    answer = (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(file);
+    const c = client();
+    const bytes: Uint8Array = await c.media.serve({ params: { id: SERVER_ID, filename: 'dot.png' } });
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(bytes).equals(file)).toBe(true);
+
+    answer = (_req, res) => json(res, 404, { error: 'No such file' });
+    await expect(c.media.serve({ params: { id: SERVER_ID, filename: 'dot.png' } })).rejects.toMatchObject({
+      status: 404,
+      message: 'No such file',
+    });
   });
 
   it('keeps the token pair of a login and forgets it on logout', async () => {

@@ -197,4 +197,77 @@ describe('the socket client', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(sockets).toHaveLength(2);
   });
+  it('ends the session on close(): a later connect() identifies afresh and resolves with the new READY', async () => {
+    const socket = chatSocket();
+    await ready(socket);
+    socket.close();
+    expect(sockets[0]?.closedWith).toBe(1000);
+    expect(socket.sessionId).toBeUndefined();
+    expect(socket.seq).toBeNull();
+
+    const again = socket.connect();
+    await settle();
+    expect(sockets).toHaveLength(2);
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    expect(latest().sent).toEqual([{ op: OP.IDENTIFY, d: { token: 'token-1' } }]);
+    const second = '0190f3c1-7a6e-7c1e-9a8b-1234567890ac';
+    latest().receive(OP.DISPATCH, { sessionId: second, user: {}, serverIds: [], conversationIds: [] }, 1, 'READY');
+    await expect(again).resolves.toMatchObject({ sessionId: second });
+    expect(socket.status).toBe('ready');
+  });
+
+  it('leaves unused a socket that an opening begun before close() gets after it', async () => {
+    const socket = chatSocket();
+    socket.connect();
+    socket.close();
+    socket.connect();
+    await settle();
+    expect(sockets).toHaveLength(2);
+    expect(sockets[0]?.closedWith).toBe(1000);
+    expect(sockets[0]?.onmessage).toBeNull();
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    expect(latest().sent).toEqual([{ op: OP.IDENTIFY, d: { token: 'token-1' } }]);
+  });
+
+  it('refreshes the token it sent when refused, not the one the client holds by then', async () => {
+    // HTTP calls refreshed the pair while the IDENTIFY was on its way: the client reuses that refresh for 'token-1'.
+    const refresh = vi.fn(async () => true);
+    const socket = chatSocket({ refresh });
+    socket.connect();
+    await settle();
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    token = 'token-2';
+    latest().drop(CLOSE_CODES.AUTHENTICATION_FAILED, 'Authentication failed');
+    await settle();
+    expect(refresh).toHaveBeenCalledWith('token-1');
+    expect(refresh).toHaveBeenCalledTimes(1);
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    expect(latest().sent).toEqual([{ op: OP.IDENTIFY, d: { token: 'token-2' } }]);
+  });
+
+  it('tries again later when the refresh failed for a passing reason, instead of giving up', async () => {
+    const refresh = vi
+      .fn<(stale: string) => Promise<boolean>>()
+      .mockRejectedValueOnce(new Error('Service unavailable'))
+      .mockImplementation(async () => {
+        token = 'token-2';
+        return true;
+      });
+    const socket = chatSocket({ refresh });
+    const connected = socket.connect();
+    await settle();
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    latest().drop(CLOSE_CODES.AUTHENTICATION_FAILED, 'Authentication failed');
+    await settle();
+    expect(socket.status).toBe('reconnecting');
+    await vi.advanceTimersByTimeAsync(75);
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    latest().drop(CLOSE_CODES.AUTHENTICATION_FAILED, 'Authentication failed');
+    await settle();
+    expect(refresh).toHaveBeenCalledTimes(2);
+    latest().receive(OP.HELLO, { heartbeatInterval: INTERVAL });
+    expect(latest().sent).toEqual([{ op: OP.IDENTIFY, d: { token: 'token-2' } }]);
+    latest().receive(OP.DISPATCH, { sessionId: SESSION, user: {}, serverIds: [], conversationIds: [] }, 1, 'READY');
+    await expect(connected).resolves.toMatchObject({ sessionId: SESSION });
+  });
 });
