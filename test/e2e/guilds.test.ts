@@ -4,7 +4,7 @@ import { lastAttempt } from '@chat/testkit';
 import { describe, expect, it } from 'vitest';
 import { attempt, failure, newClientUser, recordingClient } from './helpers.ts';
 
-/** Servers, membership, invites and bans through the gateway, with users registered at auth. */
+/** Servers, membership, invites, bans and discovery through the gateway, with users registered at auth. */
 
 describe('guilds through the gateway', () => {
   it('creates a server, lets another user join once, and answers the join statuses', async () => {
@@ -64,6 +64,35 @@ describe('guilds through the gateway', () => {
     const rejoin = await failure(troll.client.servers.joinServer({ params: { serverId: server.id } }));
     expect(rejoin.status).toBe(400);
     expect(rejoin.body).toEqual({ error: expect.stringMatching(/banned/) });
+  });
+});
+
+describe('server discovery through the gateway', () => {
+  it('lists a server only while it is public, with its member count after joins, a leave, a kick and a ban', async () => {
+    const [owner, a, b, c] = await Promise.all([newClientUser('owner'), newClientUser('a'), newClientUser('b'), newClientUser('c')]);
+    const tag = `t${crypto.randomUUID().slice(0, 8)}`;
+    const servers = owner.client.servers;
+    const unlisted = await servers.createServer({ body: { name: `${tag} private`, tags: [tag] } });
+    const listed = await servers.createServer({ body: { name: `${tag} public`, isPublic: true, tags: [tag] } });
+    const discovered = async () => (await a.client.servers.discoverServers({ query: { tag } })).map((s) => [s.id, s.memberCount]);
+    expect(await discovered()).toEqual([[listed.id, 1]]);
+    for (const user of [a, b, c]) await user.client.servers.joinServer({ params: { serverId: listed.id } });
+    expect(await discovered()).toEqual([[listed.id, 4]]);
+
+    await a.client.servers.leaveServer({ params: { serverId: listed.id } });
+    await servers.kickMember({ params: { serverId: listed.id, userId: b.id } });
+    // The ban waits for auth's event about the user to reach guilds.
+    const ban = await lastAttempt(
+      () => attempt(owner, (client) => client.servers.banMember({ params: { serverId: listed.id, userId: c.id }, body: {} })),
+      (res) => res.status !== 404,
+    );
+    expect(ban.status).toBe(200);
+    expect(await discovered()).toEqual([[listed.id, 1]]);
+
+    await servers.updateServer({ params: { serverId: listed.id }, body: { isPublic: false } });
+    expect(await discovered()).toEqual([]);
+    await servers.updateServer({ params: { serverId: unlisted.id }, body: { isPublic: true } });
+    expect(await discovered()).toEqual([[unlisted.id, 1]]);
   });
 });
 

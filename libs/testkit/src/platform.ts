@@ -36,6 +36,12 @@ export interface PlatformOptions {
   extraEnv?: Partial<Record<ServiceProcess, Record<string, string>>>;
 }
 
+/** A process started next to the platform's own: its URL, and a stop that sends `signal` (SIGKILL to play a replica dying). */
+export interface Replica {
+  url: string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
 export interface Platform {
   urls: Record<ServiceProcess, string>;
   /** Where each process serves GET /metrics. */
@@ -48,10 +54,12 @@ export interface Platform {
   signalService(name: ServiceProcess, signal: NodeJS.Signals): void;
   startService(name: ServiceProcess): Promise<void>;
   /**
-   * One more gateway process on `port`, with the same settings as the first (a second replica):
-   * its URL, and a stop that sends `signal` (SIGKILL to play a replica dying).
+   * One more process of `name` on `port`, with the same settings as the first (a second replica)
+   * and `env` on top of them (a gateway replica pointed at other replicas of the services).
    */
-  startGatewayReplica(port: number): Promise<{ url: string; stop(signal?: NodeJS.Signals): Promise<number | null> }>;
+  startReplica(name: ServiceProcess, port: number, env?: Record<string, string>): Promise<Replica>;
+  /** One more gateway process on `port`, with the same settings as the first (a second replica). */
+  startGatewayReplica(port: number): Promise<Replica>;
   stop(): Promise<void>;
   /**
    * Stops after a Ctrl-C: a terminal sends SIGINT to its whole process group, the processes too,
@@ -127,13 +135,13 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
   }
 
   const replicas = new Set<ChildProcess>();
-  async function startGatewayReplica(port: number) {
-    const logPath = join(o.logDir, `gateway-${port}.log`);
-    // A metrics port of its own: the first gateway holds the platform's.
-    const child = spawnProcess('gateway', { ...processEnv('gateway', o), PORT: String(port), METRICS_PORT: '0' }, logPath);
+  async function startReplica(name: ServiceProcess, port: number, env: Record<string, string> = {}): Promise<Replica> {
+    const logPath = join(o.logDir, `${name}-${port}.log`);
+    // A metrics port of its own: the first process holds the platform's.
+    const child = spawnProcess(name, { ...processEnv(name, o), PORT: String(port), METRICS_PORT: '0', ...env }, logPath);
     replicas.add(child);
     const url = `http://127.0.0.1:${port}`;
-    await waitFor(`${url}/health/live`, readyTimeoutMs, child, 'gateway replica', logPath);
+    await waitFor(`${url}/health/live`, readyTimeoutMs, child, `${name} replica`, logPath);
     return {
       url,
       stop: async (signal: NodeJS.Signals = 'SIGTERM') => {
@@ -183,7 +191,8 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     stopService,
     startService,
     signalService,
-    startGatewayReplica,
+    startReplica,
+    startGatewayReplica: (port) => startReplica('gateway', port),
     stop,
     async stopAfterInterrupt(graceMs = 3_000) {
       await allExited(graceMs);
