@@ -1,10 +1,32 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { request } from 'node:http';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
+import { type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
 import { inject } from 'vitest';
+import { E2E_ENV } from '../setup/platform.ts';
 
 export const gateway = inject('platform').urls.gateway;
+
+/**
+ * A platform of the test file's own (for a file that kills, cuts off or adds processes), with the
+ * e2e settings and `env` on top of them per process; its logs in the shared log dir under `logName`.
+ */
+export function ownPlatform(
+  label: string,
+  logName: string,
+  env: Partial<Record<ServiceProcess, Record<string, string>>> = {},
+): Promise<IsolatedPlatform> {
+  const processes = new Set([...Object.keys(E2E_ENV), ...Object.keys(env)]) as Set<ServiceProcess>;
+  return startIsolatedPlatform({
+    backing: inject('backing'),
+    label,
+    logDir: join(inject('platform').logDir, logName),
+    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
+    extraEnv: Object.fromEntries([...processes].map((p) => [p, { ...E2E_ENV[p], ...env[p] }])),
+  });
+}
 
 /**
  * A client IP of its own per call site: the gateway trusts 127.0.0.1 as a proxy in the e2e
@@ -44,12 +66,12 @@ export async function newUser(prefix = 'u'): Promise<TestUser> {
 export async function api(
   method: string,
   path: string,
-  options: { user?: TestUser; body?: unknown; ip?: string; headers?: Record<string, string> } = {},
+  options: { user?: Pick<TestUser, 'token' | 'ip'>; body?: unknown; ip?: string; headers?: Record<string, string>; base?: string } = {},
 ) {
   const headers: Record<string, string> = { 'x-forwarded-for': options.ip ?? options.user?.ip ?? randomIp(), ...options.headers };
   if (options.user) headers.authorization = `Bearer ${options.user.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${gateway}${path}`, {
+  const res = await fetch(`${options.base ?? gateway}${path}`, {
     method,
     headers,
     body: options.body === undefined ? undefined : JSON.stringify(options.body),

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import { createClient } from '@chat/client';
-import { type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform, startTcpProxy, type TcpProxy } from '@chat/testkit';
+import { type IsolatedPlatform, type ServiceProcess, startTcpProxy, type TcpProxy } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { E2E_ENV } from '../setup/platform.ts';
+import { ownPlatform } from './helpers.ts';
 
 // A platform of its own whose processes reach NATS through a proxy this test can cut: NATS becomes
 // unreachable for this platform only, while the shared server keeps serving everyone else.
@@ -15,13 +14,7 @@ beforeAll(async () => {
   const target = new URL(backing.natsUrl);
   nats = await startTcpProxy({ host: target.hostname, port: Number(target.port || 4222) });
   const natsUrl = { NATS_URL: nats.url('nats') };
-  run = await startIsolatedPlatform({
-    backing,
-    label: 'met',
-    logDir: join(inject('platform').logDir, 'metrics'),
-    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
-    extraEnv: Object.fromEntries(PROCESSES.map((p) => [p, { ...E2E_ENV[p], ...natsUrl }])),
-  });
+  run = await ownPlatform('met', 'metrics', Object.fromEntries(PROCESSES.map((p) => [p, natsUrl])));
 });
 
 afterAll(async () => {

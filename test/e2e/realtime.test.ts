@@ -1,10 +1,9 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { join } from 'node:path';
 import { DISPATCH_NAMES } from '@chat/contracts';
-import { freePort, GatewayClient, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { E2E_ENV } from '../setup/platform.ts';
+import { freePort, GatewayClient, type IsolatedPlatform } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { deviceKeys } from './device-keys.ts';
+import { ownPlatform } from './helpers.ts';
 
 /**
  * The real-time socket through real gateway processes: a platform of its own (this file kills a
@@ -23,19 +22,8 @@ let replica: { url: string; stop(signal?: NodeJS.Signals): Promise<number | null
 const clients: GatewayClient[] = [];
 
 beforeAll(async () => {
-  run = await startIsolatedPlatform({
-    backing: inject('backing'),
-    label: 'rt',
-    logDir: join(inject('platform').logDir, 'realtime'),
-    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
-    extraEnv: {
-      ...E2E_ENV,
-      gateway: {
-        ...E2E_ENV.gateway,
-        GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS),
-        GATEWAY_RESUME_WINDOW_MS: String(RESUME_WINDOW_MS),
-      },
-    },
+  run = await ownPlatform('rt', 'realtime', {
+    gateway: { GATEWAY_HEARTBEAT_INTERVAL_MS: String(HEARTBEAT_MS), GATEWAY_RESUME_WINDOW_MS: String(RESUME_WINDOW_MS) },
   });
   gateway = run.platform.urls.gateway;
   replica = await run.platform.startGatewayReplica(await freePort());

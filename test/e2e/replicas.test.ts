@@ -1,8 +1,7 @@
-import { randomBytes, randomInt } from 'node:crypto';
-import { join } from 'node:path';
-import { freePorts, GatewayClient, type IsolatedPlatform, startIsolatedPlatform } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { E2E_ENV } from '../setup/platform.ts';
+import { randomBytes } from 'node:crypto';
+import { freePorts, GatewayClient, type IsolatedPlatform } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { api, ownPlatform, randomIp } from './helpers.ts';
 
 /**
  * A platform running two replicas of guilds, social and music behind two gateways (a platform of
@@ -19,13 +18,7 @@ let B: string;
 const clients: GatewayClient[] = [];
 
 beforeAll(async () => {
-  run = await startIsolatedPlatform({
-    backing: inject('backing'),
-    label: 'rep',
-    logDir: join(inject('platform').logDir, 'replicas'),
-    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
-    extraEnv: E2E_ENV,
-  });
+  run = await ownPlatform('rep', 'replicas');
   A = run.platform.urls.gateway;
   const [guildsPort, socialPort, musicPort, gatewayPort] = (await freePorts(4)) as [number, number, number, number];
   const [guilds, social, music] = await Promise.all([
@@ -52,28 +45,12 @@ interface User {
   ip: string;
 }
 
-const randomIp = () => `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
 /** Gateway A for even `i`, B for odd: a burst of calls split evenly over both replicas. */
 const either = (i: number) => (i % 2 ? B : A);
 
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  options: { user?: User; body?: unknown; ip?: string; headers?: Record<string, string> } = {},
-) {
-  const headers: Record<string, string> = { 'x-forwarded-for': options.ip ?? options.user?.ip ?? randomIp(), ...options.headers };
-  if (options.user) headers.authorization = `Bearer ${options.user.token}`;
-  if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  });
-  const text = await res.text();
-  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever the answer holds and assert on it
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as any) : undefined };
-}
+/** A JSON call through gateway `base` (A or B). */
+const call = (base: string, method: string, path: string, options: Parameters<typeof api>[2] = {}) =>
+  api(method, path, { ...options, base });
 
 async function newUser(prefix: string): Promise<User> {
   const username = `${prefix}_${randomBytes(4).toString('hex')}`;

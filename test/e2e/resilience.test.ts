@@ -1,20 +1,13 @@
-import { join } from 'node:path';
-import { type IsolatedPlatform, type Platform, startIsolatedPlatform } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { E2E_ENV } from '../setup/platform.ts';
+import type { IsolatedPlatform, Platform } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ownPlatform } from './helpers.ts';
 
 // A platform of its own, because this test kills one of its services.
 let run: IsolatedPlatform;
 let platform: Platform;
 
 beforeAll(async () => {
-  run = await startIsolatedPlatform({
-    backing: inject('backing'),
-    label: 'res',
-    logDir: join(inject('platform').logDir, 'resilience'),
-    baseEnv: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
-    extraEnv: E2E_ENV,
-  });
+  run = await ownPlatform('res', 'resilience');
   platform = run.platform;
 });
 
