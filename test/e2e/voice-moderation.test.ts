@@ -1,6 +1,7 @@
+import { GatewayClient } from '@chat/testkit';
 import { TokenVerifier } from 'livekit-server-sdk';
-import { describe, expect, it } from 'vitest';
-import { api, newUser } from './helpers.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { api, gateway, newUser, publicServer, randomIp, type TestUser } from './helpers.ts';
 
 /** Server mute and disconnect through the gateway: the voice state changes, and the next media grant follows it. */
 describe('voice moderation through the gateway', () => {
@@ -27,5 +28,48 @@ describe('voice moderation through the gateway', () => {
     const states = (await api('GET', `/v1/servers/${server.id}/voice-states`, { user: owner })).body as { userId: string }[];
     expect(states.map((s) => s.userId)).not.toContain(member.id);
     expect((await api('POST', '/v1/voice/grant', { user: member })).status).toBe(404);
+  });
+});
+
+/** Voice states that end with their channel: the gateway can no longer ask who viewed it, so guilds tells it. */
+describe('voice states that end with their channel, through the gateway', () => {
+  const WAIT = 20_000;
+  const clients: GatewayClient[] = [];
+  afterAll(() => {
+    for (const c of clients) c.close();
+  });
+  async function identified(user: TestUser) {
+    const client = await GatewayClient.connect(gateway, { ip: randomIp() });
+    clients.push(client);
+    await client.identify(user.token);
+    return client;
+  }
+  const ended = (client: GatewayClient, userId: string, channelId: string) =>
+    client.dispatch('VOICE_STATE_DELETE', (d) => d.userId === userId && d.channelId === channelId, WAIT);
+
+  it('tells the member and a watcher (VOICE_STATE_DELETE) of a voice channel deleted with the member in it, and of a temporary channel a disconnect emptied', async () => {
+    const [owner, member, watcher] = await Promise.all([newUser('veowner'), newUser('vemember'), newUser('vewatcher')]);
+    const { serverId } = await publicServer(owner, [member, watcher]);
+    const newVoice = async (name: string) =>
+      (await api('POST', `/v1/servers/${serverId}/channels`, { user: owner, body: { name, channelType: 'voice' } })).body.id as string;
+    const [doomed, jtc] = [await newVoice('doomed'), await newVoice('join to create')];
+    expect((await api('PATCH', `/v1/servers/${serverId}`, { user: owner, body: { jtcChannelId: jtc } })).status).toBe(200);
+    const [m, w] = [await identified(member), await identified(watcher)];
+
+    expect((await api('POST', '/v1/voice/join', { user: member, body: { channelId: doomed } })).status).toBe(200);
+    await w.dispatch('VOICE_STATE_UPDATE', (d) => d.userId === member.id && d.channelId === doomed, WAIT);
+    expect((await api('DELETE', `/v1/channels/${doomed}`, { user: owner })).status).toBe(204);
+    for (const c of [m, w])
+      expect((await ended(c, member.id, doomed)).d).toEqual({ userId: member.id, serverId, channelId: doomed, reason: 'removed' });
+
+    const joined = await api('POST', '/v1/voice/join', { user: member, body: { channelId: jtc } });
+    expect(joined.status).toBe(200);
+    const temp = joined.body.channel.id as string;
+    await w.dispatch('VOICE_STATE_UPDATE', (d) => d.userId === member.id && d.channelId === temp, WAIT);
+    expect((await api('DELETE', `/v1/servers/${serverId}/voice-states/${member.id}`, { user: owner })).status).toBe(204);
+    for (const c of [m, w]) {
+      expect((await ended(c, member.id, temp)).d).toEqual({ userId: member.id, serverId, channelId: temp, reason: 'disconnected' });
+      expect((await c.dispatch('CHANNEL_DELETE', (d) => d.id === temp, WAIT)).d).toEqual({ id: temp, serverId });
+    }
   });
 });

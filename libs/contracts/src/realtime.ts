@@ -295,7 +295,8 @@ export const DISPATCH_PAYLOADS = {
   JOIN_REQUEST_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.joinRequestCreated],
   JOIN_REQUEST_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.joinRequestReviewed],
   VOICE_STATE_UPDATE: VOICE_EVENTS[VOICE_SUBJECTS.joined],
-  VOICE_STATE_DELETE: VOICE_EVENTS[VOICE_SUBJECTS.left],
+  // As CHANNEL_DELETE: the viewers of a deleted channel are the gateway's to route by.
+  VOICE_STATE_DELETE: VOICE_EVENTS[VOICE_SUBJECTS.left].omit({ viewerIds: true }),
   MUSIC_PLAYER_UPDATE: PlayerUpdatedEvent,
   DM_CONVERSATION_CREATE: ConversationCreatedEvent,
   DM_MESSAGE_CREATE: DmMessageEvent.shape.message,

@@ -68,14 +68,34 @@ export type VoiceStateBody = z.infer<typeof VoiceStateBody>;
 
 /**
  * Why a voice state ended: the user left, joined another channel, stopped heartbeating, is no
- * longer a member, or a moderator disconnected them (MOVE_MEMBERS).
+ * longer a member or their channel was deleted (`removed`), or a moderator disconnected them
+ * (MOVE_MEMBERS).
  */
 export const VoiceLeftReason = z.enum(['left', 'switched', 'expired', 'removed', 'disconnected']);
 export type VoiceLeftReason = z.infer<typeof VoiceLeftReason>;
 
-export const VoiceLeftEventData = z.object({ userId: Id, serverId: Id, channelId: Id, reason: VoiceLeftReason });
-/** `movedBy` is null when the server moved the member (to the AFK channel, after inactivity). */
-export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id.nullable() });
+/**
+ * Who could view a channel deleted in the same transaction, asked before it went: the gateway
+ * cannot ask afterwards (a deleted channel has no viewers). Absent while the channel stays.
+ */
+const ViewersOfDeletedChannel = z.array(Id).optional();
+
+/**
+ * `viewerIds`: who viewed the channel, when the state's end also deleted it (an emptied temporary
+ * channel, a channel deleted with people in it).
+ */
+export const VoiceLeftEventData = z.object({
+  userId: Id,
+  serverId: Id,
+  channelId: Id,
+  reason: VoiceLeftReason,
+  viewerIds: ViewersOfDeletedChannel,
+});
+/**
+ * `movedBy` is null when the server moved the member (to the AFK channel, after inactivity);
+ * `fromViewerIds`: who viewed the channel left, when the move emptied and deleted it (a temporary channel).
+ */
+export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id.nullable(), fromViewerIds: ViewersOfDeletedChannel });
 
 export const VOICE_SUBJECTS = {
   joined: 'guilds.voice.joined',

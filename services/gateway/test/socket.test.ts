@@ -392,6 +392,54 @@ describe('voice states', () => {
     for (const c of [v, m]) expect(seen(c)).toEqual([...everything, `VOICE_STATE_UPDATE ${marker.userId} ${lobby}`]);
     for (const c of [v, p, m]) c.ws.close();
   });
+
+  it('that ended with their channel go to who viewed it (viewerIds, fromViewerIds), which no dispatch shows', async () => {
+    const [viewer, plain, mover, marker] = [await login(), await login(), await login(), await login()];
+    // Both channels went with the event: guilds knows no viewers of them any more.
+    const [gone, goneToo, room] = [randomUUID(), randomUUID(), randomUUID()];
+    gw.audiences.viewers.set(room, { serverId, userIds: [viewer.userId, mover.userId] });
+    await gw.reading(STREAMS.guilds.name);
+    const [v, p, m] = [
+      (await identified(viewer.token)).client,
+      (await identified(plain.token)).client,
+      (await identified(mover.token)).client,
+    ];
+
+    await gw.publish(VOICE_SUBJECTS.left, { userId: mover.userId, serverId, channelId: gone, reason: 'left', viewerIds: [viewer.userId] });
+    await gw.publish(VOICE_SUBJECTS.moved, {
+      ...state(mover.userId, room),
+      fromChannelId: goneToo,
+      movedBy: null,
+      fromViewerIds: [viewer.userId, plain.userId, mover.userId],
+    });
+    await gw.publish(VOICE_SUBJECTS.joined, state(marker.userId, room));
+    await gw.publish(VOICE_SUBJECTS.left, {
+      userId: marker.userId,
+      serverId,
+      channelId: goneToo,
+      reason: 'left',
+      viewerIds: [plain.userId],
+    });
+    for (const c of [v, m]) await c.next((f) => f.t === 'VOICE_STATE_UPDATE' && f.d.userId === marker.userId);
+    await p.next((f) => f.t === 'VOICE_STATE_DELETE' && f.d.userId === marker.userId);
+
+    expect(seen(v)).toEqual([
+      `VOICE_STATE_DELETE ${mover.userId} ${gone} left`,
+      `VOICE_STATE_UPDATE ${mover.userId} ${room}`,
+      `VOICE_STATE_UPDATE ${marker.userId} ${room}`,
+    ]);
+    expect(seen(m)).toEqual(seen(v));
+    // The plain member saw the mover only in the channel that went, and cannot see where they went.
+    expect(seen(p)).toEqual([
+      `VOICE_STATE_DELETE ${mover.userId} ${goneToo} switched`,
+      `VOICE_STATE_DELETE ${marker.userId} ${goneToo} left`,
+    ]);
+    for (const c of [v, p, m]) {
+      expect(JSON.stringify(voiceOf(c))).not.toContain('viewerIds');
+      expect(JSON.stringify(voiceOf(c))).not.toContain('ViewerIds');
+    }
+    for (const c of [v, p, m]) c.ws.close();
+  });
 });
 
 /** The answer to an upgrade the gateway refuses, with its body. */

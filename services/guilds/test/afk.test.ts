@@ -122,3 +122,34 @@ describe('moving idle members to the AFK channel', () => {
     await g.call(alice, 'POST', '/v1/voice/leave');
   });
 });
+
+describe('the AFK channel and the join-to-create channel', () => {
+  it('refuses to make them one channel (400), either way round or at once, changing nothing', async () => {
+    const jtc = await newVoice('jtc');
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { afkChannelId: afk.id, jtcChannelId: jtc.id })).status).toBe(200);
+    const before = (await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body;
+    for (const body of [{ afkChannelId: jtc.id }, { jtcChannelId: afk.id }, { afkChannelId: room.id, jtcChannelId: room.id }]) {
+      const res = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { name: 'renamed', ...body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body).toEqual({ error: 'afkChannelId and jtcChannelId cannot be the same channel' });
+    }
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body).toEqual(before);
+    // Swapping them in one patch is fine: they differ once it applies.
+    const swapped = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { afkChannelId: jtc.id, jtcChannelId: afk.id });
+    expect(swapped.status).toBe(200);
+    expect(swapped.body).toMatchObject({ afkChannelId: jtc.id, jtcChannelId: afk.id });
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { afkChannelId: null, jtcChannelId: null })).status).toBe(200);
+  });
+
+  it('moves nobody into the join-to-create channel, even one stored as the AFK channel too', async () => {
+    const jtc = await newVoice('jtc-and-afk');
+    // Stored before the two were refused as one: nobody stays in a join-to-create channel.
+    await g.db.query('UPDATE servers SET afk_channel_id = $2, jtc_channel_id = $2 WHERE id = $1', [server.id, jtc.id]);
+    await join(alice, room.id);
+    expect(await moveIdleMembersToAfk(d, inSeconds(3600))).toBe(0);
+    expect(await channelOf(alice)).toBe(room.id);
+    expect(await movedEvents(alice)).not.toContainEqual(expect.objectContaining({ channelId: jtc.id }));
+    await g.call(alice, 'POST', '/v1/voice/leave');
+    await g.db.query('UPDATE servers SET afk_channel_id = NULL, jtc_channel_id = NULL WHERE id = $1', [server.id]);
+  });
+});

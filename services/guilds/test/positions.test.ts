@@ -1,5 +1,6 @@
+import { Permission, toMask } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId, startGuilds } from './harness.ts';
+import { newId, startGuilds, until } from './harness.ts';
 
 const g = await startGuilds();
 afterAll(() => g.close());
@@ -162,6 +163,40 @@ describe('PATCH servers/{id}/channels/positions', () => {
   });
 });
 
+describe('PATCH servers/{id}/channels/positions with a channel override', () => {
+  it('answers 403 naming a channel it would move where an override denies MANAGE_CHANNELS, changing nothing', async () => {
+    const server = await newServer('Reorder overrides');
+    const category = await createCategory(server.id, 'Guarded');
+    const [x, y, z] = [
+      await createChannel(server.id, 'x', category.id),
+      await createChannel(server.id, 'y', category.id),
+      await createChannel(server.id, 'z', category.id),
+    ];
+    const mods = await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, {
+      name: 'mods',
+      permissions: toMask(Permission.MANAGE_CHANNELS),
+    });
+    expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${member}/roles/${mods.body.id}`)).status).toBe(204);
+    const deny = { roleId: mods.body.id, allowBits: 0, denyBits: toMask(Permission.MANAGE_CHANNELS) };
+    expect((await g.call(owner, 'PUT', `/v1/channels/${x.id}/permissions`, deny)).status).toBe(200);
+    const before = await group(server.id, category.id);
+    const events = (await g.outbox('guilds.channel.updated')).length;
+
+    const reorder = (channelIds: string[]) =>
+      g.call(member, 'PATCH', `/v1/servers/${server.id}/channels/positions`, { channelIds, categoryId: category.id });
+    const res = await reorder([y.id, x.id, z.id]);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ error: `Missing permission MANAGE_CHANNELS in channel ${x.id}` });
+    expect(await group(server.id, category.id)).toEqual(before);
+    expect(await g.outbox('guilds.channel.updated')).toHaveLength(events);
+
+    // The channel it may not manage stays where it is: the others may still swap around it.
+    const around = await reorder([x.id, z.id, y.id]);
+    expect(around.status).toBe(200);
+    expect(await names(server.id, category.id)).toEqual(['x', 'z', 'y']);
+  });
+});
+
 describe('concurrent layout changes', () => {
   it('keeps every group at 0..n-1 when moves, creates, deletes and reorders run at once', async () => {
     const server = await newServer('Concurrent');
@@ -188,5 +223,123 @@ describe('concurrent layout changes', () => {
     await expectCompact(server.id);
     const { rows } = await g.db.query('SELECT count(*)::int AS n FROM channels WHERE server_id = $1', [server.id]);
     expect(rows[0].n).toBe(2 + 8 + 1);
+  });
+});
+
+/**
+ * Every channel write bumps the server row (the access-version trigger), so a path that wrote a
+ * channel before taking the layout lock, or one that held the server row while it still had
+ * siblings to shift, waited in a cycle: PostgreSQL's deadlock, retried until the request gave up
+ * with a 500. These run such changes at once, several rounds, and want no 5xx.
+ */
+describe('concurrent renames, moves and deletes', () => {
+  const answersOf = (results: { status: number; body: unknown }[]) =>
+    results.filter((r) => r.status >= 500).map((r) => `${r.status} ${JSON.stringify(r.body)}`);
+
+  it('answers 200 to six renames-with-move among the channels of one category at once', async () => {
+    const server = await newServer('Renames with moves');
+    const category = await createCategory(server.id, 'Busy');
+    const ids: string[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await createChannel(server.id, `d${i}`, category.id)).id);
+    for (let round = 0; round < 4; round++) {
+      const results = await Promise.all(
+        ids.map((id, i) => g.call(owner, 'PATCH', `/v1/channels/${id}`, { name: `r${round}-${i}`, position: 5 - i })),
+      );
+      expect(results.map((r) => r.status)).toEqual(ids.map(() => 200));
+      expect((await names(server.id, category.id)).sort()).toEqual(ids.map((_, i) => `r${round}-${i}`).sort());
+      await expectCompact(server.id);
+    }
+  });
+
+  it('answers no 5xx to renames with moves across categories, deletes and reorders at once', async () => {
+    const server = await newServer('Mixed layout');
+    for (let round = 0; round < 3; round++) {
+      const categories = [
+        await createCategory(server.id, `A${round}`),
+        await createCategory(server.id, `B${round}`),
+        await createCategory(server.id, `C${round}`),
+      ];
+      const ids: string[] = [];
+      for (let i = 0; i < 9; i++) ids.push((await createChannel(server.id, `m${round}-${i}`, categories[i % 3]!.id)).id);
+      const inFirst = (await group(server.id, categories[0]!.id)).map((r) => r.id).reverse();
+      const results = await Promise.all([
+        ...ids.map((id, i) =>
+          g.call(owner, 'PATCH', `/v1/channels/${id}`, {
+            name: `n${round}-${i}`,
+            categoryId: categories[(i + 1) % 3]!.id,
+            position: i % 2,
+          }),
+        ),
+        g.call(owner, 'DELETE', `/v1/servers/${server.id}/categories/${categories[2]!.id}`),
+        g.call(owner, 'DELETE', `/v1/channels/${ids[4]}`),
+        g.call(owner, 'PATCH', `/v1/servers/${server.id}/channels/positions`, { channelIds: inFirst, categoryId: categories[0]!.id }),
+        ...ids.map((id, i) => g.call(owner, 'PATCH', `/v1/channels/${id}`, { topic: `plain ${round}-${i}` })),
+      ]);
+      expect(answersOf(results)).toEqual([]);
+      await expectCompact(server.id);
+    }
+  });
+
+  it('answers 200 to plain renames racing moves and deletes of their siblings', async () => {
+    const server = await newServer('Renames among moves');
+    for (let round = 0; round < 4; round++) {
+      const category = await createCategory(server.id, `R${round}`);
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await createChannel(server.id, `p${round}-${i}`, category.id)).id);
+      const [doomed, ...kept] = ids;
+      const results = await Promise.all([
+        g.call(owner, 'DELETE', `/v1/channels/${doomed}`),
+        ...kept.map((id, i) =>
+          i % 2
+            ? g.call(owner, 'PATCH', `/v1/channels/${id}`, { name: `plain-${round}-${i}` })
+            : g.call(owner, 'PATCH', `/v1/channels/${id}`, { name: `moved-${round}-${i}`, position: 0 }),
+        ),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([204, ...kept.map(() => 200)]);
+      await expectCompact(server.id);
+    }
+  });
+});
+
+/**
+ * The same cycle, step by step: a plain rename has locked its channel's row and is about to update
+ * the server row (its write's access-version trigger) when a layout change of that channel's group
+ * starts. The layout change must queue for the row without holding the server row (NOWAIT fails
+ * when it does), and answer once the rename commits.
+ */
+describe('a layout change queued behind a sibling being renamed', () => {
+  const cases = [
+    ['a rename with a move', (id: string) => g.call(owner, 'PATCH', `/v1/channels/${id}`, { name: 'moved', position: 2 }), 200],
+    ['a delete', (id: string) => g.call(owner, 'DELETE', `/v1/channels/${id}`), 204],
+  ] as const;
+
+  it.each(cases)('%s holds no server row while it waits, so the rename completes', async (_, change, status) => {
+    const server = await newServer('Queued');
+    const category = await createCategory(server.id, 'Q');
+    const [changed, renamed] = [
+      await createChannel(server.id, 'changed', category.id),
+      await createChannel(server.id, 'renamed', category.id),
+    ];
+    await createChannel(server.id, 'third', category.id);
+    const rename = await g.db.connect();
+    try {
+      await rename.query('BEGIN');
+      await rename.query('SELECT 1 FROM channels WHERE id = $1 FOR NO KEY UPDATE', [renamed.id]);
+      const answer = change(changed.id);
+      await until(
+        async () =>
+          (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! >
+          0,
+      );
+      await rename.query('SELECT 1 FROM servers WHERE id = $1 FOR NO KEY UPDATE NOWAIT', [server.id]);
+      await rename.query("UPDATE channels SET name = 'renamed-now' WHERE id = $1", [renamed.id]);
+      await rename.query('COMMIT');
+      expect((await answer).status).toBe(status);
+    } finally {
+      await rename.query('ROLLBACK').catch(() => undefined);
+      rename.release();
+    }
+    expect(await names(server.id, category.id)).toContain('renamed-now');
+    await expectCompact(server.id);
   });
 });

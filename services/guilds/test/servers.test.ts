@@ -110,11 +110,13 @@ describe('PATCH /v1/servers/{id}', () => {
     const text = channels.find((c: { channelType: string }) => c.channelType === 'text');
     const voice = channels.find((c: { channelType: string }) => c.channelType === 'voice');
     const foreignText = (await g.call(owner, 'GET', `/v1/servers/${other.id}/channels`)).body[0];
+    // Not the join-to-create channel: nobody stays there (test/afk.test.ts).
+    const afk = (await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name: 'afk', channelType: 'voice' })).body;
 
     const ok = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, {
       name: 'Renamed',
       entranceChannelId: text.id,
-      afkChannelId: voice.id,
+      afkChannelId: afk.id,
       jtcChannelId: voice.id,
       tags: ['a'],
       requireApproval: true,
@@ -123,7 +125,7 @@ describe('PATCH /v1/servers/{id}', () => {
     expect(ok.body).toMatchObject({
       name: 'Renamed',
       entranceChannelId: text.id,
-      afkChannelId: voice.id,
+      afkChannelId: afk.id,
       jtcChannelId: voice.id,
       tags: ['a'],
       requireApproval: true,
@@ -149,10 +151,10 @@ describe('PATCH /v1/servers/{id}', () => {
 
     const cleared = await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { entranceChannelId: null });
     expect(cleared.body.entranceChannelId).toBeNull();
-    expect(cleared.body.afkChannelId).toBe(voice.id);
+    expect(cleared.body.afkChannelId).toBe(afk.id);
     expect((await g.outbox('guilds.server.updated')).filter((e) => e.data.id === server.id)).toHaveLength(2);
 
-    expect((await g.call(owner, 'DELETE', `/v1/channels/${voice.id}`)).status).toBe(204);
+    for (const channel of [voice, afk]) expect((await g.call(owner, 'DELETE', `/v1/channels/${channel.id}`)).status).toBe(204);
     expect((await g.call(owner, 'GET', `/v1/servers/${server.id}`)).body).toMatchObject({ afkChannelId: null, jtcChannelId: null });
     const updates = (await g.outbox('guilds.server.updated')).filter((e) => e.data.id === server.id);
     expect(updates.at(-1)?.data).toMatchObject({ afkChannelId: null, jtcChannelId: null });

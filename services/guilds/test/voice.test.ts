@@ -341,8 +341,10 @@ describe('the sweeper', () => {
     expect(await stateOf(alice)).toBeUndefined();
     expect(await stateOf(bob)).toBeDefined();
     expect(await channelRow(temp.id)).toBeUndefined();
+    const [deleted] = await eventsWhere('guilds.channel.deleted', { id: temp.id });
+    // The channel goes with the state: the event carries who viewed it (test/voice-channel-endings.test.ts).
     expect(await eventsWhere('guilds.voice.left', { userId: alice, channelId: temp.id })).toEqual([
-      { userId: alice, serverId: server.id, channelId: temp.id, reason: 'expired' },
+      { userId: alice, serverId: server.id, channelId: temp.id, reason: 'expired', viewerIds: deleted?.viewerIds },
     ]);
     expect(await eventsWhere('guilds.channel.deleted', { id: temp.id })).toHaveLength(1);
     await leave(bob);

@@ -241,10 +241,12 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       // As REST lists voice states: to those who see the channel (a move: where the user went; see
       // leftBehind for where they came from), and the user.
       case VOICE_SUBJECTS.joined:
-      case VOICE_SUBJECTS.left:
       case VOICE_SUBJECTS.moved:
       case VOICE_SUBJECTS.updated:
         return plus(viewers(data.channelId, data.serverId, fresh), data.userId);
+      // A state that ended with its channel carries who viewed it: asked now, a deleted channel has none.
+      case VOICE_SUBJECTS.left:
+        return plus(data.viewerIds ? just(data.viewerIds) : viewers(data.channelId, data.serverId, fresh), data.userId);
       // The member who left, was kicked or banned is told once; nothing of the server follows.
       case GUILDS_SUBJECTS.memberLeft:
         return plus(members(data.serverId, fresh), data.userId);
@@ -288,12 +290,13 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
 
   /**
    * A move (`guilds.voice.moved`) as seen from the channel left: who sees that channel but not the
-   * one the user went to. They are told the user left, never where to.
+   * one the user went to. They are told the user left, never where to. A move that emptied and
+   * deleted a temporary channel carries who viewed it (`fromViewerIds`).
    */
   async function leftBehind(data: Data, options: { fresh?: boolean } = {}): Promise<Recipients> {
     const fresh = options.fresh ?? false;
     const [from, to] = await Promise.all([
-      viewers(data.fromChannelId, data.serverId, fresh),
+      data.fromViewerIds ? just(data.fromViewerIds) : viewers(data.fromChannelId, data.serverId, fresh),
       viewers(data.channelId, data.serverId, fresh),
     ]);
     const told = new Set([...to.userIds, data.userId]);

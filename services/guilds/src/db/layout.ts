@@ -4,7 +4,7 @@ import { exec, many, one, type Queryable } from '@chat/kit';
  * Positions of channels among their siblings (same server and category; the uncategorised ones
  * form one group) and of categories in a server. The database holds them at 0..n-1 (deferred
  * unique constraints); every change takes the server's layout lock first, so concurrent moves
- * queue instead of computing from the same stale order.
+ * queue instead of computing from the same stale order, then the rows it will write.
  */
 
 // Any constant distinct from the other advisory locks of this database.
@@ -13,6 +13,22 @@ const LAYOUT_LOCK_SPACE = 727_011;
 /** Serialises every change of a server's channel and category positions, across replicas. */
 export async function lockLayout(db: Queryable, serverId: string): Promise<void> {
   await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LAYOUT_LOCK_SPACE, serverId]);
+}
+
+/**
+ * Locks the rows of these groups of the server's channels (null: the uncategorised ones), in id
+ * order, before a layout change writes any of them. Every channel write also updates the server
+ * row (the access-version trigger), so a change that shifted siblings after its first write would
+ * hold the server row while waiting for a sibling that a plain rename holds while it waits for the
+ * server row; with every row it will write locked first, it never waits once it holds the server row.
+ */
+export async function lockChannelGroups(db: Queryable, serverId: string, categoryIds: readonly (string | null)[]): Promise<void> {
+  await db.query(
+    `SELECT 1 FROM channels
+     WHERE server_id = $1 AND (category_id = ANY($2::uuid[]) OR (category_id IS NULL AND $3))
+     ORDER BY id FOR NO KEY UPDATE`,
+    [serverId, categoryIds.filter((id) => id !== null), categoryIds.includes(null)],
+  );
 }
 
 /** How many channels and categories the server has (Discord counts both towards one limit). */

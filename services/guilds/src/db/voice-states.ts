@@ -164,6 +164,16 @@ export async function deleteVoiceStateIn(db: Queryable, userId: string, serverId
   return row && toVoiceState(row);
 }
 
+/** Deletes every state in the channel (live or not yet swept), each with why it no longer counted, if it did not. */
+export async function deleteVoiceStatesOf(db: Queryable, channelId: string): Promise<StoredVoiceState[]> {
+  const rows = await many<VoiceStateRow & { ended_reason: StoredVoiceState['endedReason'] }>(
+    db,
+    `DELETE FROM voice_states v WHERE v.channel_id = $1 RETURNING ${COLUMNS}, ${ENDED_REASON} AS ended_reason`,
+    [channelId],
+  );
+  return rows.map((row) => ({ ...toVoiceState(row), endedReason: row.ended_reason }));
+}
+
 /** How many other users are live in the channel: what its userLimit is compared with. */
 export async function countOthersIn(db: Queryable, channelId: string, userId: string): Promise<number> {
   const row = await maybeOne<{ n: number }>(
@@ -239,8 +249,9 @@ export async function markTemporary(db: Queryable, channelId: string, ownerId: s
 
 /**
  * Claims up to `limit` live states idle at `at` for longer than their server's AFK timeout, in a
- * voice channel other than the server's AFK channel (which must be a voice channel). Rows another
- * transaction holds are skipped, so replicas split the work and each state moves once.
+ * voice channel other than the server's AFK channel (which must be a voice channel, and not the
+ * join-to-create channel: nobody stays in that one). Rows another transaction holds are skipped, so
+ * replicas split the work and each state moves once.
  */
 export async function claimIdleStates(db: Queryable, at: Date, limit: number): Promise<(VoiceState & { afkChannelId: string })[]> {
   const rows = await many<VoiceStateRow & { afk_channel_id: string }>(
@@ -250,6 +261,7 @@ export async function claimIdleStates(db: Queryable, at: Date, limit: number): P
      JOIN servers s ON s.id = v.server_id
      JOIN channels afk ON afk.id = s.afk_channel_id AND afk.channel_type = 'voice'
      WHERE v.channel_id <> s.afk_channel_id
+       AND s.afk_channel_id IS DISTINCT FROM s.jtc_channel_id
        AND v.last_active_at <= $1::timestamptz - make_interval(secs => s.afk_timeout_seconds)
        AND ${LIVE}
      ORDER BY v.last_active_at

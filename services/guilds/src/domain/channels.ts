@@ -1,16 +1,18 @@
 import type { Channel } from '@chat/contracts';
 import { type CreateChannelBody, Permission, type UpdateChannelBody } from '@chat/contracts';
-import { badRequest, notFound, type Queryable, withRetryingTx } from '@chat/kit';
+import { badRequest, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { holdCategory } from '../db/categories.ts';
 import { deleteChannel as deleteChannelRow, findChannel, insertChannel, updateChannel as updateChannelRow } from '../db/channels.ts';
 import { channelOrder } from '../db/layout.ts';
 import { findServer, toServer } from '../db/servers.ts';
-import { channelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
+import { channelAccess, memberAccess, requirePermission, type ServerAccess, visibleChannels } from './access.ts';
 import { channelViewers } from './audience.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { closeChannelGap, lockLayout, placeChannel, reorderChannelsIn, requireRoomForChannel } from './layout.ts';
+import { closeChannelGap, lockChannelGroups, lockLayout, placeChannel, reorderChannelsIn, requireRoomForChannel } from './layout.ts';
+import { has } from './permissions.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
+import { endVoiceInDeletedChannel } from './voice.ts';
 
 /**
  * A change of a category's channel layout: MANAGE_CHANNELS, the server's layout lock, then a
@@ -72,13 +74,11 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
       throw badRequest('userLimit applies to voice channels only');
     }
     const { position, categoryId, ...fields } = patch;
+    const moving = position !== undefined || (categoryId !== undefined && categoryId !== access.channel.categoryId);
+    // A move takes its locks before the row's own write (domain/layout.ts says in which order).
+    const current = moving ? await lockMove(tx, access.channel, categoryId) : undefined;
     let channel = await updateChannelRow(tx, channelId, fields);
-    if (position !== undefined || (categoryId !== undefined && categoryId !== access.channel.categoryId)) {
-      await lockLayout(tx, channel.serverId);
-      if (categoryId !== undefined) await checkCategory(tx, channel.serverId, categoryId);
-      // Re-read under the lock: a concurrent move may have changed its place since.
-      const current = await findChannel(tx, channelId);
-      if (!current) throw notFound('Channel');
+    if (current) {
       await placeChannel(tx, ctx.requestId, current, categoryId === undefined ? current.categoryId : categoryId, position);
       channel = (await findChannel(tx, channelId))!;
     }
@@ -87,14 +87,31 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
   });
 }
 
+/**
+ * The locks of a channel's move, in the layout's order: the layout lock, the target category, then
+ * the rows of the channel's group and of the target's. Answers the channel as it is now: re-read
+ * under the lock, since a concurrent move may have changed its place.
+ */
+async function lockMove(tx: Queryable, channel: Channel, categoryId: string | null | undefined): Promise<Channel> {
+  await lockLayout(tx, channel.serverId);
+  if (categoryId !== undefined) await checkCategory(tx, channel.serverId, categoryId);
+  const current = await findChannel(tx, channel.id);
+  if (!current) throw notFound('Channel');
+  await lockChannelGroups(tx, current.serverId, [current.categoryId, categoryId === undefined ? current.categoryId : categoryId]);
+  return current;
+}
+
 export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Promise<void> {
   await withRetryingTx(d.pool, async (tx) => {
     const access = await channelAccess(tx, channelId, ctx.userId);
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     await lockLayout(tx, access.server.id);
     const current = await findChannel(tx, channelId);
-    const viewers = current && (await channelViewers(tx, channelId));
-    if (!viewers || (await deleteChannelRow(tx, channelId)) === 0) return;
+    if (!current) return;
+    await lockChannelGroups(tx, current.serverId, [current.categoryId]);
+    const viewers = await channelViewers(tx, channelId);
+    await endVoiceInDeletedChannel(tx, ctx, current, viewers.userIds);
+    if ((await deleteChannelRow(tx, channelId)) === 0) return;
     await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: viewers.serverId, viewerIds: viewers.userIds });
     await closeChannelGap(tx, ctx.requestId, current.serverId, current.categoryId);
     // The foreign keys cleared the server's pointers to this channel; say so to those who keep servers.
@@ -121,10 +138,22 @@ export function reorderChannels(
     if (!isPermutationOf(body.channelIds, current)) {
       throw badRequest('channelIds must list each channel of that category exactly once');
     }
+    await requireManageOfMoved(tx, access, current, body.channelIds);
     await reorderChannelsIn(tx, ctx.requestId, serverId, categoryId, body.channelIds);
     const visible = await visibleChannels(tx, access);
     return visible.map((c) => c.channel).filter((c) => c.categoryId === categoryId);
   });
+}
+
+/**
+ * The server-level MANAGE_CHANNELS lets the caller reorder; as Discord does, each channel whose
+ * position changes needs it in that channel too, where an override may deny it (as PATCH
+ * channels/{id} {position} does).
+ */
+async function requireManageOfMoved(tx: Queryable, access: ServerAccess, current: string[], ordered: string[]): Promise<void> {
+  const masks = new Map((await visibleChannels(tx, access)).map((c) => [c.channel.id, c.permissions]));
+  const denied = ordered.find((id, i) => id !== current[i] && !has(masks.get(id) ?? 0n, Permission.MANAGE_CHANNELS));
+  if (denied) throw forbidden(`Missing permission MANAGE_CHANNELS in channel ${denied}`);
 }
 
 export function isPermutationOf(given: readonly string[], actual: readonly string[]): boolean {

@@ -1,16 +1,20 @@
 import { type Channel, MAX_SERVER_CHANNELS } from '@chat/contracts';
 import { badRequest, enqueueEvent, type Queryable } from '@chat/kit';
 import { findChannel } from '../db/channels.ts';
-import { channelOrder, compactChannels, countChannelsAndCategories, lockLayout, setChannelOrder } from '../db/layout.ts';
+import { channelOrder, compactChannels, countChannelsAndCategories, lockChannelGroups, lockLayout, setChannelOrder } from '../db/layout.ts';
 
 /**
  * Where channels sit among their siblings. Every path that creates, moves or deletes a channel or
  * a category calls lockLayout first and one of these before it commits, so positions stay 0..n-1
  * per category with no gap or duplicate (the database's deferred constraints check it at commit).
  * Siblings that move get their guilds.channel.updated like the channel itself.
+ *
+ * Locks in one order, so that no two of these wait for each other: the layout lock, then the rows
+ * of the channel groups the change writes (lockChannelGroups, before its first channel write: the
+ * channel's own fields, its deletion), then the server row, which each channel write updates.
  */
 
-export { lockLayout };
+export { lockChannelGroups, lockLayout };
 
 /**
  * Discord's limit, categories included, as an import counts it: past it, a category's reorder and
@@ -37,7 +41,7 @@ async function emitMoved(tx: Queryable, requestId: RequestId, ids: readonly stri
 /**
  * Puts `channel` at `position` (clamped to the end; the end when absent) among the channels of
  * `categoryId`, closing the gap it leaves in its old category. The caller holds the layout lock
- * and emits the channel's own event.
+ * and both groups' rows, and emits the channel's own event.
  */
 export async function placeChannel(
   tx: Queryable,
@@ -54,7 +58,7 @@ export async function placeChannel(
   await emitMoved(tx, requestId, moved, channel.id);
 }
 
-/** After a channel left `categoryId` (deleted): closes the gap, with the siblings' events. */
+/** After a channel left `categoryId` (deleted, its group's rows held): closes the gap, with the siblings' events. */
 export async function closeChannelGap(tx: Queryable, requestId: RequestId, serverId: string, categoryId: string | null): Promise<void> {
   await emitMoved(tx, requestId, await compactChannels(tx, serverId, categoryId));
 }
@@ -67,6 +71,7 @@ export async function reorderChannelsIn(
   categoryId: string | null,
   orderedIds: string[],
 ): Promise<void> {
+  await lockChannelGroups(tx, serverId, [categoryId]);
   await emitMoved(tx, requestId, await setChannelOrder(tx, serverId, categoryId, orderedIds));
 }
 
@@ -75,6 +80,7 @@ export async function reorderChannelsIn(
  * each with its event (the foreign key alone would leave them with clashing positions).
  */
 export async function releaseCategoryChannels(tx: Queryable, requestId: RequestId, serverId: string, categoryId: string): Promise<void> {
+  await lockChannelGroups(tx, serverId, [null, categoryId]);
   const uncategorised = await channelOrder(tx, serverId, null);
   const released = await channelOrder(tx, serverId, categoryId);
   await emitMoved(tx, requestId, await setChannelOrder(tx, serverId, null, [...uncategorised, ...released]));

@@ -21,6 +21,7 @@ import {
   insertServer,
   listServersOfUser,
   lockServer,
+  type ServerRow,
   toServer,
   updateServer as updateServerRow,
 } from '../db/servers.ts';
@@ -75,9 +76,13 @@ export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch:
   return withRetryingTx(d.pool, async (tx) => {
     const access = await memberAccess(tx, serverId, ctx.userId);
     requirePermission(access.permissions, MANAGE_SERVER, 'MANAGE_SERVER');
+    // Locked while checked: two PATCHes must not make the AFK and the join-to-create channel one.
+    const current = await lockServer(tx, serverId);
+    if (!current) throw notFound('Server');
     await checkChannelRef(tx, serverId, patch.entranceChannelId, 'text', 'entranceChannelId');
     await checkChannelRef(tx, serverId, patch.afkChannelId, 'voice', 'afkChannelId');
     await checkChannelRef(tx, serverId, patch.jtcChannelId, 'voice', 'jtcChannelId');
+    checkAfkIsNotJoinToCreate(current, patch);
     await checkRoleRefs(tx, serverId, patch.djRoleIds, 'djRoleIds');
     const server = toServer(await updateServerRow(tx, serverId, patch));
     await emit(tx, ctx, 'guilds.server.updated', server);
@@ -85,7 +90,10 @@ export async function updateServer(d: Domain, ctx: Ctx, serverId: string, patch:
   });
 }
 
-/** A channel a server points at must be one of its own, of the right type; null clears the pointer. */
+/**
+ * A channel a server points at must be one of its own, of the right type, and not a temporary one
+ * (it goes when it empties); null clears the pointer.
+ */
 async function checkChannelRef(
   tx: Queryable,
   serverId: string,
@@ -96,6 +104,19 @@ async function checkChannelRef(
   if (channelId === undefined || channelId === null) return;
   const channel = await findServerChannel(tx, serverId, channelId);
   if (!channel || channel.channelType !== type) throw badRequest(`${field} must be a ${type} channel of this server`);
+  if (channel.isTemporary) throw badRequest(`${field} cannot be a temporary channel: it is deleted when it empties`);
+}
+
+/**
+ * Nobody stays in the join-to-create channel (joining it makes a new channel), so idle members
+ * cannot be moved there: the two must differ once the patch applies. Checked only when the patch
+ * sets one of them, so that other changes of a server stored otherwise still pass.
+ */
+function checkAfkIsNotJoinToCreate(current: ServerRow, patch: UpdateServerBody) {
+  if (patch.afkChannelId === undefined && patch.jtcChannelId === undefined) return;
+  const afk = patch.afkChannelId === undefined ? current.afk_channel_id : patch.afkChannelId;
+  const jtc = patch.jtcChannelId === undefined ? current.jtc_channel_id : patch.jtcChannelId;
+  if (afk !== null && afk === jtc) throw badRequest('afkChannelId and jtcChannelId cannot be the same channel');
 }
 
 /** Roles a server names must be its own. */

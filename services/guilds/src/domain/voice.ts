@@ -14,6 +14,7 @@ import { AppError, badRequest, enqueueEvent, forbidden, notFound, type Queryable
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import { deleteChannel, insertChannel } from '../db/channels.ts';
+import { findServer, toServer } from '../db/servers.ts';
 import {
   channelHasStates,
   claimIdleStates,
@@ -21,6 +22,7 @@ import {
   deleteExpiredStates,
   deleteVoiceState,
   deleteVoiceStateIn,
+  deleteVoiceStatesOf,
   findVoiceStateForUpdate,
   isLiveIn,
   listLiveStates,
@@ -121,13 +123,15 @@ function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJ
     await lockUserVoice(tx, ctx.userId);
     const previous = await findVoiceStateForUpdate(tx, ctx.userId);
     const locked = await lockChannels(tx, [channelId, ...(previous ? [previous.channelId] : [])]);
-    if (isJoinToCreate(access)) {
-      const channel = await createTemporaryChannel(tx, ctx, access);
-      return { state: await enter(d, tx, ctx, previous, channel), channel };
-    }
     // The locked row, not the one read before the lock: a concurrent PATCH may have locked or limited it.
     const channel = locked.get(channelId);
     if (!channel) throw notFound('Channel');
+    if (isJoinToCreate(access)) {
+      // Its lock is the one rule that applies: nobody stays in it, so its limit never fills.
+      assertAdmitted(channel, access.channelPermissions, ctx.userId, 0);
+      const temporary = await createTemporaryChannel(tx, ctx, access);
+      return { state: await enter(d, tx, ctx, previous, temporary), channel: temporary };
+    }
     if (previous?.channelId === channelId && previous.endedReason === null) {
       return { state: (await refreshVoiceState(tx, ctx.userId, ttlOf(d)))!, channel };
     }
@@ -143,18 +147,31 @@ function assertAdmitted(channel: Channel, mask: bigint, userId: string, othersIn
   if (channel.userLimit > 0 && othersInside >= channel.userLimit) throw forbidden('This voice channel is full');
 }
 
-/** Puts the caller in `channel`, ending the state they had elsewhere (its channels are already locked). */
+/**
+ * Puts the caller in `channel`, ending the state they had elsewhere (its channels are already
+ * locked). The row moves first, so that whether the previous channel is left empty is known when its
+ * guilds.voice.left is written, before guilds.voice.joined.
+ */
 async function enter(d: Domain, tx: Queryable, ctx: Ctx, previous: StoredVoiceState | undefined, channel: Channel): Promise<VoiceState> {
-  if (previous) await emitLeft(tx, ctx.requestId, previous, previous.endedReason ?? 'switched');
   const state = await upsertVoiceState(tx, { userId: ctx.userId, serverId: channel.serverId, channelId: channel.id, ttlSeconds: ttlOf(d) });
+  const emptied = previous && (await emptiedTemporary(tx, previous.channelId));
+  if (previous) await emitLeft(tx, ctx.requestId, previous, previous.endedReason ?? 'switched', emptied?.viewerIds);
   await emitEvent(tx, ctx.requestId, 'guilds.voice.joined', state);
-  if (previous) await deleteIfEmptyTemporary(tx, ctx.requestId, previous.channelId);
+  if (emptied) await deleteEmptied(tx, ctx.requestId, emptied);
   return state;
 }
 
-function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason) {
+/** `viewerIds` when the channel goes in the same transaction: the gateway can no longer ask who views it. */
+function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason, viewerIds?: string[]) {
   const { userId, serverId, channelId } = state;
-  return emitEvent(tx, requestId, 'guilds.voice.left', { userId, serverId, channelId, reason });
+  return emitEvent(tx, requestId, 'guilds.voice.left', { userId, serverId, channelId, reason, ...(viewerIds && { viewerIds }) });
+}
+
+/** Ends a state already deleted: its event, and the temporary channel it leaves empty deleted. */
+async function endState(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason): Promise<void> {
+  const emptied = await emptiedTemporary(tx, state.channelId);
+  await emitLeft(tx, requestId, state, reason, emptied?.viewerIds);
+  if (emptied) await deleteEmptied(tx, requestId, emptied);
 }
 
 /** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
@@ -174,18 +191,31 @@ async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAcces
   return channel;
 }
 
+/** A temporary channel nobody is in any more, and who viewed it: what its deletion and the events before it need. */
+type EmptiedChannel = { channel: Channel; viewerIds: string[] };
+
 /**
- * Deletes a temporary channel nobody is in any more. Under its row lock, so a join that is
+ * The channel, if it is a temporary one nobody is in any more, with who views it, asked before it
+ * goes (the events of the states that emptied it carry them). Under its row lock, so a join that is
  * queued on the same lock either lands first (and keeps it) or finds it gone (404).
  */
-async function deleteIfEmptyTemporary(tx: Queryable, requestId: string | undefined, channelId: string): Promise<void> {
+async function emptiedTemporary(tx: Queryable, channelId: string): Promise<EmptiedChannel | undefined> {
   const channel = (await lockChannels(tx, [channelId])).get(channelId);
-  if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return;
+  if (!channel?.isTemporary || (await channelHasStates(tx, channelId))) return undefined;
   await lockLayout(tx, channel.serverId);
-  const { userIds: viewerIds } = await channelViewers(tx, channelId);
-  await deleteChannel(tx, channelId);
-  await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channelId, serverId: channel.serverId, viewerIds });
+  return { channel, viewerIds: (await channelViewers(tx, channelId)).userIds };
+}
+
+/** Deletes an emptied temporary channel, telling who viewed it and, when the server pointed at it, the members. */
+async function deleteEmptied(tx: Queryable, requestId: string | undefined, { channel, viewerIds }: EmptiedChannel): Promise<void> {
+  const server = await findServer(tx, channel.serverId);
+  await deleteChannel(tx, channel.id);
+  await emitEvent(tx, requestId, 'guilds.channel.deleted', { id: channel.id, serverId: channel.serverId, viewerIds });
   await closeChannelGap(tx, requestId, channel.serverId, channel.categoryId);
+  // Pointers set before temporary channels were refused as server channels: the foreign keys cleared them.
+  if (server && [server.entrance_channel_id, server.afk_channel_id, server.jtc_channel_id].includes(channel.id)) {
+    await emitEvent(tx, requestId, 'guilds.server.updated', toServer((await findServer(tx, channel.serverId))!));
+  }
 }
 
 /** Leaves voice; nothing happens when the caller is not connected. */
@@ -193,9 +223,7 @@ export function leaveVoice(d: Domain, ctx: Ctx): Promise<void> {
   return withRetryingTx(d.pool, async (tx) => {
     await lockUserVoice(tx, ctx.userId);
     const ended = await deleteVoiceState(tx, ctx.userId);
-    if (!ended) return;
-    await emitLeft(tx, ctx.requestId, ended, 'left');
-    await deleteIfEmptyTemporary(tx, ctx.requestId, ended.channelId);
+    if (ended) await endState(tx, ctx.requestId, ended, 'left');
   });
 }
 
@@ -251,11 +279,25 @@ export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelI
     const locked = await lockChannels(tx, [current.channelId, body.channelId]);
     if (!locked.has(body.channelId)) throw notFound('Channel');
     const state = await moveVoiceState(tx, body.userId, body.channelId);
+    const emptied = await emptiedTemporary(tx, current.channelId);
     // A moderator's move counts as activity (moveVoiceState resets it).
-    await emitEvent(tx, ctx.requestId, 'guilds.voice.moved', { ...state, fromChannelId: current.channelId, movedBy: ctx.userId });
-    await deleteIfEmptyTemporary(tx, ctx.requestId, current.channelId);
+    await emitMoved(tx, ctx.requestId, state, current.channelId, ctx.userId, emptied);
+    if (emptied) await deleteEmptied(tx, ctx.requestId, emptied);
     return state;
   });
+}
+
+/** `fromViewerIds` when the move emptied its temporary channel, which goes in the same transaction. */
+function emitMoved(
+  tx: Queryable,
+  requestId: string | undefined,
+  state: VoiceState,
+  fromChannelId: string,
+  movedBy: string | null,
+  emptied: EmptiedChannel | undefined,
+) {
+  const fromViewers = emptied && { fromViewerIds: emptied.viewerIds };
+  return emitEvent(tx, requestId, 'guilds.voice.moved', { ...state, fromChannelId, movedBy, ...fromViewers });
 }
 
 /**
@@ -296,8 +338,7 @@ export function disconnectMember(d: Domain, ctx: Ctx, serverId: string, userId: 
     const { state, mask } = await moderatedState(tx, ctx, serverId, userId);
     requirePermission(mask, Permission.MOVE_MEMBERS, 'MOVE_MEMBERS');
     await deleteVoiceState(tx, userId);
-    await emitLeft(tx, ctx.requestId, state, 'disconnected');
-    await deleteIfEmptyTemporary(tx, ctx.requestId, state.channelId);
+    await endState(tx, ctx.requestId, state, 'disconnected');
   });
 }
 
@@ -325,9 +366,21 @@ export function isConnectedTo(d: Pick<Domain, 'pool'>, userId: string, channelId
 export async function endVoiceOfRemovedMember(tx: Queryable, ctx: Ctx, serverId: string, userId: string): Promise<void> {
   await lockUserVoice(tx, userId);
   const ended = await deleteVoiceStateIn(tx, userId, serverId);
-  if (!ended) return;
-  await emitLeft(tx, ctx.requestId, ended, 'removed');
-  await deleteIfEmptyTemporary(tx, ctx.requestId, ended.channelId);
+  if (ended) await endState(tx, ctx.requestId, ended, 'removed');
+}
+
+/**
+ * Ends every state in a voice channel that DELETE /v1/channels/{id} is about to delete, in its
+ * transaction and before the row goes (its cascade would end them unsaid): guilds.voice.left
+ * `removed` (`expired` for one not yet swept), with `viewerIds`, asked by the caller before the
+ * delete. The channel is locked first, as a join locks it: a join queued on it finds it gone (404).
+ */
+export async function endVoiceInDeletedChannel(tx: Queryable, ctx: Ctx, channel: Channel, viewerIds: string[]): Promise<void> {
+  if (channel.channelType !== 'voice' || !(await lockChannels(tx, [channel.id])).has(channel.id)) return;
+  for (const ended of await deleteVoiceStatesOf(tx, channel.id)) {
+    const { endedReason, ...state } = ended;
+    await emitLeft(tx, ctx.requestId, state, endedReason ?? 'removed', viewerIds);
+  }
 }
 
 /**
@@ -338,10 +391,9 @@ export async function endVoiceOfRemovedMember(tx: Queryable, ctx: Ctx, serverId:
 export function sweepVoiceStates(d: Pick<Domain, 'pool'>, at = new Date(), limit = 100): Promise<number> {
   return withRetryingTx(d.pool, async (tx) => {
     const ended = await deleteExpiredStates(tx, at, limit);
-    for (const state of ended) await emitLeft(tx, undefined, state, 'expired');
-    const channelIds = [...new Set(ended.map((s) => s.channelId))].sort();
-    await lockChannels(tx, channelIds);
-    for (const channelId of channelIds) await deleteIfEmptyTemporary(tx, undefined, channelId);
+    const emptied = await emptiedTemporaries(tx, ended);
+    for (const state of ended) await emitLeft(tx, undefined, state, 'expired', emptied.get(state.channelId)?.viewerIds);
+    for (const channel of emptied.values()) await deleteEmptied(tx, undefined, channel);
     return ended.length;
   });
 }
@@ -360,14 +412,27 @@ export function moveIdleMembersToAfk(d: Pick<Domain, 'pool'>, at = new Date(), l
       tx,
       idle.flatMap((s) => [s.channelId, s.afkChannelId]),
     );
-    let moved = 0;
+    const moves: { state: VoiceState; fromChannelId: string }[] = [];
     for (const { afkChannelId, ...state } of idle) {
-      if (!locked.has(afkChannelId)) continue;
-      const after = await moveVoiceState(tx, state.userId, afkChannelId);
-      await emitEvent(tx, undefined, 'guilds.voice.moved', { ...after, fromChannelId: state.channelId, movedBy: null });
-      moved++;
+      if (locked.has(afkChannelId))
+        moves.push({ state: await moveVoiceState(tx, state.userId, afkChannelId), fromChannelId: state.channelId });
     }
-    for (const channelId of [...new Set(idle.map((s) => s.channelId))].sort()) await deleteIfEmptyTemporary(tx, undefined, channelId);
-    return moved;
+    // Every move made before the events: only then is it known which channels they emptied.
+    const emptied = await emptiedTemporaries(tx, idle);
+    for (const { state, fromChannelId } of moves) await emitMoved(tx, undefined, state, fromChannelId, null, emptied.get(fromChannelId));
+    for (const channel of emptied.values()) await deleteEmptied(tx, undefined, channel);
+    return moves.length;
   });
+}
+
+/** The temporary channels these states were in that nobody is in any more, locked in id order. */
+async function emptiedTemporaries(tx: Queryable, states: readonly { channelId: string }[]): Promise<Map<string, EmptiedChannel>> {
+  const channelIds = [...new Set(states.map((s) => s.channelId))].sort();
+  await lockChannels(tx, channelIds);
+  const emptied = new Map<string, EmptiedChannel>();
+  for (const channelId of channelIds) {
+    const channel = await emptiedTemporary(tx, channelId);
+    if (channel) emptied.set(channelId, channel);
+  }
+  return emptied;
 }
