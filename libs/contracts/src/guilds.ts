@@ -193,6 +193,12 @@ export const DiscoveryQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   /** The last server of the previous page. */
   before: Id.optional(),
+  /**
+   * `before`'s memberCount as the previous page showed it: the cursor is then (that count, its id),
+   * so paging neither repeats nor skips servers whose counts change meanwhile. Without it, `before`'s
+   * count now is the cursor.
+   */
+  beforeMemberCount: z.coerce.number().int().min(0).optional(),
 });
 
 export const CategoryBody = z.object({ name: CategoryName });

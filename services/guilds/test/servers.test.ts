@@ -259,6 +259,28 @@ describe('GET /v1/discovery/servers', () => {
     expect((await g.call(owner, 'GET', '/v1/discovery/servers?limit=1000')).status).toBe(400);
   });
 
+  it('pages on from the count a page showed (beforeMemberCount): no server repeated or skipped while counts change', async () => {
+    const owner = newId();
+    const tag = `c${newId().slice(0, 8)}`;
+    const servers = [];
+    for (const members of [4, 3, 2, 1]) {
+      const server = await makeServer(owner, { name: `Ranked ${members}`, isPublic: true, tags: [tag] });
+      for (let i = 1; i < members; i++) await g.call(newId(), 'POST', `/v1/servers/${server.id}/join`);
+      servers.push(server.id);
+    }
+    const ids = (page: { body: { id: string }[] }) => page.body.map((s) => s.id);
+    const first = await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&limit=2`);
+    expect(ids(first)).toEqual(servers.slice(0, 2));
+    const last = first.body[1] as { id: string; memberCount: number };
+    // The second server grows past the first between the two pages.
+    for (let i = 0; i < 2; i++) await g.call(newId(), 'POST', `/v1/servers/${last.id}/join`);
+    const cursor = `before=${last.id}&beforeMemberCount=${last.memberCount}`;
+    expect(ids(await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&limit=2&${cursor}`))).toEqual(servers.slice(2));
+    // By its count now, the cursor ranks above the first server: the page repeats it.
+    expect(ids(await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&limit=2&before=${last.id}`))).toEqual([servers[0], servers[2]]);
+    expect((await g.call(owner, 'GET', `/v1/discovery/servers?before=${last.id}&beforeMemberCount=-1`)).status).toBe(400);
+  });
+
   it('answers a private server’s id as cursor like an unknown id, so its member count cannot be probed (issue 16)', async () => {
     const owner = newId();
     const tag = `p${newId().slice(0, 8)}`;

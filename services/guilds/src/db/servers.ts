@@ -143,13 +143,16 @@ export interface DiscoveryFilter {
   tag?: string;
   limit: number;
   before?: string;
+  beforeMemberCount?: number;
 }
 
 /**
  * Public servers, most members first, then newest id. `before` is the last server of the previous
- * page; its current (member_count, id) is the cursor. Only a public server serves as cursor: a
- * private one's id gives the same empty page as an unknown id, so nobody can learn that it exists
- * or bisect its member count (issue 16).
+ * page; the cursor is (`beforeMemberCount`, its id) when the client sends the count the page
+ * showed, else its current (member_count, id), which repeats or skips servers when counts change
+ * between pages. Only a public server serves as cursor by its current count: a private one's id
+ * gives the same empty page as an unknown id, so nobody can learn that it exists or bisect its
+ * member count (issue 16).
  */
 export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<ServerRow[]> {
   return many<ServerRow>(
@@ -158,10 +161,11 @@ export function discoverServers(db: Queryable, f: DiscoveryFilter): Promise<Serv
      WHERE s.is_public
        AND ($1::text IS NULL OR s.name ILIKE $1 OR s.description ILIKE $1)
        AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM unnest(s.tags) t WHERE lower(t) = lower($2)))
-       AND ($3::uuid IS NULL OR (s.member_count, s.id) < (SELECT c.member_count, c.id FROM servers c WHERE c.id = $3 AND c.is_public))
+       AND ($3::uuid IS NULL OR (s.member_count, s.id) <
+         (COALESCE($5::int, (SELECT c.member_count FROM servers c WHERE c.id = $3 AND c.is_public)), $3::uuid))
      ORDER BY s.member_count DESC, s.id DESC
      LIMIT $4`,
-    [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit],
+    [f.q ? containsPattern(f.q) : null, f.tag ?? null, f.before ?? null, f.limit, f.beforeMemberCount ?? null],
   );
 }
 
