@@ -198,7 +198,7 @@ export const DiscoveryQuery = z.object({
    * so paging neither repeats nor skips servers whose counts change meanwhile. Without it, `before`'s
    * count now is the cursor.
    */
-  beforeMemberCount: z.coerce.number().int().min(0).optional(),
+  beforeMemberCount: z.coerce.number().int().min(0).max(2_147_483_647).optional(),
 });
 
 export const CategoryBody = z.object({ name: CategoryName });

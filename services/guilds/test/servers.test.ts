@@ -278,7 +278,9 @@ describe('GET /v1/discovery/servers', () => {
     expect(ids(await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&limit=2&${cursor}`))).toEqual(servers.slice(2));
     // By its count now, the cursor ranks above the first server: the page repeats it.
     expect(ids(await g.call(owner, 'GET', `/v1/discovery/servers?tag=${tag}&limit=2&before=${last.id}`))).toEqual([servers[0], servers[2]]);
-    expect((await g.call(owner, 'GET', `/v1/discovery/servers?before=${last.id}&beforeMemberCount=-1`)).status).toBe(400);
+    for (const count of [-1, 2 ** 31, 1.5]) {
+      expect((await g.call(owner, 'GET', `/v1/discovery/servers?before=${last.id}&beforeMemberCount=${count}`)).status).toBe(400);
+    }
   });
 
   it('answers a private server’s id as cursor like an unknown id, so its member count cannot be probed (issue 16)', async () => {
