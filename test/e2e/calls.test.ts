@@ -1,19 +1,8 @@
-import { GatewayClient } from '@chat/testkit';
 import { TokenVerifier } from 'livekit-server-sdk';
-import { afterAll, describe, expect, it } from 'vitest';
-import { api, conversationOnceKnown, gateway, newUser, type TestUser } from './helpers.ts';
+import { describe, expect, it } from 'vitest';
+import { api, conversationOnceKnown, fileSockets, newUser } from './helpers.ts';
 
-const sockets: GatewayClient[] = [];
-afterAll(() => {
-  for (const s of sockets) s.close();
-});
-
-async function socketOf(user: TestUser): Promise<GatewayClient> {
-  const client = await GatewayClient.connect(gateway, { ip: user.ip });
-  sockets.push(client);
-  await client.identify(user.token);
-  return client;
-}
+const { identified: socketOf } = fileSockets();
 
 describe('calls through the gateway', () => {
   it('rings, answers with a media grant for the call room, and ends when both leave', async () => {

@@ -3,11 +3,33 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ApiError, type ChatClient, createClient, type TokenPair } from '@chat/client';
-import { type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
-import { inject } from 'vitest';
+import { GatewayClient, type IsolatedPlatform, type ServiceProcess, startIsolatedPlatform } from '@chat/testkit';
+import { afterAll, inject } from 'vitest';
 import { E2E_ENV } from '../setup/platform.ts';
 
 export const gateway = inject('platform').urls.gateway;
+
+/**
+ * The sockets a test file opens, closed after its tests: `connect` opens one from the user's client
+ * IP (a fresh one without a user), `identified` also identifies it with the user's token.
+ */
+export function fileSockets() {
+  const sockets: GatewayClient[] = [];
+  afterAll(() => {
+    for (const socket of sockets) socket.close();
+  });
+  async function connect(user?: TestUser): Promise<GatewayClient> {
+    const socket = await GatewayClient.connect(gateway, { ip: user?.ip ?? randomIp() });
+    sockets.push(socket);
+    return socket;
+  }
+  async function identified(user: TestUser): Promise<GatewayClient> {
+    const socket = await connect(user);
+    await socket.identify(user.token);
+    return socket;
+  }
+  return { connect, identified };
+}
 
 /**
  * A platform of the test file's own (for a file that kills, cuts off or adds processes), with the

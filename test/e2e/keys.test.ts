@@ -1,20 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { GatewayClient } from '@chat/testkit';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deviceKeys, oneTimeKeys, rawPublic } from './device-keys.ts';
-import { conversationOnceKnown, failure, gateway, newClientUser, recordingClient, type TestUser } from './helpers.ts';
+import { conversationOnceKnown, failure, fileSockets, newClientUser, recordingClient } from './helpers.ts';
 
-const sockets: GatewayClient[] = [];
-afterAll(() => {
-  for (const socket of sockets) socket.close();
-});
-
-async function identified(user: TestUser): Promise<GatewayClient> {
-  const socket = await GatewayClient.connect(gateway, { ip: user.ip });
-  sockets.push(socket);
-  await socket.identify(user.token);
-  return socket;
-}
+const { identified } = fileSockets();
 
 describe('E2EE keys through the gateway', () => {
   it('hands a co-member (asked of the real guilds service) one bundle per claim and hides it from a stranger', async () => {

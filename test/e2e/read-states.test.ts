@@ -1,6 +1,6 @@
-import { GatewayClient, until } from '@chat/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, conversationOnceKnown, gateway, newUser, type TestUser } from './helpers.ts';
+import { until } from '@chat/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { api, conversationOnceKnown, fileSockets, newUser, type TestUser } from './helpers.ts';
 
 /**
  * Issue 19 through the gateway and every real process: guilds resolves a message's mentions after
@@ -15,14 +15,7 @@ let alice: TestUser;
 let hidden: TestUser;
 let serverId: string;
 let channelId: string;
-const sockets: GatewayClient[] = [];
-
-async function socketOf(user: TestUser): Promise<GatewayClient> {
-  const client = await GatewayClient.connect(gateway, { ip: user.ip });
-  sockets.push(client);
-  await client.identify(user.token);
-  return client;
-}
+const { identified: socketOf } = fileSockets();
 
 const readStates = async (user: TestUser) => {
   const res = await api('GET', '/v1/users/@me/read-states', { user });
@@ -50,10 +43,6 @@ beforeAll(async () => {
     body: { userId: hidden.id, allowBits: 0, denyBits: VIEW_CHANNEL },
   });
   expect(denied.status).toBe(200);
-});
-
-afterAll(() => {
-  for (const s of sockets) s.close();
 });
 
 describe('read states and notifications through the gateway', () => {

@@ -1,6 +1,6 @@
-import { type Frame, GatewayClient } from '@chat/testkit';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { api, gateway, newUser, postMessage, publicServer, randomIp, type TestUser } from './helpers.ts';
+import type { Frame, GatewayClient } from '@chat/testkit';
+import { describe, expect, it, vi } from 'vitest';
+import { api, fileSockets, newUser, postMessage, publicServer, type TestUser } from './helpers.ts';
 
 /**
  * Who the socket delivers what to, on the shared e2e platform: members whose access to a channel or
@@ -15,22 +15,7 @@ const EVERYONE_DEFAULT = 2251804225;
 const WAIT = 15_000;
 const THUMBS = encodeURIComponent('👍');
 
-const clients: GatewayClient[] = [];
-afterAll(() => {
-  for (const c of clients) c.close();
-});
-
-async function connect(user?: TestUser) {
-  const client = await GatewayClient.connect(gateway, { ip: user?.ip ?? randomIp() });
-  clients.push(client);
-  return client;
-}
-
-async function identified(user: TestUser) {
-  const client = await connect(user);
-  await client.identify(user.token);
-  return client;
-}
+const { connect, identified } = fileSockets();
 
 /** A call naming another user, retried while social's read-model does not know them yet (404). */
 function once404sPass(method: string, path: string, user: TestUser, body: unknown) {

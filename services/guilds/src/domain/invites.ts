@@ -7,7 +7,6 @@ import { consumeInvite, deleteInvite, findInvite, findUsableInvite, insertInvite
 import { findServer, lockServer, toServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { requireRoomForServer } from './members.ts';
 import { addMember } from './membership.ts';
 import { holdEntrance } from './system-messages.ts';
 
@@ -82,7 +81,6 @@ export function acceptInvite(d: Domain, ctx: Ctx, code: string): Promise<Server>
     const invite = server ? await consumeInvite(tx, code) : undefined;
     if (!server || !invite) throw unknownInvite();
     if (await isBanned(tx, invite.serverId, ctx.userId)) throw forbidden('You are banned from this server');
-    await requireRoomForServer(tx, ctx, ctx.userId);
     await addMember(tx, ctx, invite.serverId, ctx.userId);
     return toServer(server);
   });

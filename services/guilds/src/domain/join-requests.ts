@@ -13,7 +13,6 @@ import { isMemberOf } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { requireRoomForServer } from './members.ts';
 import { addMember } from './membership.ts';
 import { holdEntrance } from './system-messages.ts';
 
@@ -60,7 +59,6 @@ export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: 
       if (await isBanned(tx, serverId, request.userId)) throw conflict('The requester is banned from this server');
       // They may have come in through an invite meanwhile: the request is still answered.
       if (!(await isMemberOf(tx, serverId, request.userId))) {
-        await requireRoomForServer(tx, ctx, request.userId);
         await addMember(tx, ctx, serverId, request.userId);
       }
     }

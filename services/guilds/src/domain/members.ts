@@ -1,26 +1,11 @@
 import { type Member, Permission } from '@chat/contracts';
 import { type Bus, badRequest, forbidden, notFound, type Queryable, seenStatuses, withRetryingTx } from '@chat/kit';
-import { countServersOf, findMember, listMembers as listMemberRows, lockMembershipsOf, setNickname } from '../db/members.ts';
+import { findMember, listMembers as listMemberRows, setNickname } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { removeMember } from './membership.ts';
 import { outranks } from './permissions.ts';
-
-/** Discord's limit of servers one user may be in, owned ones included. */
-export const MAX_SERVERS_PER_USER = 100;
-
-/**
- * Every way into a server (creating one, importing one, a public join, an invite, an approved
- * request) calls this in its transaction, just before the member is added: the user's ways in take
- * turns on their lock (taken after the server's locks), so concurrent ones cannot pass the limit together.
- */
-export async function requireRoomForServer(tx: Queryable, ctx: Ctx, userId: string): Promise<void> {
-  await lockMembershipsOf(tx, userId);
-  if ((await countServersOf(tx, userId)) < MAX_SERVERS_PER_USER) return;
-  const who = userId === ctx.userId ? 'You are' : 'That user is';
-  throw badRequest(`${who} in ${MAX_SERVERS_PER_USER} servers already, the most a user may be in`);
-}
 
 export async function listMembers(d: Domain, ctx: Ctx, serverId: string, page: { limit: number; after?: string }): Promise<Member[]> {
   await memberAccess(d.pool, serverId, ctx.userId);

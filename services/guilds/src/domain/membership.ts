@@ -1,15 +1,30 @@
-import { conflict, type Queryable } from '@chat/kit';
-import { deleteMember, insertMember } from '../db/members.ts';
+import { badRequest, conflict, type Queryable } from '@chat/kit';
+import { countServersOf, deleteMember, insertMember, lockMembershipsOf } from '../db/members.ts';
 import { addToMemberCount } from '../db/servers.ts';
 import { type Ctx, emit } from './context.ts';
 import { postMemberJoin } from './system-messages.ts';
 import { endVoiceOfRemovedMember } from './voice.ts';
+
+/** Discord's limit of servers one user may be in, owned ones included. */
+const MAX_SERVERS_PER_USER = 100;
+
+/**
+ * Every way into a server comes through addMember, which asks this first: the user's ways in take
+ * turns on their lock (taken after the server's locks), so concurrent ones cannot pass the limit together.
+ */
+async function requireRoomForServer(tx: Queryable, ctx: Ctx, userId: string): Promise<void> {
+  await lockMembershipsOf(tx, userId);
+  if ((await countServersOf(tx, userId)) < MAX_SERVERS_PER_USER) return;
+  const who = userId === ctx.userId ? 'You are' : 'That user is';
+  throw badRequest(`${who} in ${MAX_SERVERS_PER_USER} servers already, the most a user may be in`);
+}
 
 /**
  * Every way in (create, join, invite, approved request) and every way out (leave, kick, ban) goes
  * through these two, so the member count and the events never drift from the members table.
  */
 export async function addMember(tx: Queryable, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  await requireRoomForServer(tx, ctx, userId);
   if (!(await insertMember(tx, serverId, userId))) throw conflict('Already a member of this server');
   await addToMemberCount(tx, serverId, 1);
   await emit(tx, ctx, 'guilds.member.joined', { serverId, userId });

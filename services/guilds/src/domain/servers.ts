@@ -27,14 +27,12 @@ import {
 } from '../db/servers.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { requireRoomForServer } from './members.ts';
 import { addMember } from './membership.ts';
 import { holdEntrance } from './system-messages.ts';
 
 /** A new server: the caller as owner and first member, @everyone, and a category with a text and a voice channel. */
 export function createServer(d: Domain, ctx: Ctx, body: CreateServerBody): Promise<Server> {
   return withTx(d.pool, async (tx) => {
-    await requireRoomForServer(tx, ctx, ctx.userId);
     const id = uuidv7();
     const server = toServer(
       await insertServer(tx, {
@@ -151,7 +149,6 @@ export function joinServer(d: Domain, ctx: Ctx, serverId: string): Promise<Serve
     if (member) throw conflict('You are already a member of this server');
     if (await isBanned(tx, serverId, ctx.userId)) throw badRequest('You are banned from this server');
     if (row.require_approval) throw badRequest('This server requires approval; send a join request instead');
-    await requireRoomForServer(tx, ctx, ctx.userId);
     await addMember(tx, ctx, serverId, ctx.userId);
     return toServer(row);
   });

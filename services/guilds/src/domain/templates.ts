@@ -20,7 +20,6 @@ import { insertEveryoneRole, insertRolesAt, listRoles } from '../db/roles.ts';
 import { insertServer, markFreshServer, toServer, updateServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { requireRoomForServer } from './members.ts';
 import { addMember } from './membership.ts';
 import { planTemplate, type TemplatePlan } from './template-plan.ts';
 
@@ -32,7 +31,6 @@ import { planTemplate, type TemplatePlan } from './template-plan.ts';
 export function importTemplate(d: Domain, ctx: Ctx, template: ParsedDiscordTemplate): Promise<ImportedServer> {
   const plan = planTemplate(template);
   return withTx(d.pool, async (tx) => {
-    await requireRoomForServer(tx, ctx, ctx.userId);
     const serverId = uuidv7();
     await insertServer(tx, {
       id: serverId,
