@@ -1,4 +1,5 @@
 import { exec, many, one, type Queryable } from '@chat/kit';
+import { holdLock } from './sql.ts';
 
 /**
  * Positions of channels among their siblings (same server and category; the uncategorised ones
@@ -7,12 +8,9 @@ import { exec, many, one, type Queryable } from '@chat/kit';
  * queue instead of computing from the same stale order, then the rows it will write.
  */
 
-// Any constant distinct from the other advisory locks of this database.
-const LAYOUT_LOCK_SPACE = 727_011;
-
 /** Serialises every change of a server's channel and category positions, across replicas. */
 export async function lockLayout(db: Queryable, serverId: string): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [LAYOUT_LOCK_SPACE, serverId]);
+  await holdLock(db, 'layout', serverId);
 }
 
 /**

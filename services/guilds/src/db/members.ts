@@ -1,5 +1,6 @@
 import type { Member, Membership } from '@chat/contracts';
 import { exec, many, maybeOne, one, prepared, type Queryable } from '@chat/kit';
+import { holdLock } from './sql.ts';
 
 type MemberRow = {
   server_id: string;
@@ -66,12 +67,9 @@ const memberPage = (after: string) =>
 /** Prepared, the first page and the next ones each with a statement (and so a plan) of their own. */
 export const MEMBER_PAGE = { first: memberPage('$2::uuid IS NULL'), after: memberPage('user_id > $2') };
 
-// Any constant distinct from the other advisory locks of this database.
-const MEMBERSHIPS_LOCK_SPACE = 727_013;
-
 /** Serialises the ways a user comes into servers (creating one, joining one), across replicas. */
 export async function lockMembershipsOf(db: Queryable, userId: string): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MEMBERSHIPS_LOCK_SPACE, userId]);
+  await holdLock(db, 'memberships', userId);
 }
 
 /** How many servers the user is a member of (owned ones included). */

@@ -1,5 +1,6 @@
 import type { PermissionOverride } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { holdLock } from './sql.ts';
 
 type OverrideRow = {
   id: string;
@@ -23,12 +24,9 @@ const toOverride = (r: OverrideRow): PermissionOverride => ({
   createdAt: r.created_at,
 });
 
-// Any constant distinct from the other advisory locks of this database.
-const OVERRIDES_LOCK_SPACE = 727_012;
-
 /** Serialises the creation of a channel's overrides (their number is bounded), across replicas. */
 export async function lockChannelOverrides(db: Queryable, channelId: string): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [OVERRIDES_LOCK_SPACE, channelId]);
+  await holdLock(db, 'overrides', channelId);
 }
 
 /** How many overrides the channel has, of roles and members together. */

@@ -1,6 +1,7 @@
 import type { Channel, VoiceLeftReason, VoiceState } from '@chat/contracts';
 import { many, maybeOne, type Queryable } from '@chat/kit';
 import { toChannel } from './channels.ts';
+import { holdLock } from './sql.ts';
 
 type VoiceStateRow = {
   user_id: string;
@@ -42,15 +43,12 @@ export type StoredVoiceState = VoiceState & { endedReason: Extract<VoiceLeftReas
 
 const ENDED_REASON = `CASE WHEN NOT (${LIVE}) THEN 'expired' END`;
 
-// Any constant distinct from the other advisory locks of this database (the outbox relay uses one key).
-const VOICE_LOCK_SPACE = 727_007;
-
 /**
  * Serialises every change of one user's voice state, across replicas. A row lock is not enough:
  * a user with no state yet has no row to lock, and two first joins would race to insert it.
  */
 export async function lockUserVoice(db: Queryable, userId: string): Promise<void> {
-  await db.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [VOICE_LOCK_SPACE, userId]);
+  await holdLock(db, 'voice', userId);
 }
 
 /** The user's state row, counting or not, locked for the rest of the transaction. */
