@@ -305,31 +305,37 @@ describe('an idle player with queued tracks', () => {
   });
 });
 
-describe('POST /v1/music/queue with an Idempotency-Key', () => {
-  it('answers a retry with the first result and queues the track once; another track under the key is 422', async () => {
-    const channel = t.guilds.voiceChannelWith([alice]);
-    const key = uuidv7();
-    const queue = async (url: string) =>
-      t.app.inject({
-        method: 'POST',
-        url: '/v1/music/queue',
-        headers: { ...(await t.auth(alice)), 'idempotency-key': key },
-        payload: { channelId: channel.id, serverId: channel.serverId, url },
-      });
-    const first = await queue('https://example.com/a.mp3');
-    const retry = await queue('https://example.com/a.mp3');
-    const other = await queue('https://example.com/b.mp3');
+describe('POST /v1/music/queue and /v1/music/play with an Idempotency-Key', () => {
+  it.each([
+    ['queue', 201],
+    ['play', 200],
+  ] as const)(
+    '/%s answers a retry with the first result and adds the track once; another track under the key is 422',
+    async (action, status) => {
+      const channel = t.guilds.voiceChannelWith([alice]);
+      const key = uuidv7();
+      const send = async (url: string) =>
+        t.app.inject({
+          method: 'POST',
+          url: `/v1/music/${action}`,
+          headers: { ...(await t.auth(alice)), 'idempotency-key': key },
+          payload: { channelId: channel.id, serverId: channel.serverId, url },
+        });
+      const first = await send('https://example.com/a.mp3');
+      const retry = await send('https://example.com/a.mp3');
+      const other = await send('https://example.com/b.mp3');
 
-    expect(first.statusCode).toBe(201);
-    expect(retry.statusCode).toBe(201);
-    expect(retry.headers['idempotent-replayed']).toBe('true');
-    expect(retry.json()).toEqual(first.json());
-    expect(other.statusCode).toBe(422);
-    expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
-    expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3']);
-    const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
-    expect(events.map((e) => e.action)).toEqual(['queue']);
-  });
+      expect(first.statusCode).toBe(status);
+      expect(retry.statusCode).toBe(status);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.json()).toEqual(first.json());
+      expect(other.statusCode).toBe(422);
+      expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
+      expect(await dbTracks(channel.id)).toEqual(['https://example.com/a.mp3']);
+      const events = (await t.playerEvents()).filter((e) => e.player.channelId === channel.id);
+      expect(events.map((e) => e.action)).toEqual([action]);
+    },
+  );
 
   it("holds no database connection while it asks guilds for the caller's access", async () => {
     const channel = t.guilds.voiceChannelWith([alice]);

@@ -45,14 +45,25 @@ export async function getPlayer(deps: PlayerDeps, ctx: RequestContext, channelId
   return (await players.readPlayerState(deps.pool, channelId, clockOf(deps))) ?? idlePlayer(channelId, access.channel.serverId);
 }
 
-/** Enqueues a track; when the player is idle it becomes the current track at once. */
-export async function play(deps: PlayerDeps, ctx: RequestContext, body: PlayBody): Promise<PlayerState> {
+/**
+ * Enqueues a track; when the player is idle it becomes the current track at once. A creating
+ * request like queue: `once` runs the write (the route's Idempotency-Key), so a retry adds nothing.
+ */
+export async function play(
+  deps: PlayerDeps,
+  ctx: RequestContext,
+  body: PlayBody,
+  once: (write: () => Promise<PlayerState>) => Promise<PlayerState> = (write) => write(),
+): Promise<PlayerState> {
   const durationMs = await trackDurationMs(deps, body, ctx.requestId);
-  return control(deps, ctx, body, 'play', async (tx, player, now) => {
-    await enqueue(tx, ctx, body, durationMs);
-    if (!player.playing) await players.startCurrentTrack(tx, body.channelId, now);
-    return true;
-  });
+  const access = await controlAccess(deps, ctx, body);
+  return once(() =>
+    applyControl(deps, ctx, access, body.channelId, 'play', async (tx, player, now) => {
+      await enqueue(tx, ctx, body, durationMs);
+      if (!player.playing) await players.startCurrentTrack(tx, body.channelId, now);
+      return true;
+    }),
+  );
 }
 
 /** Adds a track at the end of the queue and never starts the player (POST /v1/music/queue). */

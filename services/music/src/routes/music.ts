@@ -6,7 +6,10 @@ import * as player from '../domain/player.ts';
 /** The music area: player state and controls. */
 export function registerMusicRoutes(app: FastifyInstance, deps: player.PlayerDeps): void {
   route(app, musicRoutes.state, async (req) => player.getPlayer(deps, contextOf(req), req.params.channelId));
-  route(app, musicRoutes.play, async (req) => player.play(deps, contextOf(req), req.body));
+  // Creating POSTs (each adds a track): a retry with the same Idempotency-Key answers the first result and adds nothing.
+  route(app, musicRoutes.play, async (req, reply) =>
+    player.play(deps, contextOf(req), req.body, (write) => writeOnce(deps.pool, req, reply, musicRoutes.play.status, write)),
+  );
   route(app, musicRoutes.skip, async (req) => {
     await player.skip(deps, contextOf(req), req.body);
     return {};
@@ -15,7 +18,6 @@ export function registerMusicRoutes(app: FastifyInstance, deps: player.PlayerDep
   route(app, musicRoutes.resume, async (req) => player.resume(deps, contextOf(req), req.body));
   route(app, musicRoutes.stop, async (req) => player.stop(deps, contextOf(req), req.body));
   route(app, musicRoutes.volume, async (req) => player.setVolume(deps, contextOf(req), req.body));
-  // A creating POST: a retry with the same Idempotency-Key answers the first result and queues nothing.
   route(app, musicRoutes.queue, async (req, reply) =>
     player.queue(deps, contextOf(req), req.body, (write) => writeOnce(deps.pool, req, reply, musicRoutes.queue.status, write)),
   );
