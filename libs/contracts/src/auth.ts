@@ -8,12 +8,17 @@ import { defineRpc } from './rpc.ts';
 /** Names that read as a mention of many (Discord reserves them too), in any letter case. */
 const RESERVED_USERNAMES = new Set(['everyone', 'here']);
 
-/** 2-32 letters, digits, '_' and '.'; unique ignoring case. */
+/**
+ * 2-32 letters, digits, '_' and '.', never two periods in a row (as Discord); unique ignoring case.
+ * Checked when a name is chosen only: names read back are plain strings, so a rule added later
+ * does not make an existing account unreadable.
+ */
 export const Username = z
   .string()
   .min(2)
   .max(32)
   .regex(/^[A-Za-z0-9_.]+$/, "only letters, digits, '_' and '.'")
+  .refine((name) => !name.includes('..'), 'cannot contain two consecutive periods')
   .refine((name) => !RESERVED_USERNAMES.has(name.toLowerCase()), 'is reserved');
 export const Email = z.email({ error: 'must be a valid email address' }).max(254);
 export const Password = z.string().min(8).max(128);

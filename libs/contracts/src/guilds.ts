@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, ImageUrl, ListPageQuery, PermissionMask, shownName, Timestamp } from './common.ts';
+import { Id, ImageUrl, ListPageQuery, multiLineText, PermissionMask, shownName, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { SeenStatus } from './presence.ts';
@@ -265,7 +265,7 @@ export const CreateInviteBody = z.object({
   maxAgeSeconds: z.number().int().min(0).max(604_800).default(86_400),
 });
 
-export const CreateJoinRequestBody = z.object({ message: z.string().trim().max(500).nullish() });
+export const CreateJoinRequestBody = z.object({ message: multiLineText(500).trim().nullish() });
 export const JoinRequestsQuery = ListPageQuery.extend({ status: JoinRequestStatus.default('pending') });
 
 export const PutOverrideBody = z

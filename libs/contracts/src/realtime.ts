@@ -14,6 +14,7 @@ import { defineRpc } from './rpc.ts';
 import {
   BlockedUser,
   ConversationCreatedEvent,
+  ConversationLeftEvent,
   DmDeletedEvent,
   DmMessageEvent,
   DmReactionEvent,
@@ -236,6 +237,7 @@ export const DISPATCH_NAMES = {
   [VOICE_SUBJECTS.left]: 'VOICE_STATE_DELETE',
   [MUSIC_SUBJECTS.playerUpdated]: 'MUSIC_PLAYER_UPDATE',
   [SOCIAL_SUBJECTS.conversationCreated]: 'DM_CONVERSATION_CREATE',
+  [SOCIAL_SUBJECTS.conversationLeft]: 'DM_CONVERSATION_MEMBER_REMOVE',
   [SOCIAL_SUBJECTS.dmCreated]: 'DM_MESSAGE_CREATE',
   [SOCIAL_SUBJECTS.dmUpdated]: 'DM_MESSAGE_UPDATE',
   [SOCIAL_SUBJECTS.dmDeleted]: 'DM_MESSAGE_DELETE',
@@ -295,10 +297,14 @@ export const DISPATCH_PAYLOADS = {
   JOIN_REQUEST_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.joinRequestCreated],
   JOIN_REQUEST_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.joinRequestReviewed],
   VOICE_STATE_UPDATE: VOICE_EVENTS[VOICE_SUBJECTS.joined],
-  // As CHANNEL_DELETE: the viewers of a deleted channel are the gateway's to route by.
-  VOICE_STATE_DELETE: VOICE_EVENTS[VOICE_SUBJECTS.left].omit({ viewerIds: true }),
+  // As CHANNEL_DELETE: the viewers of a deleted channel are the gateway's to route by;
+  // `channelEmptied` is for music (it pauses the player), not for clients.
+  VOICE_STATE_DELETE: VOICE_EVENTS[VOICE_SUBJECTS.left].omit({ viewerIds: true, channelEmptied: true }),
   MUSIC_PLAYER_UPDATE: PlayerUpdatedEvent,
   DM_CONVERSATION_CREATE: ConversationCreatedEvent,
+  // As SERVER_MEMBER_REMOVE: to those who remain and to the one who left (the group is gone for
+  // them; `ownerId` null: gone for everyone). Who remains is the gateway's to route by.
+  DM_CONVERSATION_MEMBER_REMOVE: ConversationLeftEvent.omit({ participantIds: true }),
   DM_MESSAGE_CREATE: DmMessageEvent.shape.message,
   DM_MESSAGE_UPDATE: DmMessageEvent.shape.message,
   DM_MESSAGE_DELETE: DmDeletedEvent.omit({ participantIds: true }),

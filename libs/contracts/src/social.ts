@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Call } from './calls.ts';
 import { Id, PageQuery, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
+import { Emoji } from './messages.ts';
 import { Attachments, DirectMessage, MessageNonce, PendingFriendRequest } from './records.ts';
 
 /** Schemas of the social area (friends, blocks, direct messages): bodies, records, events. */
@@ -79,15 +80,12 @@ export const EditDirectMessageBody = z.object({ content: z.string().max(MAX_DM_L
 /** Newest first; `before` pages back in history, `after` pages forward from a message seen. */
 export const MessagePageQuery = PageQuery.refine((q) => !(q.before && q.after), { error: 'give before or after, not both' });
 
-/** A unicode emoji or a custom `name:id`, as it appears URL-decoded in the path. */
-export const ReactionParams = z.object({
-  id: Id,
-  emoji: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[^\s/]+$/, 'must be an emoji'),
-});
+/**
+ * A unicode emoji or a custom `name:id`, as it appears URL-decoded in the path: the rule of channel
+ * reactions. Answers and events (`Reactions`, DmReactionEvent) read any stored key, so a reaction
+ * stored before this rule still shows.
+ */
+export const ReactionParams = z.object({ id: Id, emoji: Emoji });
 
 export const SOCIAL_SUBJECTS = {
   friendRequested: 'social.friend.requested',

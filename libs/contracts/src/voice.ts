@@ -81,8 +81,18 @@ export type VoiceLeftReason = z.infer<typeof VoiceLeftReason>;
 const ViewersOfDeletedChannel = z.array(Id).optional();
 
 /**
+ * Whether the state's end left its channel with nobody connected (no live state in it), decided in
+ * the end's transaction under the channel's row lock, which every join and move into the channel
+ * takes before its state lands: of two last members leaving at once only the second says so, and a
+ * join racing the last end lands either before it (false) or after it (true). Music pauses the
+ * channel's player on it. Absent on events from before guilds said it (unknown).
+ */
+const ChannelEmptied = z.boolean().optional();
+
+/**
  * `viewerIds`: who viewed the channel, when the state's end also deleted it (an emptied temporary
- * channel, a channel deleted with people in it).
+ * channel, a channel deleted with people in it). `channelEmptied`: nobody is connected to the
+ * channel any more (see ChannelEmptied).
  */
 export const VoiceLeftEventData = z.object({
   userId: Id,
@@ -90,12 +100,19 @@ export const VoiceLeftEventData = z.object({
   channelId: Id,
   reason: VoiceLeftReason,
   viewerIds: ViewersOfDeletedChannel,
+  channelEmptied: ChannelEmptied,
 });
 /**
  * `movedBy` is null when the server moved the member (to the AFK channel, after inactivity);
- * `fromViewerIds`: who viewed the channel left, when the move emptied and deleted it (a temporary channel).
+ * `fromViewerIds`: who viewed the channel left, when the move emptied and deleted it (a temporary
+ * channel); `fromChannelEmptied`: nobody is connected to the channel left any more (see ChannelEmptied).
  */
-export const VoiceMovedEventData = VoiceState.extend({ fromChannelId: Id, movedBy: Id.nullable(), fromViewerIds: ViewersOfDeletedChannel });
+export const VoiceMovedEventData = VoiceState.extend({
+  fromChannelId: Id,
+  movedBy: Id.nullable(),
+  fromViewerIds: ViewersOfDeletedChannel,
+  fromChannelEmptied: ChannelEmptied,
+});
 
 export const VOICE_SUBJECTS = {
   joined: 'guilds.voice.joined',

@@ -70,6 +70,11 @@ export interface RouteOptions {
    * answer (see runIdempotent). For creating POSTs.
    */
   idempotent?: IdempotencyScope;
+  /**
+   * With `idempotent`, for an answer that holds a secret shown once (a webhook's token): the stored
+   * answer is encrypted under the client's key, and the key kept only as its hash (see sealedClaim).
+   */
+  sealed?: boolean;
 }
 
 /** The option of a creating POST whose Idempotency-Keys belong to the caller. */
@@ -296,7 +301,8 @@ export function route<C extends RouteContract>(
   const options = app.httpOptions;
   const tokens = options.tokens;
   if (contract.auth && !tokens) throw new Error(`${contract.method} ${contract.path} needs a token verifier`);
-  const { idempotent } = routeOptions;
+  const { idempotent, sealed } = routeOptions;
+  if (sealed && !idempotent) throw new Error(`${contract.method} ${contract.path}: only an idempotent route's answers are sealed`);
   if (idempotent && !options.pool) throw new Error(`${contract.method} ${contract.path} is idempotent: createHttpApp needs the pool`);
   if (idempotent === 'user' && !contract.auth)
     throw new Error(`${contract.method} ${contract.path}: a public route cannot scope keys to the user`);
@@ -318,11 +324,12 @@ export function route<C extends RouteContract>(
 
   async function answerOnce(req: FastifyRequest, reply: FastifyReply, key: string) {
     const scope = idempotent === 'user' ? userIdempotencyScope(req.user.id) : (idempotent as (r: FastifyRequest) => string)(req);
-    return runIdempotent(options.pool as Pool, req, reply, scope, key, async () => {
+    const handle = async () => {
       const settled = await answer(req, reply);
       if (!settled) throw new Error(`${contract.method} ${contract.path} sent its own reply; an idempotent route must return it`);
       return settled;
-    });
+    };
+    return runIdempotent(options.pool as Pool, req, reply, scope, key, handle, { sealed });
   }
 
   app.contracts.push(contract);

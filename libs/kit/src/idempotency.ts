@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { maybeOne, type Pool, type Queryable, withRequestTx } from './db.ts';
 import { AppError } from './errors.ts';
@@ -83,7 +83,7 @@ export interface StoredAnswer extends Record<string, unknown> {
  * write and its key commit together. A retry with the same key and body within 24 h gets the first
  * answer again (same status and body, `Idempotent-Replayed: true`) and writes nothing; the same key
  * with another body is 422; while the first request still runs, 409. Failed requests record nothing:
- * their key may be used again.
+ * their key may be used again. `sealed`: the answer holds a secret, stored as sealedClaim says.
  */
 export async function runIdempotent(
   pool: Pool,
@@ -92,8 +92,10 @@ export async function runIdempotent(
   scope: string,
   key: string,
   handle: () => Promise<{ status: number; body: unknown }>,
+  { sealed = false }: { sealed?: boolean } = {},
 ): Promise<{ status: number; body: unknown; replayed: boolean }> {
-  const claim = { scope, key, fingerprint: requestFingerprint(req) };
+  const plain = { scope, key, fingerprint: requestFingerprint(req) };
+  const claim = sealed ? sealedClaim(plain) : plain;
   return withRequestTx(pool, async (tx) => {
     const { rows } = await tx.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1, hashtext($2)) AS held', lockOf(claim));
     if (!rows[0]?.held) throw new AppError(409, 'A request with this Idempotency-Key is still being processed; retry later');
@@ -107,6 +109,41 @@ export interface IdempotencyClaim {
   key: string;
   /** requestFingerprint, or streamedRequestFingerprint for a request that reads its own body. */
   fingerprint: string;
+  /** Set by sealedClaim: the AES-256-GCM key the answer is stored under. */
+  sealingKey?: Buffer;
+}
+
+// A raw key is 1 to 255 visible ASCII characters: with a space, a sealed key's stored form is none of them.
+const SEALED_KEY_PREFIX = 'sealed ';
+const SEAL_IV_BYTES = 12;
+const SEAL_TAG_BYTES = 16;
+
+/**
+ * The claim of a request whose answer holds a secret shown once (a webhook's token): the table
+ * keeps neither the secret nor the client's key. The key column holds the key's SHA-256, and the
+ * answer is stored encrypted (AES-256-GCM) under a key derived from the raw key and the scope
+ * (HKDF-SHA256), so only a retry with the key, which only the client has, can read it again.
+ */
+export function sealedClaim(claim: IdempotencyClaim): IdempotencyClaim {
+  const digest = createHash('sha256').update(claim.key).digest('base64url');
+  const sealingKey = Buffer.from(hkdfSync('sha256', claim.key, claim.scope, 'idempotency-key answer', 32));
+  return { ...claim, key: `${SEALED_KEY_PREFIX}${digest}`, sealingKey };
+}
+
+/** The answer's JSON, encrypted: iv, tag and ciphertext in one base64url string (a JSON string in the column). */
+function sealAnswer(body: unknown, sealingKey: Buffer): string {
+  const iv = randomBytes(SEAL_IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', sealingKey, iv);
+  const sealed = Buffer.concat([cipher.update(JSON.stringify(body ?? null), 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
+}
+
+function openAnswer(stored: unknown, sealingKey: Buffer): unknown {
+  const bytes = Buffer.from(String(stored), 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', sealingKey, bytes.subarray(0, SEAL_IV_BYTES));
+  decipher.setAuthTag(bytes.subarray(SEAL_IV_BYTES, SEAL_IV_BYTES + SEAL_TAG_BYTES));
+  const json = Buffer.concat([decipher.update(bytes.subarray(SEAL_IV_BYTES + SEAL_TAG_BYTES)), decipher.final()]).toString('utf8');
+  return JSON.parse(json);
 }
 
 /**
@@ -143,7 +180,10 @@ async function answerOnce(
   handle: () => Promise<{ status: number; body: unknown }>,
 ): Promise<{ status: number; body: unknown; replayed: boolean }> {
   const stored = await findIdempotentAnswer(tx, claim.scope, claim.key);
-  if (stored) return replayAnswer(stored, claim.fingerprint, reply);
+  if (stored) {
+    const replayed = replayAnswer(stored, claim.fingerprint, reply);
+    return claim.sealingKey ? { ...replayed, body: openAnswer(replayed.body, claim.sealingKey) } : replayed;
+  }
   const answer = await handle();
   await storeAnswer(tx, claim, answer);
   return { ...answer, replayed: false };
@@ -185,13 +225,14 @@ export function replayAnswer(
 
 async function storeAnswer(
   tx: Queryable,
-  { scope, key, fingerprint }: IdempotencyClaim,
+  { scope, key, fingerprint, sealingKey }: IdempotencyClaim,
   answer: { status: number; body: unknown },
 ): Promise<void> {
+  const response = sealingKey ? sealAnswer(answer.body, sealingKey) : answer.body;
   await tx.query(
     `INSERT INTO idempotency_keys (scope, key, fingerprint, status, response) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, status = $4, response = $5, created_at = now()`,
-    [scope, key, fingerprint, answer.status, answer.body === undefined ? null : JSON.stringify(answer.body)],
+    [scope, key, fingerprint, answer.status, response === undefined ? null : JSON.stringify(response)],
   );
 }
 

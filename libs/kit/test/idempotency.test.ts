@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,6 +59,16 @@ const createStreamed = defineRoute({
   status: 201,
   response: Widget,
 });
+// A creating route whose answer holds a secret shown once, as a webhook's token is.
+const createKeyed = defineRoute({
+  method: 'POST',
+  path: '/v1/keyed',
+  service: 'guilds',
+  summary: 'test',
+  body: z.object({ name: z.string() }),
+  status: 201,
+  response: Widget.extend({ secret: z.string() }),
+});
 
 // Lets a test hold a request inside its handler, after its write, before it answers.
 let gate: Promise<void> | undefined;
@@ -102,6 +113,10 @@ const insertWidget = async (name: string, fail?: boolean) => {
 route(app, createWidget, async (req) => insertWidget(req.body.name, req.body.fail), { idempotent: 'user' });
 route(app, executeHook, async (req) => insertWidget(req.body.name), {
   idempotent: (req) => `webhook:${(req.params as { id: string }).id}`,
+});
+route(app, createKeyed, async (req) => ({ ...(await insertWidget(req.body.name)), secret: randomBytes(32).toString('base64url') }), {
+  idempotent: 'user',
+  sealed: true,
 });
 route(app, createStreamed, async (req, reply) => {
   const claim = {
@@ -238,6 +253,65 @@ describe('Idempotency-Key on a creating POST', () => {
     await runtime.pool.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = $1", [key]);
     expect(await purgeIdempotencyKeys(runtime.pool)).toBeGreaterThanOrEqual(1);
     expect(await many(runtime.pool, 'SELECT 1 FROM idempotency_keys WHERE key = $1', [key])).toEqual([]);
+  });
+});
+
+describe('Idempotency-Key on a route whose answer is sealed (a secret shown once)', () => {
+  const postKeyed = async (name: string, key: string) =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/keyed',
+      headers: { authorization: `Bearer ${await issuer.sign(userA)}`, 'idempotency-key': key },
+      payload: { name },
+    });
+  const tableText = async () => JSON.stringify((await runtime.pool.query('SELECT * FROM idempotency_keys')).rows);
+
+  it('keeps neither the secret nor the key in the table, and replays the first answer, secret included, to the key', async () => {
+    const key = `sealed-${crypto.randomUUID()}`;
+    const first = await postKeyed('sealed once', key);
+    expect(first.statusCode).toBe(201);
+    const { secret } = first.json();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const table = await tableText();
+    expect(table).not.toContain(secret);
+    expect(table).not.toContain(key);
+    const again = await postKeyed('sealed once', key);
+    expect(again.statusCode).toBe(201);
+    expect(again.payload).toBe(first.payload);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(await widgetsNamed('sealed once')).toHaveLength(1);
+  });
+
+  it('answers 422 for the same key with another body, and 409 to a request under the key while the first runs', async () => {
+    const key = crypto.randomUUID();
+    const held = holdNextRequest();
+    const first = postKeyed('sealed first', key);
+    await held.inside;
+    const concurrent = await postKeyed('sealed first', key);
+    held.release();
+    expect(concurrent.statusCode).toBe(409);
+    expect((await first).statusCode).toBe(201);
+    const other = await postKeyed('sealed other', key);
+    expect(other.statusCode).toBe(422);
+    expect(other.json()).toEqual({ error: 'This Idempotency-Key was already used for a different request' });
+    expect(await widgetsNamed('sealed first')).toHaveLength(1);
+    expect(await widgetsNamed('sealed other')).toEqual([]);
+  });
+
+  it('keeps a sealed answer apart from a plain key of the same text and from another user’s same key', async () => {
+    const key = crypto.randomUUID();
+    const mine = await postKeyed('sealed mine', key);
+    const plain = await post({ name: 'sealed mine' }, { key });
+    expect(plain.statusCode).toBe(201);
+    const theirs = await app.inject({
+      method: 'POST',
+      url: '/v1/keyed',
+      headers: { authorization: `Bearer ${await issuer.sign(userB)}`, 'idempotency-key': key },
+      payload: { name: 'sealed mine' },
+    });
+    expect(theirs.statusCode).toBe(201);
+    expect(theirs.json().secret).not.toBe(mine.json().secret);
+    expect(await widgetsNamed('sealed mine')).toHaveLength(3);
   });
 });
 

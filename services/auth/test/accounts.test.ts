@@ -83,6 +83,36 @@ describe('registration without email verification', () => {
   });
 });
 
+describe('usernames with two periods in a row', () => {
+  it('are refused on registration with 400 (as Discord does), single periods are not, and nothing is created', async () => {
+    const before = await userCount();
+    for (const username of ['..', `a..${newAccount().username}`]) {
+      const { res } = await register({ ...newAccount(), username });
+      expect({ status: res.statusCode, body: res.json() }).toEqual({
+        status: 400,
+        body: { error: 'body.username: cannot contain two consecutive periods' },
+      });
+    }
+    expect(await userCount()).toBe(before);
+    const dotted = await register({ ...newAccount(), username: `a.b.${newAccount().username}` });
+    expect(dotted.res.statusCode).toBe(201);
+  });
+
+  it('still name an account made before the rule: it logs in and is read by itself and by others', async () => {
+    const { body, pair } = await register();
+    const { pair: viewer } = await register();
+    const legacy = `old..${body.username}`.slice(0, 32);
+    await runtime.pool.query('UPDATE users SET username = $2 WHERE id = $1', [pair.user.id, legacy]);
+    const res = await app.inject({ method: 'POST', url: '/v1/auth/login', payload: { login: legacy, password: body.password } });
+    expect(res.statusCode).toBe(200);
+    expect(SelfUser.parse(res.json().user)).toMatchObject({ id: pair.user.id, username: legacy });
+    const me = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(res.json().token) });
+    expect({ status: me.statusCode, username: me.json().username }).toEqual({ status: 200, username: legacy });
+    const seen = await app.inject({ method: 'GET', url: `/v1/users/${pair.user.id}`, headers: bearer(viewer.token) });
+    expect({ status: seen.statusCode, username: seen.json().username }).toEqual({ status: 200, username: legacy });
+  });
+});
+
 describe('access tokens', () => {
   it('are EdDSA JWTs with a kid, sub, sid, iss, aud, iat and a 15-minute exp, verifiable with the JWKS', async () => {
     const { pair } = await register();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GUILDS_SUBJECTS, MESSAGES_SUBJECTS } from '@chat/contracts';
+import { GUILDS_SUBJECTS, MESSAGES_SUBJECTS, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { type Ask, createAudience } from '../src/domain/audience.ts';
@@ -53,5 +53,18 @@ describe('the audience of a channel message', () => {
     const next = await audience.recipients(MESSAGES_SUBJECTS.messageCreated, posted());
     expect(next.userIds).toEqual(['alice']);
     expect(await store.deliver('MESSAGE_CREATE', '{}', next, randomUUID())).toBe(0);
+  });
+});
+
+describe('the audience of a group left', () => {
+  it('is those who remain and the one who left, from the event alone', async () => {
+    ask.mockClear();
+    const [leaver, stayer, other] = [randomUUID(), randomUUID(), randomUUID()];
+    const left = { conversationId: randomUUID(), userId: leaver, ownerId: stayer, participantIds: [stayer, other] };
+    expect(await audience.recipients(SOCIAL_SUBJECTS.conversationLeft, left)).toEqual({ userIds: [stayer, other, leaver] });
+    // The last one out: the group is gone, and only they are told.
+    const emptied = { ...left, ownerId: null, participantIds: [] };
+    expect(await audience.recipients(SOCIAL_SUBJECTS.conversationLeft, emptied)).toEqual({ userIds: [leaver] });
+    expect(ask).not.toHaveBeenCalled();
   });
 });

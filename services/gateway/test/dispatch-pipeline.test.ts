@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GUILDS_SUBJECTS, MESSAGES_SUBJECTS, STREAMS } from '@chat/contracts';
+import { GUILDS_SUBJECTS, MESSAGES_SUBJECTS, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
 import { channelMessageRecord } from '@chat/testkit';
 import { describe, expect, it, vi } from 'vitest';
 import { dispatchFromStreams } from '../src/bus/events.ts';
@@ -128,5 +128,47 @@ describe('a delivery that names the one it follows', () => {
     expect(await deliver('second', second, first)).toBe(1);
     expect(await deliver('second', second, first)).toBe(DUPLICATE);
     expect(await framesOf()).toEqual(['first', 'second']);
+  });
+});
+
+describe('a member leaving a group', () => {
+  /** A session of `user`, and the dispatches its replay buffer holds after READY. */
+  async function dispatchesTo(store: ReturnType<typeof platformOf>['store'], user: string) {
+    const sessionId = randomUUID();
+    await store.create({ sessionId, userId: user, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
+    return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame)).map(({ t, d }) => ({ t, d }));
+  }
+  const leftEvent = (data: { conversationId: string; userId: string; ownerId: string | null; participantIds: string[] }) => ({
+    id: randomUUID(),
+    subject: SOCIAL_SUBJECTS.conversationLeft,
+    occurredAt: new Date().toISOString(),
+    data,
+  });
+
+  it('tells those who remain and every session of the one who left, once, who left and who owns the group now', async () => {
+    const { store, dispatcher } = platformOf(`gwtest:${randomUUID()}:`);
+    const [owner, stayer, other, outsider] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const toStayer = await dispatchesTo(store, stayer);
+    const toOther = await dispatchesTo(store, other);
+    const [toOwner, toOwnersPhone] = [await dispatchesTo(store, owner), await dispatchesTo(store, owner)];
+    const toOutsider = await dispatchesTo(store, outsider);
+    const conversationId = randomUUID();
+    // The owner leaves: the group goes on, owned by the one who joined first after them.
+    const left = leftEvent({ conversationId, userId: owner, ownerId: stayer, participantIds: [stayer, other] });
+    await dispatcher.dispatch(left);
+    await dispatcher.dispatch(left);
+    const removal = { t: 'DM_CONVERSATION_MEMBER_REMOVE', d: { conversationId, userId: owner, ownerId: stayer } };
+    for (const dispatches of [toStayer, toOther, toOwner, toOwnersPhone]) expect(await dispatches()).toEqual([removal]);
+    expect(await toOutsider()).toEqual([]);
+
+    // The last one out, pipelined as the stream readers send: the group is gone, only they are told.
+    const emptied = leftEvent({ conversationId, userId: stayer, ownerId: null, participantIds: [] });
+    const sent = await dispatcher.send(emptied, {});
+    expect(await sent?.outcome).toBe(1);
+    expect(await toStayer()).toEqual([
+      removal,
+      { t: 'DM_CONVERSATION_MEMBER_REMOVE', d: { conversationId, userId: stayer, ownerId: null } },
+    ]);
+    expect(await toOther()).toEqual([removal]);
   });
 });

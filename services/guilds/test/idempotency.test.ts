@@ -100,6 +100,24 @@ describe('Idempotency-Key on other creating POSTs', () => {
     expect({ status: forged.status, body: forged.body }).toEqual({ status: 401, body: { error: 'Unknown webhook or invalid token' } });
   });
 
+  it('creates one webhook per key, keeping neither its token nor the key in the table, and replays the token', async () => {
+    const key = crypto.randomUUID();
+    const url = `/v1/channels/${channel}/webhooks`;
+    const first = await g.call(owner, 'POST', url, { name: 'Sealed' }, withKey(key));
+    expect(first.status).toBe(201);
+    expect(first.body.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const stored = JSON.stringify((await g.db.query('SELECT * FROM idempotency_keys')).rows);
+    expect(stored).not.toContain(first.body.token);
+    expect(stored).not.toContain(key);
+    const retry = await g.call(owner, 'POST', url, { name: 'Sealed' }, withKey(key));
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body).toEqual(first.body);
+    const other = await g.call(owner, 'POST', url, { name: 'Other' }, withKey(key));
+    expect(other).toMatchObject({ status: 422, body: { error: 'This Idempotency-Key was already used for a different request' } });
+    expect(await count("SELECT count(*) AS n FROM webhooks WHERE name IN ('Sealed', 'Other')", [])).toBe(1);
+  });
+
   it('creates one server, one channel and one invite per key', async () => {
     const serverKey = crypto.randomUUID();
     const a = await g.call(owner, 'POST', '/v1/servers', { name: 'Once' }, withKey(serverKey));

@@ -139,6 +139,23 @@ describe('limits', () => {
     expect((await reimport(owner, serverId)).status).toBe(201);
   }, 120_000);
 
+  it('refuses a webhook past 15 on one channel, also when creates come at once, and a deleted one makes room', async () => {
+    const owner = newId();
+    const serverId = await newServer(owner, 'Many webhooks');
+    const channelId = (await g.call(owner, 'GET', `/v1/servers/${serverId}/channels`)).body.find(
+      (c: { channelType: string }) => c.channelType === 'text',
+    ).id;
+
+    const answers = await atOnce(17, 17, (i) => g.call(owner, 'POST', `/v1/channels/${channelId}/webhooks`, { name: `h${i}` }));
+
+    expect(statuses(answers)).toEqual({ 201: 15, 400: 2 });
+    expect(answers.find((a) => a.status === 400)?.body).toEqual({ error: 'A channel has at most 15 webhooks' });
+    expect(await count('SELECT count(*)::int AS n FROM webhooks WHERE channel_id = $1', [channelId])).toBe(15);
+    const kept = answers.find((a) => a.status === 201)!.body;
+    expect((await g.call(owner, 'DELETE', `/v1/webhooks/${kept.id}`)).status).toBe(204);
+    expect((await g.call(owner, 'POST', `/v1/channels/${channelId}/webhooks`, { name: 'room' })).status).toBe(201);
+  });
+
   it('refuses a user a server past 100, by creating, importing or any way of joining, also when creates come at once', async () => {
     const user = newId();
     const host = newId();

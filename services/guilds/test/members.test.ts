@@ -384,6 +384,54 @@ describe('join requests', () => {
     expect((await g.call(owner, 'POST', `/v1/servers/${server.id}/join-requests/${newId()}/approve`)).status).toBe(404);
   });
 
+  it('approves the pending request of a user who joins by invite: approving it after they left is a 409, and they may ask again', async () => {
+    const [owner, a] = [newId(), newId()];
+    const server = await publicServer(owner, { requireApproval: true });
+    const request = (await g.call(a, 'POST', `/v1/servers/${server.id}/join-requests`, { message: 'let me in' })).body;
+    const invite = (await g.call(owner, 'POST', `/v1/servers/${server.id}/invites`, {})).body;
+    expect((await g.call(a, 'POST', `/v1/invites/${invite.code}/accept`)).status).toBe(200);
+
+    const settled = { id: request.id, status: 'approved', reviewedBy: null, reviewedAt: expect.any(String) };
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/join-requests?status=pending`)).body).toEqual([]);
+    expect((await g.call(owner, 'GET', `/v1/servers/${server.id}/join-requests?status=approved`)).body).toEqual([
+      expect.objectContaining(settled),
+    ]);
+    expect((await g.outbox('guilds.joinrequest.reviewed')).filter((e) => e.data.id === request.id)).toEqual([
+      expect.objectContaining({ data: expect.objectContaining(settled) }),
+    ]);
+
+    expect((await g.call(a, 'DELETE', `/v1/servers/${server.id}/members/@me`)).status).toBe(204);
+    const stale = await g.call(owner, 'POST', `/v1/servers/${server.id}/join-requests/${request.id}/approve`);
+    expect(stale).toMatchObject({ status: 409, body: { error: 'This join request was already approved' } });
+    expect((await g.call(owner, 'POST', `/v1/servers/${server.id}/join-requests/${request.id}/reject`)).status).toBe(409);
+    expect(await isMember(server.id, a)).toBe(false);
+    const again = await g.call(a, 'POST', `/v1/servers/${server.id}/join-requests`, {});
+    expect(again).toMatchObject({ status: 201, body: { status: 'pending' } });
+  });
+
+  it('tells of an approval once, by its approver', async () => {
+    const [owner, a] = [newId(), newId()];
+    const server = await publicServer(owner, { requireApproval: true });
+    const request = (await g.call(a, 'POST', `/v1/servers/${server.id}/join-requests`, {})).body;
+    expect((await g.call(owner, 'POST', `/v1/servers/${server.id}/join-requests/${request.id}/approve`)).status).toBe(200);
+    expect(await isMember(server.id, a)).toBe(true);
+    expect((await g.outbox('guilds.joinrequest.reviewed')).filter((e) => e.data.id === request.id)).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ status: 'approved', reviewedBy: owner }) }),
+    ]);
+  });
+
+  it('refuses a message with control or bidi-override characters, and takes one over several lines', async () => {
+    const owner = newId();
+    const server = await publicServer(owner, { requireApproval: true });
+    for (const message of ['hello \u202Eevil', 'ring\u0007', 'a\u2028b']) {
+      const res = await g.call(newId(), 'POST', `/v1/servers/${server.id}/join-requests`, { message });
+      expect({ message, status: res.status, body: res.body }).toEqual({ message, status: 400, body: { error: expect.any(String) } });
+    }
+    expect(Number((await g.db.query('SELECT count(*) n FROM join_requests WHERE server_id = $1', [server.id])).rows[0].n)).toBe(0);
+    const lines = await g.call(newId(), 'POST', `/v1/servers/${server.id}/join-requests`, { message: 'line one\n\tline two' });
+    expect(lines).toMatchObject({ status: 201, body: { message: 'line one\n\tline two' } });
+  });
+
   it('refuses banned users, servers without approval and private servers', async () => {
     const owner = newId();
     const banned = await g.knownUser('banned');

@@ -84,7 +84,14 @@ describe('a voice channel deleted with people in it', () => {
     const left = before.filter((e) => e.subject === 'guilds.voice.left').map((e) => e.data);
     expect(left).toHaveLength(2);
     for (const u of [alice, bob]) {
-      expect(left).toContainEqual({ userId: u, serverId: server.id, channelId: room.id, reason: 'removed', viewerIds: deleted.viewerIds });
+      expect(left).toContainEqual({
+        userId: u,
+        serverId: server.id,
+        channelId: room.id,
+        reason: 'removed',
+        viewerIds: deleted.viewerIds,
+        channelEmptied: true,
+      });
     }
     expect((await g.call(alice, 'POST', '/v1/voice/grant')).status).toBe(404);
   });
@@ -148,7 +155,7 @@ describe('a temporary channel emptied by the last state in it', () => {
     const { deleted, before } = await deletion(temp);
     expect(deleted.viewerIds).toEqual(expect.arrayContaining([owner, watcher]));
     expect(before.filter((e) => e.subject === 'guilds.voice.left').map((e) => e.data)).toEqual([
-      { userId: member, serverId: server.id, channelId: temp, reason, viewerIds: deleted.viewerIds },
+      { userId: member, serverId: server.id, channelId: temp, reason, viewerIds: deleted.viewerIds, channelEmptied: true },
     ]);
     await leave(member);
   });
@@ -159,7 +166,7 @@ describe('a temporary channel emptied by the last state in it', () => {
     expect((await leave(alice)).status).toBe(204);
     expect(await channelExists(temp)).toBe(true);
     const [stayed] = (await eventsAbout(temp)).filter((e) => e.subject === 'guilds.voice.left').map((e) => e.data);
-    expect(stayed).toEqual({ userId: alice, serverId: server.id, channelId: temp, reason: 'left' });
+    expect(stayed).toEqual({ userId: alice, serverId: server.id, channelId: temp, reason: 'left', channelEmptied: false });
     expect((await leave(bob)).status).toBe(204);
     const { deleted, before } = await deletion(temp);
     expect(before.filter((e) => e.subject === 'guilds.voice.left').map((e) => e.data.viewerIds)).toEqual([undefined, deleted.viewerIds]);

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness } from './harness.ts';
+import { createHarness, eventually } from './harness.ts';
 
 const h = await createHarness();
 afterAll(() => h.close());
@@ -19,6 +19,10 @@ async function send(user: User, conversationId: string, body: Record<string, unk
 
 const messageCount = async (conversationId: string) =>
   Number((await rows('SELECT count(*) FROM direct_messages WHERE conversation_id = $1', [conversationId]))[0].count);
+
+/** Whether a statement of this test's database waits for a row lock (a request queued behind a transaction held open). */
+const waitingForALock = async () =>
+  (await rows(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n > 0;
 
 describe('conversations', () => {
   it('maps a 1:1 pair to one conversation, from either side, created once', async () => {
@@ -234,6 +238,35 @@ describe('sending messages', () => {
     expect(await messageCount(withBob)).toBe(2);
   });
 
+  it('answers 400 to a reply whose message is being deleted, once the delete commits, and stores nothing', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const doomed = (await send(alice, id, { content: 'doomed' })).body.id;
+    // The delete has the message's row and has not committed: the reply checks its target meanwhile.
+    const deleting = await h.runtime.pool.connect();
+    let answered = false;
+    try {
+      await deleting.query('BEGIN');
+      await deleting.query('DELETE FROM direct_messages WHERE id = $1', [doomed]);
+      const replying = send(bob, id, { content: 'reply', replyToId: doomed }).then((res) => {
+        answered = true;
+        return res;
+      });
+      await eventually(async () => answered || (await waitingForALock()), { what: 'the reply waits for the delete' });
+      await deleting.query('COMMIT');
+      expect(await replying).toEqual({ status: 400, body: { error: 'body.replyToId: no such message in this conversation' } });
+    } finally {
+      await deleting.query('ROLLBACK').catch(() => {});
+      deleting.release();
+    }
+    expect(await messageCount(id)).toBe(0);
+    const posted = (await h.events('social.dm.created')).filter(
+      (e) => (e.data.message as { conversationId: string }).conversationId === id,
+    );
+    expect(posted).toHaveLength(1);
+  });
+
   it('answers 403 between a blocked pair, in both directions, until the block is lifted', async () => {
     const alice = await h.addUser();
     const bob = await h.addUser();
@@ -418,8 +451,36 @@ describe('reactions', () => {
     expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/${'x'.repeat(65)}/@me`)).status).toBe(400);
     expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/a%20b/@me`)).status).toBe(400);
     await h.call(alice, 'POST', '/v1/friends/block', { userId: bob.id });
-    expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/ok/@me`)).status).toBe(403);
+    expect((await h.call(bob, 'PUT', `/v1/dm/messages/${mid}/reactions/${encodeURIComponent('👍')}/@me`)).status).toBe(403);
     expect(await rows('SELECT 1 FROM dm_reactions WHERE message_id = $1', [mid])).toEqual([]);
+  });
+
+  it('answers 400 to a reaction that is neither a unicode emoji nor a custom name:id, as channels do, and stores nothing', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id)).body.id;
+    const events = (await h.events()).filter((e) => e.subject.startsWith('social.dm.reaction')).length;
+    for (const emoji of ['notanemoji', encodeURIComponent('<script>'), 'party:', encodeURIComponent('👍👍')]) {
+      for (const method of ['PUT', 'DELETE'] as const) {
+        const res = await h.call(bob, method, `/v1/dm/messages/${mid}/reactions/${emoji}/@me`);
+        expect(res, `${method} ${emoji}`).toEqual({ status: 400, body: { error: expect.stringContaining('emoji') } });
+      }
+    }
+    expect(await rows('SELECT emoji FROM dm_reactions WHERE message_id = $1', [mid])).toEqual([]);
+    expect((await h.events()).filter((e) => e.subject.startsWith('social.dm.reaction')).length).toBe(events);
+    expect((await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages`)).body[0].reactions).toEqual({});
+  });
+
+  it('still shows a reaction stored before emoji were checked', async () => {
+    const alice = await h.addUser();
+    const bob = await h.addUser();
+    const id = await conversation(alice, bob);
+    const mid = (await send(alice, id)).body.id;
+    await rows('INSERT INTO dm_reactions (message_id, user_id, emoji) VALUES ($1, $2, $3)', [mid, bob.id, 'notanemoji']);
+    const listed = await h.call(alice, 'GET', `/v1/dm/conversations/${id}/messages`);
+    expect(listed.status).toBe(200);
+    expect(listed.body[0].reactions).toEqual({ notanemoji: { count: 1, me: false } });
   });
 });
 

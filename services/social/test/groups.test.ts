@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createHarness } from './harness.ts';
+import { conversationForParticipant, deleteConversation, deleteParticipant, lockGroupParticipants } from '../src/db/conversations.ts';
+import { createHarness, eventually } from './harness.ts';
 
 /** Issue 16, item 5: blocks in group conversations, and leaving a group. */
 const h = await createHarness();
@@ -19,6 +20,48 @@ const contentsSeenBy = async (user: User, conversationId: string) =>
 const block = async (blocker: User, blocked: User) =>
   expect((await h.call(blocker, 'POST', '/v1/friends/block', { userId: blocked.id })).status).toBe(201);
 const leave = (user: User, conversationId: string) => h.call(user, 'DELETE', `/v1/dm/conversations/${conversationId}/members/@me`);
+
+/**
+ * The leave of `user` as leaveConversation writes it (its locks, the participant, the group with its
+ * last one), held open on a connection of its own until `commit`.
+ */
+async function leaveHeldOpen(user: User, conversationId: string) {
+  const tx = await h.runtime.pool.connect();
+  try {
+    await tx.query('BEGIN');
+    await conversationForParticipant(tx, conversationId, user.id, { lock: true });
+    const remaining = (await lockGroupParticipants(tx, conversationId)).filter((id) => id !== user.id);
+    await deleteParticipant(tx, conversationId, user.id);
+    if (remaining.length === 0) await deleteConversation(tx, conversationId);
+  } catch (err) {
+    await tx.query('ROLLBACK').catch(() => {});
+    tx.release();
+    throw err;
+  }
+  return {
+    async commit() {
+      try {
+        await tx.query('COMMIT');
+      } finally {
+        tx.release();
+      }
+    },
+  };
+}
+
+/** A request in flight, and whether it has been answered yet. */
+function inFlight<T>(request: Promise<T>) {
+  const flight = { answered: false, answer: request };
+  flight.answer = request.then((res) => {
+    flight.answered = true;
+    return res;
+  });
+  return flight;
+}
+
+/** How many statements of this test's database wait for a row lock (requests queued behind a held transaction). */
+const waitingForLocks = async () =>
+  (await rows(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0].n;
 
 describe('blocks in a group', () => {
   it('does not deliver a blocked user’s messages to the blocker, in the list, the last message or the event', async () => {
@@ -145,6 +188,44 @@ describe('DELETE /v1/dm/conversations/{id}/members/@me', () => {
     expect((await leave(b, id)).status).toBe(204);
     expect(await rows('SELECT id FROM conversations WHERE id = $1', [id])).toEqual([]);
     expect(await rows('SELECT id FROM direct_messages WHERE conversation_id = $1', [id])).toEqual([]);
+  });
+
+  it('answers 404 to a post of the last member while their leave commits, and leaves nothing of the group behind', async () => {
+    const [owner, a, b] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const id = await group(owner, a, b);
+    expect((await leave(b, id)).status).toBe(204);
+    expect((await leave(owner, id)).status).toBe(204);
+    const leaving = await leaveHeldOpen(a, id);
+    const posting = inFlight(send(a, id, 'as the group goes'));
+    try {
+      await eventually(async () => posting.answered || (await waitingForLocks()) > 0, { what: 'the post waits for the leave' });
+    } finally {
+      await leaving.commit();
+    }
+    expect(await posting.answer).toEqual({ status: 404, body: { error: 'Conversation not found' } });
+    expect(await rows('SELECT id FROM conversations WHERE id = $1', [id])).toEqual([]);
+    expect(await rows('SELECT id FROM direct_messages WHERE conversation_id = $1', [id])).toEqual([]);
+  });
+
+  it('lands no post of a leaver after their leave, and reaches only those who remain with a post that waited for it', async () => {
+    const [owner, leaver, stayer] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const id = await group(owner, leaver, stayer);
+    const leaving = await leaveHeldOpen(leaver, id);
+    const fromLeaver = inFlight(send(leaver, id, 'on my way out'));
+    const fromStayer = inFlight(send(stayer, id, 'meanwhile'));
+    try {
+      await eventually(async () => (fromLeaver.answered || fromStayer.answered ? true : (await waitingForLocks()) >= 2), {
+        what: 'both posts wait for the leave',
+      });
+    } finally {
+      await leaving.commit();
+    }
+    expect(await fromLeaver.answer).toEqual({ status: 404, body: { error: 'Conversation not found' } });
+    const posted = await fromStayer.answer;
+    expect(posted.status).toBe(201);
+    expect(await contentsSeenBy(owner, id)).toEqual(['meanwhile']);
+    const event = (await h.events('social.dm.created')).find((e) => (e.data.message as { id: string }).id === posted.body.id);
+    expect(event?.data.participantIds).toEqual([owner.id, stayer.id].sort());
   });
 
   it('answers 400 for a 1:1 conversation and 404 for a stranger or an unknown id, and changes nothing', async () => {

@@ -33,7 +33,7 @@ const feedOf = async (user: User, count: number) => {
 const applied = (event: { id: string }) =>
   eventually(async () => (await h.runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [event.id])).rowCount === 1);
 
-function joinRequest(user: User, status: 'approved' | 'rejected', reviewer: string, serverId: string) {
+function joinRequest(user: User, status: 'approved' | 'rejected', reviewer: string | null, serverId: string) {
   const at = new Date().toISOString();
   return { id: uuidv7(), serverId, userId: user.id, message: null, status, reviewedBy: reviewer, reviewedAt: at, createdAt: at };
 }
@@ -93,6 +93,15 @@ describe('entries from events', () => {
       ['join_request_rejected', serverB, reviewer],
       ['join_request_approved', serverA, reviewer],
     ]);
+  });
+
+  it('tells nothing of a request settled by the requester joining another way (approved with no reviewer)', async () => {
+    const ann = await h.addUser();
+    const [viaInvite, reviewed, reviewer] = [uuidv7(), uuidv7(), uuidv7()];
+    await applied(await rs.publish('guilds.joinrequest.reviewed', joinRequest(ann, 'approved', null, viaInvite)));
+    await applied(await rs.publish('guilds.joinrequest.reviewed', joinRequest(ann, 'approved', reviewer, reviewed)));
+    const { notifications } = await feed(ann);
+    expect(notifications.map((n) => [n.kind, n.serverId])).toEqual([['join_request_approved', reviewed]]);
   });
 
   it('tells the author of a direct message that was replied to, with an excerpt', async () => {

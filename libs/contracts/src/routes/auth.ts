@@ -37,8 +37,9 @@ export const authRoutes = {
       202: { description: 'Email verification is on: a code was emailed; finish with verify-email', response: PendingRegistration },
     },
     errors: {
-      409: 'Username or email taken',
-      422: 'The Idempotency-Key was used for another registration (a retry must repeat the username, email and password)',
+      409: 'Username or email taken; or a request with this Idempotency-Key is still being processed',
+      422: 'The Idempotency-Key was used for another registration (a retry must repeat the username, email and password; counted as a failed login)',
+      429: "A retry under an Idempotency-Key proves a password, as a login: refused while the username's or email's login is locked; Retry-After",
     },
   }),
   verifyEmail: defineRoute({

@@ -3,6 +3,14 @@ import { exec, IDEMPOTENCY_TTL_HOURS, maybeOne, type Queryable } from '@chat/kit
 /** What a registration's Idempotency-Key led to: an account, or a registration waiting for its code. */
 export type RegistrationKeyTarget = { userId: string; pendingId: null } | { userId: null; pendingId: string };
 
+/**
+ * Takes the key's lock until the transaction ends: registrations under one key queue on it, so
+ * the one that waited reads what the one before it committed under the key.
+ */
+export async function lockRegistrationKey(tx: Queryable, key: string): Promise<void> {
+  await exec(tx, "SELECT pg_advisory_xact_lock(hashtext('registration-key:' || $1))", [key]);
+}
+
 export async function findRegistrationKey(db: Queryable, key: string): Promise<RegistrationKeyTarget | undefined> {
   const row = await maybeOne<{ user_id: string | null; pending_id: string | null }>(
     db,
@@ -13,16 +21,17 @@ export async function findRegistrationKey(db: Queryable, key: string): Promise<R
   return row && ({ userId: row.user_id, pendingId: row.pending_id } as RegistrationKeyTarget);
 }
 
-/** False when the key is taken: by a registration that committed first, or by an expired one (replaced). */
-export async function recordRegistrationKey(db: Queryable, key: string, target: RegistrationKeyTarget): Promise<boolean> {
-  const written = await exec(
-    db,
+/**
+ * Points the key at `target`, replacing what it led to before: only under the key's lock
+ * (lockRegistrationKey), once that is known to be expired or gone.
+ */
+export async function recordRegistrationKey(tx: Queryable, key: string, target: RegistrationKeyTarget): Promise<void> {
+  await exec(
+    tx,
     `INSERT INTO registration_keys (key, user_id, pending_id) VALUES ($1, $2, $3)
-     ON CONFLICT (key) DO UPDATE SET user_id = EXCLUDED.user_id, pending_id = EXCLUDED.pending_id, created_at = now()
-       WHERE registration_keys.created_at <= now() - make_interval(hours => $4)`,
-    [key, target.userId, target.pendingId, IDEMPOTENCY_TTL_HOURS],
+     ON CONFLICT (key) DO UPDATE SET user_id = EXCLUDED.user_id, pending_id = EXCLUDED.pending_id, created_at = now()`,
+    [key, target.userId, target.pendingId],
   );
-  return written === 1;
 }
 
 export function purgeRegistrationKeys(db: Queryable): Promise<number> {

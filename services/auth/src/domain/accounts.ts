@@ -11,8 +11,8 @@ import type { AuthDomainDeps } from '../deps.ts';
 import { badgePolicy } from './badges.ts';
 import { claimLoginAttempt } from './login-limit.ts';
 import { sendCapped } from './mail-limit.ts';
-import { codeMail, registrationAttemptMail } from './mailer.ts';
-import { retriedRegistration } from './registration-retry.ts';
+import { codeMail, type Mail, registrationAttemptMail } from './mailer.ts';
+import { holdRegistrationKey, retriedRegistration } from './registration-retry.ts';
 import {
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
@@ -57,27 +57,59 @@ export type Registration = ({ kind: 'account'; pair: Pair } | { kind: 'pending';
  * waits. With verification a known email is answered exactly like a new one (202 {pendingId},
  * the same work: password hash, pending row, one mail), and its owner is told by mail instead of
  * getting a code, so register reveals nothing about which addresses have accounts.
+ *
+ * Under an Idempotency-Key one registration is made: a retry whose first attempt committed is
+ * answered without hashing a new password, and one that ran beside its first attempt waits for
+ * the key, then is answered as its retry (registration-retry.ts).
  */
 export async function register(deps: AuthDomainDeps, body: RegisterBody, requestId: string, key?: string): Promise<Registration> {
-  const retried = key === undefined ? undefined : await retriedRegistration(deps, key, body);
-  if (retried) return retried;
+  const retried = async () => (key === undefined ? undefined : retriedRegistration(deps, key, body));
+  const outcome = (await retried()) ?? (await registerNew(deps, body, requestId, key)) ?? (await retried());
+  // What the registration under the key made went away before this request could be its retry.
+  if (!outcome) throw new AppError(409, 'A request with this Idempotency-Key is still being processed; retry later');
+  return outcome;
+}
+
+/**
+ * A registration as a new one, in one transaction that holds its key: undefined when a
+ * registration under the key is there, committed while this one waited for the key.
+ */
+async function registerNew(deps: AuthDomainDeps, body: RegisterBody, requestId: string, key?: string): Promise<Registration | undefined> {
   const verifying = deps.config.EMAIL_VERIFICATION;
-  const [{ emailTaken, ownerEmail }, passwordHash] = await Promise.all([
-    users.assertUsernameAndEmailFree(deps.pool, body.username, body.email, verifying),
-    hashPassword(body.password),
-  ]);
+  // Hashed before the transaction, so that it holds its connection and the key for a few statements only.
+  const passwordHash = await hashPassword(body.password);
   const account: NewAccount = { username: body.username, email: body.email, passwordHash, displayName: body.displayName ?? body.username };
-  if (!verifying) {
-    const pair = await withTx(deps.pool, async (tx) => {
-      const created = await createAccount(deps, tx, account, requestId, false);
-      if (key !== undefined) await recordRegistrationKey(tx, key, { userId: created.user.id, pendingId: null });
-      return created;
-    });
-    return { kind: 'account', pair };
-  }
+  const made = await withTx(deps.pool, async (tx) => {
+    if (key !== undefined && !(await holdRegistrationKey(tx, key))) return undefined;
+    // Checked under the key, so a request that waited for its first attempt is not told its own name is taken.
+    const { emailTaken, ownerEmail } = await users.assertUsernameAndEmailFree(tx, body.username, body.email, verifying);
+    if (!verifying) {
+      const pair = await createAccount(deps, tx, account, requestId, false);
+      if (key !== undefined) await recordRegistrationKey(tx, key, { userId: pair.user.id, pendingId: null });
+      return { registration: { kind: 'account', pair } as const };
+    }
+    const { pendingId, mail } = await createPendingRegistration(deps, tx, account, emailTaken ? (ownerEmail ?? account.email) : undefined);
+    if (key !== undefined) await recordRegistrationKey(tx, key, { userId: null, pendingId });
+    return { registration: { kind: 'pending', pendingId } as const, mail };
+  });
+  if (made?.mail) await sendCapped(deps, made.mail);
+  return made?.registration;
+}
+
+/**
+ * The registration waiting for its code, and the mail that goes out once it is committed: the code,
+ * or for a known email a notice to `ownerEmail`, the address as its owner registered it.
+ */
+async function createPendingRegistration(
+  deps: AuthDomainDeps,
+  tx: Queryable,
+  account: NewAccount,
+  ownerEmail: string | undefined,
+): Promise<{ pendingId: string; mail: Mail }> {
   const pendingId = uuidv7();
   const code = newEmailCode();
-  await codes.insertPendingRegistration(deps.pool, {
+  const emailTaken = ownerEmail !== undefined;
+  await codes.insertPendingRegistration(tx, {
     id: pendingId,
     ...account,
     // A known email's registration gets a code nobody is ever sent: no code completes it.
@@ -85,10 +117,7 @@ export async function register(deps: AuthDomainDeps, body: RegisterBody, request
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
     emailTaken,
   });
-  if (key !== undefined) await recordRegistrationKey(deps.pool, key, { userId: null, pendingId });
-  // The notice goes to the address as its owner registered it.
-  await sendCapped(deps, emailTaken ? registrationAttemptMail(ownerEmail ?? account.email) : codeMail(account.email, 'verify-email', code));
-  return { kind: 'pending', pendingId };
+  return { pendingId, mail: emailTaken ? registrationAttemptMail(ownerEmail) : codeMail(account.email, 'verify-email', code) };
 }
 
 /** A right code creates the account (409 if its name or email was taken meanwhile); a wrong one counts. */

@@ -269,6 +269,9 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return just(data.participantIds);
       case REALTIME_SUBJECTS.conversationTyping:
         return just(data.participantIds.filter((id: string) => id !== data.userId));
+      // Those who remain, and the one who left (every session of theirs): the group leaves their list.
+      case SOCIAL_SUBJECTS.conversationLeft:
+        return just([...data.participantIds, data.userId]);
       // Friend and block events are not here: each side gets its own record (personal.ts).
       // Key changes go to whoever may fetch the user's bundles.
       case KEYS_SUBJECTS.keysChanged:

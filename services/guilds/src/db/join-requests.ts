@@ -85,6 +85,17 @@ export async function reviewJoinRequest(
   return toJoinRequest(row);
 }
 
+/** Joining by any way answers the user's pending request: approved, by no one (reviewed_by stays null). */
+export async function approvePendingOf(db: Queryable, serverId: string, userId: string): Promise<JoinRequest[]> {
+  const rows = await many<JoinRequestRow>(
+    db,
+    `UPDATE join_requests SET status = 'approved', reviewed_at = now()
+     WHERE server_id = $1 AND user_id = $2 AND status = 'pending' RETURNING ${COLUMNS}`,
+    [serverId, userId],
+  );
+  return rows.map(toJoinRequest);
+}
+
 /** A ban also turns down what the banned user still has pending. */
 export async function rejectPendingOf(db: Queryable, serverId: string, userId: string, reviewedBy: string): Promise<JoinRequest[]> {
   const rows = await many<JoinRequestRow>(

@@ -32,7 +32,7 @@ export const toBigInts = (values: readonly (string | number)[]): bigint[] => val
  * guilds' advisory lock spaces, in one place so that none is taken twice (the kit's relay and
  * Idempotency-Keys use 727_00x spaces of their own).
  */
-const LOCK_SPACES = { voice: 727_007, layout: 727_011, overrides: 727_012, memberships: 727_013 } as const;
+const LOCK_SPACES = { voice: 727_007, layout: 727_011, overrides: 727_012, memberships: 727_013, webhooks: 727_014 } as const;
 
 /** Holds the lock of `key` in one of guilds' spaces until the transaction ends, across replicas. */
 export async function holdLock(db: Queryable, space: keyof typeof LOCK_SPACES, key: string): Promise<void> {

@@ -187,6 +187,17 @@ export async function channelHasStates(db: Queryable, channelId: string): Promis
   return Boolean(await maybeOne(db, 'SELECT 1 FROM voice_states WHERE channel_id = $1 LIMIT 1', [channelId]));
 }
 
+/** Which of these channels nobody is live in: no state, or only expired ones the sweeper has yet to end. */
+export async function channelsWithoutLiveStates(db: Queryable, channelIds: readonly string[]): Promise<Set<string>> {
+  const rows = await many<{ id: string }>(
+    db,
+    `SELECT c.id FROM unnest($1::uuid[]) AS c(id)
+     WHERE NOT EXISTS (SELECT 1 FROM voice_states v WHERE v.channel_id = c.id AND ${LIVE})`,
+    [[...new Set(channelIds)]],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
 export async function isLiveIn(db: Queryable, userId: string, channelId: string): Promise<boolean> {
   return Boolean(
     await maybeOne(db, `SELECT 1 FROM voice_states v WHERE v.user_id = $1 AND v.channel_id = $2 AND ${LIVE}`, [userId, channelId]),

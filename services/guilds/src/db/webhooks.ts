@@ -1,5 +1,6 @@
 import type { Webhook } from '@chat/contracts';
 import { exec, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { holdLock } from './sql.ts';
 
 type WebhookRow = {
   id: string;
@@ -34,6 +35,15 @@ export async function insertWebhook(tx: Queryable, w: NewWebhook): Promise<Webho
     [w.id, w.channelId, w.serverId, w.name, w.avatarUrl, w.tokenHash, w.createdBy],
   );
   return toWebhook(row);
+}
+
+/** Serialises the creation of a channel's webhooks (their number is bounded), across replicas. */
+export async function lockChannelWebhooks(db: Queryable, channelId: string): Promise<void> {
+  await holdLock(db, 'webhooks', channelId);
+}
+
+export async function countWebhooks(db: Queryable, channelId: string): Promise<number> {
+  return (await one<{ n: number }>(db, 'SELECT count(*)::int AS n FROM webhooks WHERE channel_id = $1', [channelId])).n;
 }
 
 export async function listWebhooks(db: Queryable, channelId: string): Promise<Webhook[]> {

@@ -9,7 +9,6 @@ import {
   lockJoinRequest,
   reviewJoinRequest,
 } from '../db/join-requests.ts';
-import { isMemberOf } from '../db/members.ts';
 import { lockServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
@@ -46,7 +45,10 @@ export function myJoinRequests(d: Domain, ctx: Ctx): Promise<JoinRequest[]> {
   return listJoinRequestsOfUser(d.pool, ctx.userId);
 }
 
-/** Approving adds the requester as a member; rejecting only records the decision. */
+/**
+ * Approving adds the requester as a member; rejecting only records the decision. A request that is
+ * no longer pending (decided, turned down by a ban, approved by the requester's joining) is a 409.
+ */
 export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: string, approve: boolean): Promise<JoinRequest> {
   return withRetryingTx(d.pool, async (tx) => {
     await lockServer(tx, serverId);
@@ -55,14 +57,10 @@ export function reviewRequest(d: Domain, ctx: Ctx, serverId: string, requestId: 
     const request = await lockJoinRequest(tx, serverId, requestId);
     if (!request) throw notFound('Join request');
     if (request.status !== 'pending') throw conflict(`This join request was already ${request.status}`);
-    if (approve) {
-      if (await isBanned(tx, serverId, request.userId)) throw conflict('The requester is banned from this server');
-      // They may have come in through an invite meanwhile: the request is still answered.
-      if (!(await isMemberOf(tx, serverId, request.userId))) {
-        await addMember(tx, ctx, serverId, request.userId);
-      }
-    }
+    if (approve && (await isBanned(tx, serverId, request.userId))) throw conflict('The requester is banned from this server');
+    // Decided before the member is added, which then finds no pending request of theirs to settle.
     const reviewed = await reviewJoinRequest(tx, requestId, approve ? 'approved' : 'rejected', ctx.userId);
+    if (approve) await addMember(tx, ctx, serverId, request.userId);
     await emit(tx, ctx, 'guilds.joinrequest.reviewed', reviewed);
     return reviewed;
   });

@@ -1,4 +1,5 @@
 import { badRequest, conflict, type Queryable } from '@chat/kit';
+import { approvePendingOf } from '../db/join-requests.ts';
 import { countServersOf, deleteMember, insertMember, lockMembershipsOf } from '../db/members.ts';
 import { addToMemberCount } from '../db/servers.ts';
 import { type Ctx, emit } from './context.ts';
@@ -28,7 +29,19 @@ export async function addMember(tx: Queryable, ctx: Ctx, serverId: string, userI
   if (!(await insertMember(tx, serverId, userId))) throw conflict('Already a member of this server');
   await addToMemberCount(tx, serverId, 1);
   await emit(tx, ctx, 'guilds.member.joined', { serverId, userId });
+  await settleJoinRequestOf(tx, ctx, serverId, userId);
   await postMemberJoin(tx, ctx, serverId, userId);
+}
+
+/**
+ * A member has nothing left to ask: a request still pending (they came in by an invite) is approved
+ * now, as moderators then see, so that approving it after they left cannot pull them back in, and
+ * they may ask again.
+ */
+async function settleJoinRequestOf(tx: Queryable, ctx: Ctx, serverId: string, userId: string): Promise<void> {
+  for (const request of await approvePendingOf(tx, serverId, userId)) {
+    await emit(tx, ctx, 'guilds.joinrequest.reviewed', request);
+  }
 }
 
 /**

@@ -17,6 +17,7 @@ import { deleteChannel, insertChannel } from '../db/channels.ts';
 import { findServer, toServer } from '../db/servers.ts';
 import {
   channelHasStates,
+  channelsWithoutLiveStates,
   claimIdleStates,
   countOthersIn,
   deleteExpiredStates,
@@ -155,24 +156,58 @@ function assertAdmitted(channel: Channel, mask: bigint, userId: string, othersIn
 async function enter(d: Domain, tx: Queryable, ctx: Ctx, previous: StoredVoiceState | undefined, channel: Channel): Promise<VoiceState> {
   const state = await upsertVoiceState(tx, { userId: ctx.userId, serverId: channel.serverId, channelId: channel.id, ttlSeconds: ttlOf(d) });
   const emptied = previous && (await emptiedTemporary(tx, previous.channelId));
-  if (previous) await emitLeft(tx, ctx.requestId, previous, previous.endedReason ?? 'switched', emptied?.viewerIds);
+  if (previous) {
+    const channelEmptied = await isLeftEmpty(tx, previous.channelId);
+    await emitLeft(tx, ctx.requestId, previous, previous.endedReason ?? 'switched', { channelEmptied, viewerIds: emptied?.viewerIds });
+  }
   await emitEvent(tx, ctx.requestId, 'guilds.voice.joined', state);
   if (emptied) await deleteEmptied(tx, ctx.requestId, emptied);
   return state;
 }
 
-/** `viewerIds` when the channel goes in the same transaction: the gateway can no longer ask who views it. */
-function emitLeft(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason, viewerIds?: string[]) {
+/**
+ * `channelEmptied`: nobody is connected to the channel any more (channelsLeftEmpty); `viewerIds`
+ * when the channel goes in the same transaction: the gateway can no longer ask who views it.
+ */
+function emitLeft(
+  tx: Queryable,
+  requestId: string | undefined,
+  state: VoiceState,
+  reason: VoiceLeftReason,
+  { channelEmptied, viewerIds }: { channelEmptied: boolean; viewerIds?: string[] | undefined },
+) {
   const { userId, serverId, channelId } = state;
-  return emitEvent(tx, requestId, 'guilds.voice.left', { userId, serverId, channelId, reason, ...(viewerIds && { viewerIds }) });
+  return emitEvent(tx, requestId, 'guilds.voice.left', {
+    userId,
+    serverId,
+    channelId,
+    reason,
+    ...(viewerIds && { viewerIds }),
+    channelEmptied,
+  });
 }
 
 /** Ends a state already deleted: its event, and the temporary channel it leaves empty deleted. */
 async function endState(tx: Queryable, requestId: string | undefined, state: VoiceState, reason: VoiceLeftReason): Promise<void> {
   const emptied = await emptiedTemporary(tx, state.channelId);
-  await emitLeft(tx, requestId, state, reason, emptied?.viewerIds);
+  await emitLeft(tx, requestId, state, reason, { channelEmptied: await isLeftEmpty(tx, state.channelId), viewerIds: emptied?.viewerIds });
   if (emptied) await deleteEmptied(tx, requestId, emptied);
 }
+
+/**
+ * The channels among these that nobody is connected to any more (no live state), asked after the
+ * states that ended here went, under the channels' row locks (taken here, in id order, unless
+ * held): every join and move into a channel takes that lock before its state lands, so of two last
+ * states ending at once the second sees the first gone (the first still sees the second), and a join
+ * racing the last end either lands before the question (not empty) or after it (empty a moment).
+ * Music pauses the channel's player on it.
+ */
+async function channelsLeftEmpty(tx: Queryable, channelIds: readonly string[]): Promise<Set<string>> {
+  await lockChannels(tx, channelIds);
+  return channelsWithoutLiveStates(tx, channelIds);
+}
+
+const isLeftEmpty = async (tx: Queryable, channelId: string) => (await channelsLeftEmpty(tx, [channelId])).has(channelId);
 
 /** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
 async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAccess): Promise<Channel> {
@@ -280,24 +315,22 @@ export function moveMember(d: Domain, ctx: Ctx, body: { userId: string; channelI
     if (!locked.has(body.channelId)) throw notFound('Channel');
     const state = await moveVoiceState(tx, body.userId, body.channelId);
     const emptied = await emptiedTemporary(tx, current.channelId);
+    const from = { channelId: current.channelId, emptied: await isLeftEmpty(tx, current.channelId), deleted: emptied };
     // A moderator's move counts as activity (moveVoiceState resets it).
-    await emitMoved(tx, ctx.requestId, state, current.channelId, ctx.userId, emptied);
+    await emitMoved(tx, ctx.requestId, state, from, ctx.userId);
     if (emptied) await deleteEmptied(tx, ctx.requestId, emptied);
     return state;
   });
 }
 
+/** The channel a move left: whether nobody is connected to it any more, and the temporary channel that goes with it. */
+type LeftChannel = { channelId: string; emptied: boolean; deleted: EmptiedChannel | undefined };
+
 /** `fromViewerIds` when the move emptied its temporary channel, which goes in the same transaction. */
-function emitMoved(
-  tx: Queryable,
-  requestId: string | undefined,
-  state: VoiceState,
-  fromChannelId: string,
-  movedBy: string | null,
-  emptied: EmptiedChannel | undefined,
-) {
-  const fromViewers = emptied && { fromViewerIds: emptied.viewerIds };
-  return emitEvent(tx, requestId, 'guilds.voice.moved', { ...state, fromChannelId, movedBy, ...fromViewers });
+function emitMoved(tx: Queryable, requestId: string | undefined, state: VoiceState, from: LeftChannel, movedBy: string | null) {
+  const fromViewers = from.deleted && { fromViewerIds: from.deleted.viewerIds };
+  const fromChannel = { fromChannelId: from.channelId, fromChannelEmptied: from.emptied };
+  return emitEvent(tx, requestId, 'guilds.voice.moved', { ...state, ...fromChannel, movedBy, ...fromViewers });
 }
 
 /**
@@ -379,7 +412,8 @@ export async function endVoiceInDeletedChannel(tx: Queryable, ctx: Ctx, channel:
   if (channel.channelType !== 'voice' || !(await lockChannels(tx, [channel.id])).has(channel.id)) return;
   for (const ended of await deleteVoiceStatesOf(tx, channel.id)) {
     const { endedReason, ...state } = ended;
-    await emitLeft(tx, ctx.requestId, state, endedReason ?? 'removed', viewerIds);
+    // Every state in it ended here: nobody is left connected.
+    await emitLeft(tx, ctx.requestId, state, endedReason ?? 'removed', { channelEmptied: true, viewerIds });
   }
 }
 
@@ -392,7 +426,14 @@ export function sweepVoiceStates(d: Pick<Domain, 'pool'>, at = new Date(), limit
   return withRetryingTx(d.pool, async (tx) => {
     const ended = await deleteExpiredStates(tx, at, limit);
     const emptied = await emptiedTemporaries(tx, ended);
-    for (const state of ended) await emitLeft(tx, undefined, state, 'expired', emptied.get(state.channelId)?.viewerIds);
+    const leftEmpty = await channelsLeftEmpty(
+      tx,
+      ended.map((s) => s.channelId),
+    );
+    for (const state of ended) {
+      const ending = { channelEmptied: leftEmpty.has(state.channelId), viewerIds: emptied.get(state.channelId)?.viewerIds };
+      await emitLeft(tx, undefined, state, 'expired', ending);
+    }
     for (const channel of emptied.values()) await deleteEmptied(tx, undefined, channel);
     return ended.length;
   });
@@ -419,7 +460,14 @@ export function moveIdleMembersToAfk(d: Pick<Domain, 'pool'>, at = new Date(), l
     }
     // Every move made before the events: only then is it known which channels they emptied.
     const emptied = await emptiedTemporaries(tx, idle);
-    for (const { state, fromChannelId } of moves) await emitMoved(tx, undefined, state, fromChannelId, null, emptied.get(fromChannelId));
+    const leftEmpty = await channelsLeftEmpty(
+      tx,
+      moves.map((m) => m.fromChannelId),
+    );
+    for (const { state, fromChannelId } of moves) {
+      const from = { channelId: fromChannelId, emptied: leftEmpty.has(fromChannelId), deleted: emptied.get(fromChannelId) };
+      await emitMoved(tx, undefined, state, from, null);
+    }
     for (const channel of emptied.values()) await deleteEmptied(tx, undefined, channel);
     return moves.length;
   });

@@ -7,9 +7,17 @@ import {
   Permission,
   type Webhook,
 } from '@chat/contracts';
-import { notFound, unauthorized, withRetryingTx } from '@chat/kit';
+import { badRequest, notFound, type Queryable, unauthorized, withRetryingTx } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
-import { deleteWebhookRow, findWebhook, findWebhookWithHash, insertWebhook, listWebhooks as listWebhookRows } from '../db/webhooks.ts';
+import {
+  countWebhooks,
+  deleteWebhookRow,
+  findWebhook,
+  findWebhookWithHash,
+  insertWebhook,
+  listWebhooks as listWebhookRows,
+  lockChannelWebhooks,
+} from '../db/webhooks.ts';
 import { type ChannelAccess, loadChannelAccess, requirePermission } from './access.ts';
 import type { Ctx, Domain } from './context.ts';
 import { parseMentions, resolveMentions } from './mentions.ts';
@@ -22,6 +30,8 @@ import { has } from './permissions.ts';
  */
 
 const TOKEN_BYTES = 32;
+/** Discord's limit (its error 30007, "Maximum number of webhooks reached (15)"). */
+const MAX_CHANNEL_WEBHOOKS = 15;
 
 const hashToken = (token: string): Buffer => createHash('sha256').update(token, 'utf8').digest();
 
@@ -33,29 +43,40 @@ function tokenMatches(storedHash: Buffer | undefined, token: string): boolean {
   return storedHash !== undefined && matches;
 }
 
-async function manageWebhooksAccess(d: Domain, ctx: Ctx, channelId: string): Promise<ChannelAccess> {
-  const access = await textChannelAccess(d.pool, channelId, ctx.userId);
+async function manageWebhooksAccess(db: Queryable, ctx: Ctx, channelId: string): Promise<ChannelAccess> {
+  const access = await textChannelAccess(db, channelId, ctx.userId);
   requirePermission(access.channelPermissions, Permission.MANAGE_WEBHOOKS, 'MANAGE_WEBHOOKS');
   return access;
 }
 
+/** The caller holds the channel's webhooks lock, so concurrent creates count in turn. */
+async function requireRoomForWebhook(tx: Queryable, channelId: string): Promise<void> {
+  if ((await countWebhooks(tx, channelId)) >= MAX_CHANNEL_WEBHOOKS) {
+    throw badRequest(`A channel has at most ${MAX_CHANNEL_WEBHOOKS} webhooks`);
+  }
+}
+
 export async function createWebhook(d: Domain, ctx: Ctx, channelId: string, body: CreateWebhookBody): Promise<CreatedWebhook> {
-  const access = await manageWebhooksAccess(d, ctx, channelId);
   const token = randomBytes(TOKEN_BYTES).toString('base64url');
-  const webhook = await insertWebhook(d.pool, {
-    id: uuidv7(),
-    channelId,
-    serverId: access.channel.serverId,
-    name: body.name,
-    avatarUrl: body.avatarUrl ?? null,
-    createdBy: ctx.userId,
-    tokenHash: hashToken(token),
+  const webhook = await withRetryingTx(d.pool, async (tx) => {
+    const access = await manageWebhooksAccess(tx, ctx, channelId);
+    await lockChannelWebhooks(tx, channelId);
+    await requireRoomForWebhook(tx, channelId);
+    return insertWebhook(tx, {
+      id: uuidv7(),
+      channelId,
+      serverId: access.channel.serverId,
+      name: body.name,
+      avatarUrl: body.avatarUrl ?? null,
+      createdBy: ctx.userId,
+      tokenHash: hashToken(token),
+    });
   });
   return { ...webhook, token, url: `/v1/webhooks/${webhook.id}/${token}` };
 }
 
 export async function listWebhooks(d: Domain, ctx: Ctx, channelId: string): Promise<Webhook[]> {
-  await manageWebhooksAccess(d, ctx, channelId);
+  await manageWebhooksAccess(d.pool, ctx, channelId);
   return listWebhookRows(d.pool, channelId);
 }
 

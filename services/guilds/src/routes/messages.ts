@@ -34,7 +34,11 @@ export function messageRoutes(app: FastifyInstance, d: Domain): void {
 
 /** Webhook management (members with MANAGE_WEBHOOKS) and execution (the token in the path). */
 export function webhookRoutes(app: FastifyInstance, d: Domain): void {
-  route(app, r.createWebhook, async (req) => createWebhook(d, contextOf(req), req.params.channelId, req.body), IDEMPOTENT);
+  // Sealed: the answer carries the token, which is shown once and stored nowhere in clear.
+  route(app, r.createWebhook, async (req) => createWebhook(d, contextOf(req), req.params.channelId, req.body), {
+    ...IDEMPOTENT,
+    sealed: true,
+  });
   route(app, r.listWebhooks, async (req) => listWebhooks(d, contextOf(req), req.params.channelId));
   route(app, r.deleteWebhook, async (req) => noContent(deleteWebhook(d, contextOf(req), req.params.id)));
   route(

@@ -56,6 +56,12 @@ export async function lockPlayer(tx: Queryable, channelId: string, serverId: str
   return toLockedPlayer(row);
 }
 
+/** Locks the channel's player row until the transaction ends, if it has one (never creates it). */
+export async function findPlayerForUpdate(tx: Queryable, channelId: string): Promise<LockedPlayer | undefined> {
+  const row = await maybeOne<PlayerRow>(tx, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1 FOR UPDATE`, [channelId]);
+  return row && toLockedPlayer(row);
+}
+
 /** Whether any player's current track has ended by `now`: the clock's question, four times a second, before it opens a transaction. */
 export function anyDuePlayer(db: Queryable, now: Date): Promise<boolean> {
   return exists(db, 'SELECT 1 FROM players WHERE ends_at <= $1', [now]);

@@ -252,8 +252,12 @@ export function friendAccepted(tx: Queryable, event: z.output<typeof FriendAccep
   return notify(tx, [event.requesterId], { kind: 'friend_accept', actorId: event.recipientId, createdAt: at });
 }
 
+/**
+ * The requester learns of a moderator's decision; a request approved by nobody was settled by the
+ * requester joining another way (an invite), which they know of already.
+ */
 export async function joinRequestReviewed(tx: Queryable, request: JoinRequest, at: string): Promise<void> {
-  if (request.status === 'pending') return;
+  if (request.status === 'pending' || request.reviewedBy === null) return;
   await notify(tx, [request.userId], {
     kind: request.status === 'approved' ? 'join_request_approved' : 'join_request_rejected',
     actorId: request.reviewedBy,
