@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Id, ImageUrl, multiLineText, oneLineText, shownName } from './common.ts';
-import { UserStatus } from './records.ts';
+import { ChosenStatus } from './presence.ts';
 import { defineRpc } from './rpc.ts';
 
 /** Schemas of the auth area: request bodies, events and RPC messages. */
@@ -49,7 +49,8 @@ export const UpdateProfileBody = z.object({
   displayName: DisplayName.optional(),
   avatarUrl: ImageUrl.nullable().optional(),
   bio: multiLineText(190).optional(),
-  status: UserStatus.optional(),
+  // A status one chooses, as on the presence route: `offline` is what others see, not a choice.
+  status: ChosenStatus.optional(),
   customStatus: oneLineText(128).optional(),
 });
 export type UpdateProfileBody = z.infer<typeof UpdateProfileBody>;

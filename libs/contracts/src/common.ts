@@ -31,12 +31,12 @@ export const oneLineText = (max: number) =>
     .max(max)
     .refine((s) => !LAYOUT_CONTROL.test(s), NO_LAYOUT_CONTROL);
 
-/** Free text over several lines (a bio): line breaks, but no other control characters. */
+/** Free text over several lines (a bio): line breaks (LF, or CRLF as Windows ends lines), but no other control characters. */
 export const multiLineText = (max: number) =>
   z
     .string()
     .max(max)
-    .refine((s) => !LAYOUT_CONTROL.test(s.replace(/[\n\t]/g, '')), 'must not contain control or bidi-override characters');
+    .refine((s) => !LAYOUT_CONTROL.test(s.replace(/\r\n|[\n\t]/g, '')), 'must not contain control or bidi-override characters');
 
 /**
  * The longest path parameter a router must match, as it arrives (percent-encoded): a file's name

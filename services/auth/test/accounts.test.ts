@@ -350,8 +350,15 @@ describe('profile', () => {
         badges: ['founder'],
       },
     ]);
-    const bioOnly = await app.inject({ method: 'PATCH', url: '/v1/users/@me', headers: bearer(pair.token), payload: { bio: 'again' } });
+    // Lines as Windows ends them (CRLF) are lines too.
+    const bioOnly = await app.inject({
+      method: 'PATCH',
+      url: '/v1/users/@me',
+      headers: bearer(pair.token),
+      payload: { bio: 'once\r\nagain' },
+    });
     expect(bioOnly.statusCode).toBe(200);
+    expect(bioOnly.json().bio).toBe('once\r\nagain');
     expect((await outboxEvents(runtime, AUTH_SUBJECTS.userUpdated)).filter((e) => e.id === pair.user.id)).toHaveLength(1);
   });
 
@@ -360,6 +367,9 @@ describe('profile', () => {
     { displayName: 'x'.repeat(33) },
     { bio: 'x'.repeat(191) },
     { status: 'away' },
+    // As on the presence route: a status one chooses (online, idle, dnd, invisible), not one others see.
+    { status: 'offline' },
+    { bio: 'a lone carriage return\r' },
     { customStatus: 'x'.repeat(129) },
     { avatarUrl: 'not a url' },
     { avatarUrl: 'javascript:alert(document.cookie)' },
