@@ -4,7 +4,9 @@ import { newId, startGuilds, until } from './harness.ts';
 /**
  * A write that refers to a row (a reaction to its message, a member's role to the member, a
  * channel to its category) while another transaction deletes that row answers what the same
- * request answers after the delete, never a 500 from the foreign key.
+ * request answers after the delete, never a 500 from the foreign key. A deletion racing another
+ * deletion of the same row, or the joins of its server, answers and publishes as if they had come
+ * one after the other.
  */
 const g = await startGuilds();
 afterAll(() => g.close());
@@ -20,28 +22,46 @@ beforeAll(async () => {
   channelId = (await g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name: 'talk', channelType: 'text' })).body.id;
 });
 
+type Query = (sql: string, params: unknown[]) => Promise<unknown>;
+
+/** How many of this database's sessions wait for a lock. */
+async function lockWaiters(): Promise<number> {
+  const { rows } = await g.db.query(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+  );
+  return rows[0].n;
+}
+
+/**
+ * Holds `lock` in a transaction left open, starts the requests one after the other (each once the
+ * one before waits for a lock, so they queue in that order), commits, and answers their answers.
+ */
+async function queuedBehind<T>(lock: (q: Query) => Promise<unknown>, requests: (() => Promise<T>)[]): Promise<T[]> {
+  const other = await g.db.connect();
+  try {
+    await other.query('BEGIN');
+    await lock((sql, params) => other.query(sql, params));
+    const answers: Promise<T>[] = [];
+    for (const request of requests) {
+      answers.push(request());
+      await until(async () => (await lockWaiters()) >= answers.length);
+    }
+    await other.query('COMMIT');
+    return await Promise.all(answers);
+  } finally {
+    other.release();
+  }
+}
+
+const lockServerRow = (id: string) => (q: Query) => q('SELECT 1 FROM servers WHERE id = $1 FOR UPDATE', [id]);
+
 /**
  * Runs `change` in a transaction left open, starts `request`, waits until it waits for a lock,
  * commits, and answers what the request answered.
  */
-async function whileUncommitted<T>(
-  change: (q: (sql: string, params: unknown[]) => Promise<unknown>) => Promise<void>,
-  request: () => Promise<T>,
-) {
-  const other = await g.db.connect();
-  try {
-    await other.query('BEGIN');
-    await change((sql, params) => other.query(sql, params));
-    const answer = request();
-    await until(
-      async () =>
-        (await g.db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rowCount! > 0,
-    );
-    await other.query('COMMIT');
-    return await answer;
-  } finally {
-    other.release();
-  }
+async function whileUncommitted<T>(change: (q: Query) => Promise<void>, request: () => Promise<T>): Promise<T> {
+  const [answer] = await queuedBehind(change, [request]);
+  return answer as T;
 }
 
 describe('writes racing a delete', () => {
@@ -190,5 +210,54 @@ describe('writes racing a delete', () => {
     expect(res.body).toEqual({ error: 'categoryId is not a category of this server' });
     const [row] = (await g.db.query('SELECT category_id, position FROM channels WHERE id = $1', [moving.id])).rows;
     expect(row).toEqual({ category_id: null, position: moving.position });
+  });
+});
+
+describe('deletions racing joins and each other', () => {
+  it('lists in guilds.server.deleted the members whose join and invite committed while the deletion waited', async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Joined while deleted', isPublic: true })).body.id;
+    const code = (await g.call(owner, 'POST', `/v1/servers/${doomed}/invites`, {})).body.code;
+    const [byJoin, byInvite] = [newId(), newId()];
+
+    // The joins come first and hold the server row until they commit; the deletion comes after them.
+    const [join, accept, deletion] = await queuedBehind(lockServerRow(doomed), [
+      () => g.call(byJoin, 'POST', `/v1/servers/${doomed}/join`),
+      () => g.call(byInvite, 'POST', `/v1/invites/${code}/accept`),
+      () => g.call(owner, 'DELETE', `/v1/servers/${doomed}`),
+    ]);
+
+    expect([join?.status, accept?.status, deletion?.status]).toEqual([200, 200, 204]);
+    const deleted = (await g.outbox('guilds.server.deleted')).filter((e) => e.data.id === doomed);
+    expect(deleted.map((e) => (e.data.memberIds as string[]).sort())).toEqual([[owner, byJoin, byInvite].sort()]);
+    expect((await g.db.query('SELECT 1 FROM members WHERE server_id = $1', [doomed])).rowCount).toBe(0);
+  });
+
+  it('answers 404 to the second of two concurrent deletions of a server, which publishes nothing', async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Deleted twice', isPublic: true })).body.id;
+
+    const answers = await queuedBehind(lockServerRow(doomed), [
+      () => g.call(owner, 'DELETE', `/v1/servers/${doomed}`),
+      () => g.call(owner, 'DELETE', `/v1/servers/${doomed}`),
+    ]);
+
+    expect(answers.map((a) => a.status)).toEqual([204, 404]);
+    expect(answers[1]?.body).toEqual({ error: 'Server not found' });
+    expect((await g.db.query('SELECT 1 FROM servers WHERE id = $1', [doomed])).rowCount).toBe(0);
+    expect((await g.outbox('guilds.server.deleted')).filter((e) => e.data.id === doomed)).toHaveLength(1);
+  });
+
+  it('answers 404 to the second of two concurrent deletions of a channel, which publishes nothing', async () => {
+    const doomed = (await g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name: 'deleted twice', channelType: 'text' })).body;
+
+    // The first deletion takes the layout lock and waits for the channel row; the second waits for the layout lock.
+    const answers = await queuedBehind(
+      (q) => q('SELECT 1 FROM channels WHERE id = $1 FOR UPDATE', [doomed.id]),
+      [() => g.call(owner, 'DELETE', `/v1/channels/${doomed.id}`), () => g.call(owner, 'DELETE', `/v1/channels/${doomed.id}`)],
+    );
+
+    expect(answers.map((a) => a.status)).toEqual([204, 404]);
+    expect(answers[1]?.body).toEqual({ error: 'Channel not found' });
+    expect((await g.db.query('SELECT 1 FROM channels WHERE id = $1', [doomed.id])).rowCount).toBe(0);
+    expect((await g.outbox('guilds.channel.deleted')).filter((e) => e.data.id === doomed.id)).toHaveLength(1);
   });
 });

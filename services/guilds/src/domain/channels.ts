@@ -106,12 +106,13 @@ export async function deleteChannel(d: Domain, ctx: Ctx, channelId: string): Pro
     const access = await channelAccess(tx, channelId, ctx.userId);
     requirePermission(access.channelPermissions, Permission.MANAGE_CHANNELS, 'MANAGE_CHANNELS');
     await lockLayout(tx, access.server.id);
+    // Gone once the lock is ours: a concurrent deletion won, and this one answers as if it came after.
     const current = await findChannel(tx, channelId);
-    if (!current) return;
+    if (!current) throw notFound('Channel');
     await lockChannelGroups(tx, current.serverId, [current.categoryId]);
     const viewers = await channelViewers(tx, channelId);
     await endVoiceInDeletedChannel(tx, ctx, current, viewers.userIds);
-    if ((await deleteChannelRow(tx, channelId)) === 0) return;
+    if ((await deleteChannelRow(tx, channelId)) === 0) throw notFound('Channel');
     await emit(tx, ctx, 'guilds.channel.deleted', { id: channelId, serverId: viewers.serverId, viewerIds: viewers.userIds });
     await closeChannelGap(tx, ctx.requestId, current.serverId, current.categoryId);
     // The foreign keys cleared the server's pointers to this channel; say so to those who keep servers.

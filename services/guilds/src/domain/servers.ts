@@ -128,10 +128,14 @@ export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promi
   // The row, then everything its cascade deletes: the other way round from role and channel changes,
   // which take their rows first and the server row last; whichever of the two is chosen gives way.
   await withRetryingTx(d.pool, async (tx) => {
+    // Locked before the members are read, as joins lock it to add one: a join either commits first
+    // and is in memberIds (so its member gets SERVER_DELETE), or waits and finds no server. A second
+    // deletion waits here too, then finds none: a 404, and no second event.
+    if (!(await lockServer(tx, serverId))) throw notFound('Server');
     const access = await serverAccess(tx, serverId, ctx.userId);
     if (!access.isOwner) throw forbidden('Only the owner can delete the server');
     const memberIds = (await listMemberMasks(tx, serverId)).map((m) => m.user_id);
-    await deleteServerRow(tx, serverId);
+    if ((await deleteServerRow(tx, serverId)) === 0) throw notFound('Server');
     await emit(tx, ctx, 'guilds.server.deleted', { id: serverId, memberIds });
   });
 }
