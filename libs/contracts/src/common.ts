@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ALL_PERMISSIONS } from './permissions.ts';
 
 /** Every record id is a UUID (v7 where we generate it). */
 export const Id = z.uuid({ error: 'must be a UUID' });
@@ -107,8 +108,31 @@ export const ImageUrl = z
   })
   .meta({ id: 'ImageUrl', format: 'uri-reference', maxLength: MAX_URL_LENGTH });
 
-/** A Discord-style permission mask; all bits used stay below 2^53 so JSON numbers carry them. */
+/**
+ * A Discord-style permission mask; all bits used stay below 2^53 so JSON numbers carry them. What
+ * the platform answers, publishes and asks with: a stored mask never fails it. Bodies take
+ * DefinedPermissionMask.
+ */
 export const PermissionMask = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** The positions of the bits of `mask` that no permission of this platform has, lowest first. */
+function undefinedBitPositions(mask: number): number[] {
+  if (!Number.isSafeInteger(mask) || mask < 0) return [];
+  const undefinedBits = BigInt(mask) & ~ALL_PERMISSIONS;
+  return [...undefinedBits.toString(2)].reverse().flatMap((bit, position) => (bit === '1' ? [position] : []));
+}
+
+/**
+ * A permission mask a client sends to be stored (a role's permissions, an override's bits): only
+ * bits this platform defines, the others answered 400 by position. Nobody holds an undefined bit,
+ * so without this the grant check refused them as beyond the actor, the owner included.
+ */
+export const DefinedPermissionMask = PermissionMask.superRefine((mask, ctx) => {
+  const positions = undefinedBitPositions(mask);
+  if (positions.length > 0) {
+    ctx.addIssue({ code: 'custom', message: `has permission bits this platform does not define: ${positions.join(', ')}` });
+  }
+});
 
 /**
  * The one query of every list that pages by its key (DESIGN.md: limit 50 by default, at most 100;

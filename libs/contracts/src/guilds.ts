@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, ImageUrl, ListPageQuery, multiLineText, PermissionMask, shownName, Timestamp } from './common.ts';
+import { DefinedPermissionMask, Id, ImageUrl, ListPageQuery, multiLineText, PermissionMask, shownName, Timestamp } from './common.ts';
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { SeenStatus } from './presence.ts';
@@ -240,7 +240,7 @@ export const UpdateMemberBody = z.object({ nickname: shownName(1, 32).nullable()
 export const CreateRoleBody = z.object({
   name: RoleName.default('new role'),
   color: Color.default(0),
-  permissions: PermissionMask.default(0),
+  permissions: DefinedPermissionMask.default(0),
   hoist: z.boolean().default(false),
   mentionable: z.boolean().default(false),
 });
@@ -249,7 +249,7 @@ export type CreateRoleBody = z.infer<typeof CreateRoleBody>;
 export const UpdateRoleBody = z.object({
   name: RoleName.optional(),
   color: Color.optional(),
-  permissions: PermissionMask.optional(),
+  permissions: DefinedPermissionMask.optional(),
   position: z.number().int().min(1).max(250).optional(),
   hoist: z.boolean().optional(),
   mentionable: z.boolean().optional(),
@@ -269,7 +269,7 @@ export const CreateJoinRequestBody = z.object({ message: multiLineText(500).trim
 export const JoinRequestsQuery = ListPageQuery.extend({ status: JoinRequestStatus.default('pending') });
 
 export const PutOverrideBody = z
-  .object({ roleId: Id.optional(), userId: Id.optional(), allowBits: PermissionMask, denyBits: PermissionMask })
+  .object({ roleId: Id.optional(), userId: Id.optional(), allowBits: DefinedPermissionMask, denyBits: DefinedPermissionMask })
   .refine((b) => (b.roleId === undefined) !== (b.userId === undefined), { message: 'give exactly one of roleId and userId' });
 export type PutOverrideBody = z.infer<typeof PutOverrideBody>;
 

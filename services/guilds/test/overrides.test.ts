@@ -1,4 +1,4 @@
-import { Permission, toMask } from '@chat/contracts';
+import { ALL_PERMISSIONS, Permission, toMask } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds, until } from './harness.ts';
 
@@ -170,5 +170,23 @@ describe('changing an override', () => {
     expect((await put(admin, channelId, { roleId: serverId, allowBits: 0, denyBits: 0 })).status).toBe(200);
     expect((await g.call(admin, 'DELETE', `/v1/channels/${channelId}/permissions/${muted.body.id}`)).status).toBe(204);
     expect(await overridesOf(channelId)).toEqual([]);
+  });
+});
+
+describe('override bits', () => {
+  it('answers 400 naming the bits no permission has, to the owner too, and stores nothing', async () => {
+    const channelId = await newChannel('undefined-bits');
+    const send = toMask(Permission.SEND_MESSAGES);
+    const allowed = await put(owner, channelId, { roleId: serverId, allowBits: 2 ** 40, denyBits: 0 });
+    expect(allowed.status).toBe(400);
+    expect(allowed.body).toEqual({ error: 'body.allowBits: has permission bits this platform does not define: 40' });
+    const denied = await put(owner, channelId, { userId: plain, allowBits: 0, denyBits: 2 ** 52 + send });
+    expect(denied.status).toBe(400);
+    expect(denied.body).toEqual({ error: 'body.denyBits: has permission bits this platform does not define: 52' });
+    expect(await overridesOf(channelId)).toEqual([]);
+
+    const everything = toMask(ALL_PERMISSIONS);
+    expect((await put(owner, channelId, { roleId: serverId, allowBits: 0, denyBits: everything })).status).toBe(200);
+    expect(await overridesOf(channelId)).toEqual([{ role_id: serverId, user_id: null, allow_bits: 0, deny_bits: everything }]);
   });
 });

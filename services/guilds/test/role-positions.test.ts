@@ -1,3 +1,4 @@
+import { ALL_PERMISSIONS, toMask } from '@chat/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { newId, startGuilds } from './harness.ts';
 
@@ -74,5 +75,80 @@ describe('role positions in events', () => {
       { subject: 'guilds.role.updated', id: top.id, position: 2 },
     ]);
     expect(await positionsFromEvents(serverId)).toEqual({ [low.id]: 3, [mid.id]: 1, [top.id]: 2 });
+  });
+});
+
+describe('what a role’s deletion takes with it, in events', () => {
+  const newServer = async (name: string) => (await g.call(owner, 'POST', '/v1/servers', { name })).body.id as string;
+  const newChannel = async (serverId: string, name: string) =>
+    (await g.call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name, channelType: 'text' })).body.id as string;
+  const putOverride = async (channelId: string, roleId: string) => {
+    const res = await g.call(owner, 'PUT', `/v1/channels/${channelId}/permissions`, { roleId, allowBits: 1 << 13, denyBits: 0 });
+    expect(res.status).toBe(200);
+    return res.body as { id: string; channelId: string };
+  };
+  const serverUpdates = async (serverId: string) => (await g.outbox('guilds.server.updated')).filter((e) => e.data.id === serverId);
+
+  it('tells the deletion of each channel override the role took, so the events agree with REST', async () => {
+    const serverId = await newServer('Overrides of a role');
+    const [general, news] = [await newChannel(serverId, 'general'), await newChannel(serverId, 'news')];
+    const doomed = await createRole(serverId, 'doomed');
+    const kept = await createRole(serverId, 'kept');
+    const taken = [await putOverride(general, doomed.id), await putOverride(news, doomed.id)];
+    const left = await putOverride(general, kept.id);
+
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/roles/${doomed.id}`)).status).toBe(204);
+
+    const deleted = (await g.outbox('guilds.override.deleted'))
+      .map((e) => e.data)
+      .filter((d) => [general, news].includes(d.channelId as string));
+    expect(deleted).toEqual(expect.arrayContaining(taken.map((o) => ({ id: o.id, channelId: o.channelId }))));
+    expect(deleted).toHaveLength(2);
+    const rest = [
+      ...(await g.call(owner, 'GET', `/v1/channels/${general}/permissions`)).body,
+      ...(await g.call(owner, 'GET', `/v1/channels/${news}/permissions`)).body,
+    ];
+    expect(rest.map((o: { id: string }) => o.id)).toEqual([left.id]);
+  });
+
+  it('tells the server’s new djRoleIds when the role was a DJ role, and nothing when it was not', async () => {
+    const serverId = await newServer('DJ roles');
+    const dj = await createRole(serverId, 'dj');
+    const other = await createRole(serverId, 'other');
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${serverId}`, { djRoleIds: [dj.id, other.id] })).status).toBe(200);
+    const before = (await serverUpdates(serverId)).length;
+
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/roles/${dj.id}`)).status).toBe(204);
+
+    const server = (await g.call(owner, 'GET', `/v1/servers/${serverId}`)).body;
+    expect(server.djRoleIds).toEqual([other.id]);
+    const updates = (await serverUpdates(serverId)).slice(before);
+    expect(updates.map((e) => e.data)).toEqual([server]);
+
+    const plain = await createRole(serverId, 'plain');
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/roles/${plain.id}`)).status).toBe(204);
+    expect(await serverUpdates(serverId)).toHaveLength(before + 1);
+  });
+});
+
+describe('permission bits a role is given', () => {
+  it('answers 400 naming the bits no permission has, to the owner too, and stores nothing', async () => {
+    const serverId = (await g.call(owner, 'POST', '/v1/servers', { name: 'Undefined bits' })).body.id as string;
+    const created = await g.call(owner, 'POST', `/v1/servers/${serverId}/roles`, { name: 'weird', permissions: 2 ** 40 });
+    expect(created.status).toBe(400);
+    expect(created.body).toEqual({ error: 'body.permissions: has permission bits this platform does not define: 40' });
+
+    const role = await createRole(serverId, 'plain');
+    const patched = await g.call(owner, 'PATCH', `/v1/servers/${serverId}/roles/${role.id}`, { permissions: 2 ** 40 + 2 ** 33 + 8 });
+    expect(patched.status).toBe(400);
+    expect(patched.body).toEqual({ error: 'body.permissions: has permission bits this platform does not define: 33, 40' });
+
+    const roles = (await g.call(owner, 'GET', `/v1/servers/${serverId}/roles`)).body as { name: string; permissions: number }[];
+    expect(roles.map((r) => r.name)).toEqual(['@everyone', 'plain']);
+    expect(roles[1]!.permissions).toBe(0);
+    // Every bit the platform defines is still the owner's to give.
+    const everything = await g.call(owner, 'POST', `/v1/servers/${serverId}/roles`, { name: 'all', permissions: toMask(ALL_PERMISSIONS) });
+    expect(everything.status).toBe(201);
+    expect(everything.body.permissions).toBe(toMask(ALL_PERMISSIONS));
   });
 });

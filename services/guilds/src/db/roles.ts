@@ -154,11 +154,34 @@ export async function highestRolePosition(db: Queryable, serverId: string): Prom
   return row?.top ?? 0;
 }
 
-/** Deletes the role and closes the gap it leaves in the positions; answers the roles that moved down. */
-export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<Role[]> {
+/** What a role's deletion took with it, each to be announced. */
+export interface DeletedRole {
+  /** The roles that moved down, as they are now. */
+  shifted: Role[];
+  /** The role's channel overrides. */
+  overrides: { id: string; channelId: string }[];
+  /** Whether it was one of the server's DJ roles (djRoleIds changed). */
+  wasDjRole: boolean;
+}
+
+/**
+ * Deletes the role and closes the gap it leaves in the positions. Its overrides are deleted first,
+ * here rather than by the foreign key's cascade, which would take them without a word. The caller
+ * holds the role's row, so no override of it can be created meanwhile (its insert waits on the key).
+ */
+export async function deleteRole(db: Queryable, serverId: string, id: string, position: number): Promise<DeletedRole> {
+  const overrides = await many<{ id: string; channelId: string }>(
+    db,
+    'DELETE FROM channel_overrides WHERE role_id = $1 RETURNING id, channel_id AS "channelId"',
+    [id],
+  );
   await exec(db, 'DELETE FROM roles WHERE id = $1', [id]);
-  await exec(db, 'UPDATE servers SET dj_role_ids = array_remove(dj_role_ids, $2) WHERE id = $1', [serverId, id]);
-  return shiftRoles(db, 'position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
+  const djRoles = await exec(db, 'UPDATE servers SET dj_role_ids = array_remove(dj_role_ids, $2) WHERE id = $1 AND $2 = ANY(dj_role_ids)', [
+    serverId,
+    id,
+  ]);
+  const shifted = await shiftRoles(db, 'position = position - 1 WHERE server_id = $1 AND position > $2', [serverId, position]);
+  return { shifted, overrides, wasDjRole: djRoles > 0 };
 }
 
 /** Serialises role changes of one server (positions move together). */

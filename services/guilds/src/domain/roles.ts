@@ -13,7 +13,7 @@ import {
   moveRole,
   updateRole as updateRoleRow,
 } from '../db/roles.ts';
-import { lockServer } from '../db/servers.ts';
+import { findServer, lockServer, toServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { bitsBeyondActor, canManageRoleAt } from './permissions.ts';
@@ -113,9 +113,15 @@ export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: 
     const actor = await roleManager(tx, serverId, ctx.userId);
     const role = await manageableRole(tx, actor, roleId);
     if (isEveryone(role)) throw badRequest('@everyone cannot be deleted');
-    const shifted = await deleteRoleRow(tx, serverId, roleId, role.position);
+    const { shifted, overrides, wasDjRole } = await deleteRoleRow(tx, serverId, roleId, role.position);
+    // As the override route tells it: a client following the events drops what REST no longer answers.
+    await enqueueEvents(
+      tx,
+      overrides.map((override) => outboxRow('guilds.override.deleted', override, ctx.requestId)),
+    );
     await emit(tx, ctx, 'guilds.role.deleted', { id: roleId, serverId });
     await emitShifted(tx, ctx, shifted);
+    if (wasDjRole) await emit(tx, ctx, 'guilds.server.updated', toServer((await findServer(tx, serverId))!));
   });
 }
 
