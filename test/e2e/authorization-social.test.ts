@@ -367,6 +367,8 @@ const showsOnlyOwn =
     return leaked.length ? `shows ${leaked.join()}, hidden from them` : undefined;
   };
 const EVERYONE = (status: number) => ({ ...ALL_OK(status), denied: status });
+/** The server's members (the owner, the member and `denied`) get `status`; the others 404, as the server is to them. */
+const SERVER_MEMBERS = (status: number) => ({ ...EVERYONE(status), outsider: 404, blocked: 404 });
 
 const READ_STATES: Row[] = [
   {
@@ -412,19 +414,19 @@ const READ_STATES: Row[] = [
   },
   {
     route: 'GET /v1/users/@me/notification-settings/:serverId',
-    name: "the caller's own (the owner set none): a non-member gets the defaults, nothing of the server",
+    name: "the caller's own (the owner set none); a non-member's is 404, as the server is to them",
     request: () => ({ params: { serverId } }),
     answer: (body, actor) => {
       const level = (body as { level: string }).level;
       return level === (actor === 'owner' ? 'none' : 'all') ? undefined : `got level ${level}`;
     },
-    expect: EVERYONE(200),
+    expect: SERVER_MEMBERS(200),
   },
   {
     route: 'PUT /v1/users/@me/notification-settings/:serverId',
-    name: "the caller's own, whoever's server",
+    name: "the caller's own, of a server they are in (404 to a non-member: nothing stored)",
     request: () => ({ params: { serverId }, body: { level: 'mentions' } }),
-    expect: EVERYONE(200),
+    expect: SERVER_MEMBERS(200),
   },
   {
     route: 'GET /v1/dm/search',

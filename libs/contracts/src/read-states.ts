@@ -36,10 +36,16 @@ export type ReadState = z.infer<typeof ReadState>;
 export const NotificationLevel = z.enum(['all', 'mentions', 'none']);
 export type NotificationLevel = z.infer<typeof NotificationLevel>;
 
+/**
+ * An id as every record writes it, in lower case: a UUID is matched as text where it is a key (a
+ * channel's level in jsonb) or echoed back, so one written in upper case would name nothing.
+ */
+const CanonicalId = Id.transform((id) => id.toLowerCase());
+
 /** At most this many channels carry a level of their own in one server's settings. */
 export const MAX_CHANNEL_LEVELS = 500;
 const ChannelLevels = z
-  .record(Id, NotificationLevel)
+  .record(CanonicalId, NotificationLevel)
   .refine((c) => Object.keys(c).length <= MAX_CHANNEL_LEVELS, { error: `at most ${MAX_CHANNEL_LEVELS} channels` });
 
 /**
@@ -109,7 +115,7 @@ export const NotificationsAcked = z
 /** Only forwards: an id older than the one stored changes nothing. */
 export const AckBody = z.object({ messageId: Id });
 export const AckChannelParams = z.object({ channelId: Id });
-export const SettingsParams = z.object({ serverId: Id });
+export const SettingsParams = z.object({ serverId: CanonicalId });
 
 /** Replaces the server's settings: a missing `muteUntil` unmutes, missing `channels` clears their levels. */
 export const PutNotificationSettingsBody = z.object({

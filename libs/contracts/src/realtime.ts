@@ -180,8 +180,9 @@ export const UserContactsReply = z.object({ userIds: z.array(Id), blockedIds: z.
 /** `rpc.gateway.presence.seen`: what others see of these users now (offline when not connected or invisible). */
 /**
  * `viewerId`: answer as that user may see them: offline for anyone who is neither the viewer, nor
- * their friend, nor in a server with them (a profile asks so; lists of friends and members ask
- * without it, whoever is in them is known to the viewer).
+ * their friend, nor in a server with them. Ask with it whenever the users may be strangers to the
+ * viewer: a profile, friend requests, blocked users, a conversation's participants. Only lists whose
+ * every user is known to the viewer (their friends, a server's members) may ask without it.
  */
 export const PresenceSeenRequest = z.object({ userIds: z.array(Id).max(1000), viewerId: Id.optional() });
 export const PresenceSeenReply = z.object({ statuses: z.record(z.string(), SeenStatus) });

@@ -1,4 +1,4 @@
-import { PresenceSeenRpc, REALTIME_SUBJECTS, type SeenStatus, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
+import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -18,7 +18,7 @@ import { type Ask, createAudience } from './domain/audience.ts';
 import { createClientIpResolver } from './domain/client-ip.ts';
 import { createDispatcher } from './domain/dispatch.ts';
 import { createDispatchLease } from './domain/dispatch-lease.ts';
-import { createPresence } from './domain/presence.ts';
+import { createPresence, seenByViewer } from './domain/presence.ts';
 import type { RateLimiter } from './domain/rate-limit.ts';
 import { createSessionStore } from './domain/session-store.ts';
 import { createSocketServer, type SocketServer } from './routes/socket.ts';
@@ -78,17 +78,6 @@ export async function startRealtime(deps: {
       );
     },
   });
-  /** What the viewer (when given) may see of each user: a stranger is told nothing, as the socket tells them nothing. */
-  async function statusesSeen(userIds: string[], viewerId?: string): Promise<Record<string, SeenStatus>> {
-    const statuses = await presence.seen(userIds);
-    if (viewerId === undefined) return statuses;
-    for (const userId of userIds) {
-      if (userId === viewerId || statuses[userId] === 'offline') continue;
-      const known = await audience.acquaintances(userId, { self: false });
-      if (!known.includes(viewerId)) statuses[userId] = 'offline';
-    }
-    return statuses;
-  }
   void whenConnected(bus, log, 'gateway stream', async () => {
     await ensureStream(bus, STREAMS.gateway);
     return undefined;
@@ -107,7 +96,8 @@ export async function startRealtime(deps: {
   });
   await sockets.ready;
   // Social shows the seen status in its friend lists, guilds in its member lists, auth in a profile.
-  serveRpc(bus, log, PresenceSeenRpc, async ({ userIds, viewerId }) => ({ statuses: await statusesSeen(userIds, viewerId) }));
+  const seenBy = seenByViewer(presence, (viewerId) => audience.acquaintances(viewerId, { self: false }));
+  serveRpc(bus, log, PresenceSeenRpc, async ({ userIds, viewerId }) => ({ statuses: await seenBy(userIds, viewerId) }));
   // The list catches up on what it missed while this replica was away from the bus (an ordered
   // consumer), where a plain subscription loses it: those sessions' sockets close too.
   deps.revocations.onRevoked(({ sessionId }) => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createRedis, redisReady } from '../src/db/redis.ts';
-import { createPresence } from '../src/domain/presence.ts';
+import { createPresence, seenByViewer } from '../src/domain/presence.ts';
 
 /**
  * Issue 18: social asks the gateway what others see of each user of every friend list it answers.
@@ -60,5 +60,31 @@ describe('what others see of a list of users', () => {
 
   it('answers an empty list without asking Redis', async () => {
     expect(await commandsDuring(async () => expect(await presence.seen([])).toEqual({}))).toEqual([]);
+  });
+});
+
+describe('what a viewer sees of a list of users', () => {
+  it("shows them live to an acquaintance only, asking once for the viewer's own acquaintances whatever the list's length", async () => {
+    const [viewer, friend, comember, stranger, away] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    for (const [i, user] of [viewer, friend, comember, stranger].entries()) await presence.connected(user, `viewer-session-${i}`);
+    const asked: string[] = [];
+    const seenBy = seenByViewer(presence, async (userId) => {
+      asked.push(userId);
+      return userId === viewer ? [friend, comember] : [];
+    });
+
+    expect(await seenBy([viewer, friend, comember, stranger, away], viewer)).toEqual({
+      [viewer]: 'online',
+      [friend]: 'online',
+      [comember]: 'online',
+      [stranger]: 'offline',
+      [away]: 'offline',
+    });
+    expect(asked).toEqual([viewer]);
+    // Nobody listed is seen: nothing to decide, nothing asked.
+    expect(await seenBy([away], viewer)).toEqual({ [away]: 'offline' });
+    expect(asked).toEqual([viewer]);
+    // No viewer: what anyone sees.
+    expect((await seenBy([stranger]))[stranger]).toBe('online');
   });
 });

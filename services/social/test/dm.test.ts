@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness, eventually } from './harness.ts';
+import { createHarness, eventually, startPresenceStandIn } from './harness.ts';
 
 const h = await createHarness();
 afterAll(() => h.close());
+const presence = await startPresenceStandIn(h.runtime);
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
@@ -277,6 +278,41 @@ describe('sending messages', () => {
     expect(await messageCount(id)).toBe(0);
     await h.call(alice, 'DELETE', `/v1/friends/block/${bob.id}`);
     expect((await send(bob, id)).status).toBe(201);
+  });
+});
+
+describe('participants’ statuses (what the gateway answers)', () => {
+  const statusesIn = (c: { participants: { id: string; status: string }[] }) =>
+    Object.fromEntries(c.participants.map((p) => [p.id, p.status]));
+
+  it('a conversation a stranger opens shows each participant as the gateway shows them to the caller', async () => {
+    const [stranger, victim] = [await h.addUser(), await h.addUser()];
+    presence.live.set(stranger.id, 'online');
+    presence.live.set(victim.id, 'dnd');
+    const asked = presence.questions.length;
+
+    const opened = await h.call(stranger, 'POST', '/v1/dm/conversations', { userIds: [victim.id] });
+    expect(opened.status).toBe(201);
+    const id = opened.body.id as string;
+    expect(statusesIn(opened.body)).toEqual({ [stranger.id]: 'online', [victim.id]: 'offline' });
+    const listed = await h.call(stranger, 'GET', '/v1/dm/conversations');
+    expect(listed.status).toBe(200);
+    expect(listed.body.map(statusesIn)).toEqual([{ [stranger.id]: 'online', [victim.id]: 'offline' }]);
+    const theirs = await h.call(victim, 'GET', `/v1/dm/conversations/${id}`);
+    expect(theirs.status).toBe(200);
+    expect(statusesIn(theirs.body)).toEqual({ [stranger.id]: 'offline', [victim.id]: 'dnd' });
+    const viewers = presence.questions.slice(asked).map((q) => q.viewerId);
+    expect(viewers).toEqual([stranger.id, stranger.id, victim.id]);
+    expect(await rows('SELECT user_id FROM conversation_participants WHERE conversation_id = $1 ORDER BY user_id', [id])).toEqual(
+      [stranger.id, victim.id].sort().map((user_id) => ({ user_id })),
+    );
+
+    // In a server together, the gateway shows each the other's live status: the conversation shows its answer.
+    presence.acquaint(stranger.id, victim.id);
+    expect(statusesIn((await h.call(stranger, 'GET', `/v1/dm/conversations/${id}`)).body)).toEqual({
+      [stranger.id]: 'online',
+      [victim.id]: 'dnd',
+    });
   });
 });
 

@@ -1,9 +1,10 @@
 import { STREAMS } from '@chat/contracts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness } from './harness.ts';
+import { createHarness, startPresenceStandIn } from './harness.ts';
 
 const h = await createHarness();
 afterAll(() => h.close());
+const presence = await startPresenceStandIn(h.runtime);
 
 const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
 const requestsBetween = (a: string, b: string) =>
@@ -253,6 +254,66 @@ describe('blocks', () => {
     expect(unblocked.map((e) => e.data)).toEqual([
       { userId: alice.id, blockedUserId: bob.id, blockedUser: summary(bob), createdAt: expect.any(String) },
     ]);
+  });
+});
+
+describe('statuses in the lists (what the gateway answers)', () => {
+  const asSeen = (u: Parameters<typeof summary>[0], status: string) => ({ ...summary(u), status });
+
+  it('a friend request between strangers shows each side as the gateway shows them to the caller, in the answer and both lists', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    presence.live.set(alice.id, 'online');
+    presence.live.set(bob.id, 'dnd');
+    const asked = presence.questions.length;
+
+    const sent = await h.call(alice, 'POST', '/v1/friends/requests', { userId: bob.id });
+    expect(sent).toEqual({ status: 201, body: { status: 'pending', user: summary(bob) } });
+    const outgoing = await h.call(alice, 'GET', '/v1/friends/requests');
+    expect(outgoing).toEqual({ status: 200, body: [{ user: summary(bob), direction: 'outgoing', createdAt: expect.any(String) }] });
+    const incoming = await h.call(bob, 'GET', '/v1/friends/requests');
+    expect(incoming).toEqual({ status: 200, body: [{ user: summary(alice), direction: 'incoming', createdAt: expect.any(String) }] });
+    expect(presence.questions.slice(asked)).toEqual([
+      { userIds: [bob.id], viewerId: alice.id },
+      { userIds: [bob.id], viewerId: alice.id },
+      { userIds: [alice.id], viewerId: bob.id },
+    ]);
+    expect(await requestsBetween(alice.id, bob.id)).toEqual([{ requester_id: alice.id, recipient_id: bob.id }]);
+
+    // In a server together, the gateway shows each the other's live status: the lists show its answer.
+    presence.acquaint(alice.id, bob.id);
+    expect((await h.call(alice, 'GET', '/v1/friends/requests')).body[0].user).toEqual(asSeen(bob, 'dnd'));
+    expect((await h.call(bob, 'GET', '/v1/friends/requests')).body[0].user).toEqual(asSeen(alice, 'online'));
+  });
+
+  it('the blocked list shows a blocked stranger as the gateway shows them to the blocker', async () => {
+    const [carol, dave] = [await h.addUser(), await h.addUser()];
+    presence.live.set(dave.id, 'idle');
+    const blocked = await h.call(carol, 'POST', '/v1/friends/block', { userId: dave.id });
+    expect(blocked).toEqual({ status: 201, body: { user: summary(dave), createdAt: expect.any(String) } });
+    const asked = presence.questions.length;
+
+    const list = await h.call(carol, 'GET', '/v1/friends/blocked');
+    expect(list).toEqual({ status: 200, body: [{ user: summary(dave), createdAt: blocked.body.createdAt }] });
+    expect(presence.questions.slice(asked)).toEqual([{ userIds: [dave.id], viewerId: carol.id }]);
+    expect(await rows('SELECT blocked_id FROM blocks WHERE blocker_id = $1', [carol.id])).toEqual([{ blocked_id: dave.id }]);
+
+    presence.acquaint(carol.id, dave.id);
+    expect((await h.call(carol, 'GET', '/v1/friends/blocked')).body[0].user).toEqual(asSeen(dave, 'idle'));
+  });
+
+  it('the friend list and an accept show friends live, asking without a viewer (a friend is never a stranger)', async () => {
+    const [erin, frank] = [await h.addUser(), await h.addUser()];
+    presence.live.set(erin.id, 'online');
+    presence.live.set(frank.id, 'dnd');
+    expect((await h.call(erin, 'POST', '/v1/friends/requests', { userId: frank.id })).status).toBe(201);
+    const asked = presence.questions.length;
+
+    const accepted = await h.call(frank, 'POST', '/v1/friends/accept', { userId: erin.id });
+    expect(accepted).toEqual({ status: 200, body: { user: asSeen(erin, 'online'), createdAt: expect.any(String) } });
+    const friends = await h.call(erin, 'GET', '/v1/friends');
+    expect(friends).toEqual({ status: 200, body: [{ user: asSeen(frank, 'dnd'), createdAt: accepted.body.createdAt }] });
+    expect(presence.questions.slice(asked)).toEqual([{ userIds: [erin.id] }, { userIds: [frank.id] }]);
+    expect(await friendshipRows(erin.id, frank.id)).toHaveLength(2);
   });
 });
 

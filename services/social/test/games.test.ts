@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { PresenceSeenRpc, REALTIME_SUBJECTS, type SeenStatus } from '@chat/contracts';
-import { type ConsumerHandle, serveRpc } from '@chat/kit';
+import { REALTIME_SUBJECTS } from '@chat/contracts';
+import type { ConsumerHandle } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consumeDisconnections } from '../src/bus/disconnections.ts';
 import { loadCatalogue } from '../src/domain/game-catalogue.ts';
-import { createHarness, eventually } from './harness.ts';
+import { createHarness, eventually, startPresenceStandIn } from './harness.ts';
 
 let now = new Date('2031-05-01T12:00:00.000Z');
 const h = await createHarness({ clock: () => now });
@@ -14,12 +14,7 @@ beforeAll(async () => {
 });
 
 // A stand-in for the gateway, which knows who is connected: `seen` is what it answers.
-const seen = new Map<string, SeenStatus>();
-beforeAll(() => {
-  serveRpc(h.runtime.bus, h.runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
-    statuses: Object.fromEntries(userIds.map((id) => [id, seen.get(id) ?? ('offline' as const)])),
-  }));
-});
+const { live: seen } = await startPresenceStandIn(h.runtime);
 
 const rows = async (sql: string, params: unknown[] = []) => (await h.runtime.pool.query(sql, params)).rows;
 const search = async (q: string, limit = 10) => {

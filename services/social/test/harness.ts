@@ -1,5 +1,5 @@
-import { STREAMS, type UserEventData } from '@chat/contracts';
-import { type ConsumerHandle, ensureStream, loadConfig } from '@chat/kit';
+import { PresenceSeenRpc, type SeenStatus, STREAMS, type UserEventData } from '@chat/contracts';
+import { type ConsumerHandle, ensureStream, loadConfig, serveRpc } from '@chat/kit';
 import { createTestIssuer, createTestRuntime, startAuthLookupStandIn, startMediaStandIn, type TestRuntime, until } from '@chat/testkit';
 import type { FastifyInstance } from 'fastify';
 import { v7 as uuidv7 } from 'uuid';
@@ -115,3 +115,32 @@ export async function createHarness(
 export type Harness = Awaited<ReturnType<typeof createHarness>>;
 
 export { until as eventually };
+
+/**
+ * A stand-in for the gateway's rpc.gateway.presence.seen (it knows who is connected), answering as
+ * the gateway does: `live` is each connected user's status (offline when absent); a question naming
+ * a `viewerId` gets offline for every user but the viewer who is not among `known` (`${userId}:${viewerId}`:
+ * friends or in a server together). `questions` holds what social asked, oldest first.
+ */
+export async function startPresenceStandIn(runtime: TestRuntime) {
+  const live = new Map<string, SeenStatus>();
+  const known = new Set<string>();
+  const questions: { userIds: string[]; viewerId?: string | undefined }[] = [];
+  const seenBy = (userId: string, viewerId: string | undefined): SeenStatus =>
+    viewerId === undefined || userId === viewerId || known.has(`${userId}:${viewerId}`) ? (live.get(userId) ?? 'offline') : 'offline';
+  serveRpc(runtime.bus, runtime.log, PresenceSeenRpc, async ({ userIds, viewerId }) => {
+    questions.push({ userIds, viewerId });
+    return { statuses: Object.fromEntries(userIds.map((id) => [id, seenBy(id, viewerId)])) };
+  });
+  await runtime.bus.nc.flush();
+  return {
+    live,
+    questions,
+    /** The two know each other (friends or in a server together): each sees the other's live status. */
+    acquaint(a: string, b: string) {
+      known.add(`${a}:${b}`).add(`${b}:${a}`);
+    },
+    /** The questions that named any of these users. */
+    questionsAbout: (...userIds: string[]) => questions.filter((q) => q.userIds.some((id) => userIds.includes(id))),
+  };
+}

@@ -98,6 +98,33 @@ describe('entries of a channel the user may no longer view', () => {
     expect(back.unreadCount).toBe(4);
   });
 
+  it('never cut a page short while older entries the user sees remain, however many hidden or deleted channels hold newer ones', async () => {
+    const ann = await h.addUser();
+    const serverId = uuidv7();
+    const kept = { serverId, channelId: uuidv7() };
+    const keptIds = [await mentioned(ann, kept, 'older'), await mentioned(ann, kept, 'old')];
+    const lost = Array.from({ length: 6 }, () => ({ serverId, channelId: uuidv7() }));
+    for (const at of lost) for (const excerpt of ['gone', 'gone too']) await mentioned(ann, at, excerpt);
+    // All read: no unread entry names the lost channels, so only reading on meets them.
+    const newest = (await feed(ann, '?limit=1')).notifications[0]?.id;
+    expect((await h.call(ann, 'POST', '/v1/notifications/ack', { until: newest })).status).toBe(200);
+    for (const at of lost.slice(0, 3)) rs.hidden.add(`${ann.id}:${at.channelId}`);
+    for (const at of lost.slice(3)) rs.deletedChannels.add(at.channelId);
+
+    const asked = rs.questions.length;
+    const first = await feed(ann, '?limit=1');
+    expect(first).toEqual({ unreadCount: 0, lastReadId: newest, notifications: [expect.objectContaining({ messageId: keptIds[1] })] });
+    // Reads grow: fewer questions to guilds than channels passed.
+    expect(rs.questions.length - asked).toBeLessThanOrEqual(4);
+    const second = await feed(ann, `?limit=1&before=${first.notifications[0]?.id}`);
+    expect(second.notifications.map((n) => n.messageId)).toEqual([keptIds[0]]);
+    expect((await feed(ann, `?limit=1&before=${second.notifications[0]?.id}`)).notifications).toEqual([]);
+    expect((await feed(ann, '?limit=2')).notifications.map((n) => n.messageId)).toEqual([keptIds[1], keptIds[0]]);
+    // Hidden when read, not deleted: all 14 entries are still stored.
+    const { rows } = await h.runtime.pool.query('SELECT count(*)::int AS n FROM notifications WHERE user_id = $1', [ann.id]);
+    expect(rows).toEqual([{ n: 14 }]);
+  });
+
   it('are deleted with their mention counts when the user leaves or is kicked (guilds.member.left), not those of a later rejoin', async () => {
     const ann = await h.addUser();
     const [serverId, otherServer] = [uuidv7(), uuidv7()];

@@ -1,5 +1,5 @@
-import { STREAMS, VisibleChannelsRpc } from '@chat/contracts';
-import { type ConsumerHandle, ensureStream, serveRpc } from '@chat/kit';
+import { MemberCheckRpc, STREAMS, VisibleChannelsRpc } from '@chat/contracts';
+import { type ConsumerHandle, ensureStream, notFound, serveRpc } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { type ApplyEvent, type ConsumerName, consumeForReadStates, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
 import type { Harness } from './harness.ts';
@@ -7,7 +7,8 @@ import type { Harness } from './harness.ts';
 /**
  * What the read-state and notification tests add to the social harness: social's consumers of
  * them, guilds as far as social sees it (events on the real GUILDS stream of the test's namespace,
- * and an answer to rpc.guilds.channels.visible from a table of who may view what).
+ * an answer to rpc.guilds.channels.visible from a table of who may view what, and one to
+ * rpc.guilds.member.check from a table of each server's members: a server with none is unknown).
  */
 export async function withReadStates(h: Harness) {
   await ensureStream(h.runtime.bus, STREAMS.guilds);
@@ -18,9 +19,19 @@ export async function withReadStates(h: Harness) {
 
   /** `${userId}:${channelId}` pairs that guilds would answer as not viewable. */
   const hidden = new Set<string>();
+  /** Channels deleted: guilds answers them as viewable to nobody. */
+  const deletedChannels = new Set<string>();
   serveRpc(h.runtime.bus, h.runtime.log, VisibleChannelsRpc, async ({ userId, channelIds }) => ({
-    channelIds: channelIds.filter((id) => !hidden.has(`${userId}:${id}`)),
+    channelIds: channelIds.filter((id) => !hidden.has(`${userId}:${id}`) && !deletedChannels.has(id)),
   }));
+  /** Each server's member ids. */
+  const members = new Map<string, Set<string>>();
+  // Guilds' ids are uuid columns: an id in upper case names the same server.
+  serveRpc(h.runtime.bus, h.runtime.log, MemberCheckRpc, async ({ serverId, userId }) => {
+    const of = members.get(serverId.toLowerCase());
+    if (!of) throw notFound('Server');
+    return { isMember: of.has(userId.toLowerCase()), isOwner: false };
+  });
   const questions: string[][] = [];
   const sub = h.runtime.bus.nc.subscribe(h.runtime.bus.subject(VisibleChannelsRpc.subject), {
     callback: (_err, msg) => {
@@ -31,6 +42,20 @@ export async function withReadStates(h: Harness) {
 
   return {
     hidden,
+    deletedChannels,
+    /** `user` joins the server (guilds answers them as a member); answers the user. */
+    joined<U extends { id: string }>(user: U, serverId: string): U {
+      members.set(serverId, (members.get(serverId) ?? new Set()).add(user.id));
+      return user;
+    },
+    /** `user` is no member (left, kicked); the server stays known. */
+    left(user: { id: string }, serverId: string) {
+      members.get(serverId)?.delete(user.id);
+    },
+    /** The server is gone: guilds answers it as unknown. */
+    deleted(serverId: string) {
+      members.delete(serverId);
+    },
     /** The channel id lists social asked guilds about, oldest first. */
     questions,
     /** Publishes an event as its owner's relay would (GUILDS or SOCIAL stream by its subject). */

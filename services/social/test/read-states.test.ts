@@ -1,8 +1,11 @@
+import { copyFile, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { READ_STATE_SUBJECTS, type ReadState, STREAMS } from '@chat/contracts';
-import { applyOnce, type EventEnvelope } from '@chat/kit';
-import { channelMessageRecord } from '@chat/testkit';
+import { applyOnce, createPool, type EventEnvelope, migrate } from '@chat/kit';
+import { channelMessageRecord, createTestDatabase, lastAttempt } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ApplyEvent, applierOf, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
 import { createHarness, eventually } from './harness.ts';
 import { withReadStates } from './read-state-fixtures.ts';
@@ -48,6 +51,9 @@ async function readStateOf(user: User, id: string) {
   expect(res.status).toBe(200);
   return (res.body as ReadState[]).find((s) => s.id === id);
 }
+
+const storedChannelLevels = async (user: User) =>
+  (await h.runtime.pool.query('SELECT channels FROM notification_settings WHERE user_id = $1', [user.id])).rows.map((r) => r.channels);
 
 const ackChannel = (user: User, channelId: string, messageId: string) =>
   h.call(user, 'PUT', `/v1/channels/${channelId}/ack`, { messageId });
@@ -182,7 +188,7 @@ describe('notification settings decide what counts as a mention', () => {
   const put = (user: User, body: object) => h.call(user, 'PUT', `/v1/users/@me/notification-settings/${serverId}`, body);
 
   it('answers the defaults when never set, and stores what is put', async () => {
-    const carol = await h.addUser();
+    const carol = rs.joined(await h.addUser(), serverId);
     const fresh = await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId}`);
     expect(fresh.status).toBe(200);
     expect(fresh.body).toEqual({ serverId, level: 'all', muteUntil: null, channels: {} });
@@ -200,7 +206,7 @@ describe('notification settings decide what counts as a mention', () => {
   });
 
   it('level none counts nothing, not even a direct mention', async () => {
-    const carol = await h.addUser();
+    const carol = rs.joined(await h.addUser(), serverId);
     expect((await put(carol, { level: 'none' })).status).toBe(200);
     const channelId = uuidv7();
     await posted(channelId, bob, { user: [carol], everyone: [carol] });
@@ -208,7 +214,7 @@ describe('notification settings decide what counts as a mention', () => {
   });
 
   it('a muted server still counts direct mentions and replies, not role or @everyone mentions; once the mute is over all count', async () => {
-    const carol = await h.addUser();
+    const carol = rs.joined(await h.addUser(), serverId);
     expect((await put(carol, { level: 'all', muteUntil: '2999-01-01T00:00:00.000Z' })).status).toBe(200);
     const channelId = uuidv7();
     await posted(channelId, bob, { role: [carol] });
@@ -223,14 +229,126 @@ describe('notification settings decide what counts as a mention', () => {
     expect((await readStateOf(carol, channelId))?.mentionCount).toBe(3);
   });
 
+  it('a channel level given with an upper-case id applies to that channel: ids are stored and answered in lower case', async () => {
+    const carol = rs.joined(await h.addUser(), serverId);
+    const [quiet, loud] = [uuidv7(), uuidv7()];
+    const saved = await put(carol, { level: 'all', channels: { [quiet.toUpperCase()]: 'none', [loud.toUpperCase()]: 'mentions' } });
+    expect(saved).toEqual({
+      status: 200,
+      body: { serverId, level: 'all', muteUntil: null, channels: { [quiet]: 'none', [loud]: 'mentions' } },
+    });
+    expect(await storedChannelLevels(carol)).toEqual([{ [quiet]: 'none', [loud]: 'mentions' }]);
+    await posted(quiet, bob, { user: [carol] });
+    await posted(loud, bob, { user: [carol] });
+    expect(await readStateOf(carol, quiet)).toBeUndefined();
+    expect((await readStateOf(carol, loud))?.mentionCount).toBe(1);
+
+    // The server named in upper case in the path: the same settings, answered under the id as written everywhere.
+    const upper = await h.call(carol, 'PUT', `/v1/users/@me/notification-settings/${serverId.toUpperCase()}`, { level: 'none' });
+    expect(upper).toEqual({ status: 200, body: { serverId, level: 'none', muteUntil: null, channels: {} } });
+    expect(await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId.toUpperCase()}`)).toEqual(upper);
+    expect(await storedChannelLevels(carol)).toEqual([{}]);
+  });
+
+  it('migration 0012 lower-cases the channel ids of settings stored before it', async () => {
+    const database = await createTestDatabase(inject('backing').postgresUrl, 'social_0012');
+    const pool = createPool(database.url, 2);
+    const before = await mkdtemp(join(tmpdir(), 'social-migrations-'));
+    try {
+      const migrations = new URL('../migrations', import.meta.url).pathname;
+      for (const file of (await readdir(migrations)).filter((f) => f < '0012')) await copyFile(join(migrations, file), join(before, file));
+      await migrate(pool, before);
+      const [user, server, quiet, loud] = [uuidv7(), uuidv7(), uuidv7(), uuidv7()];
+      const stored = { [quiet.toUpperCase()]: 'none', [loud]: 'mentions' };
+      await pool.query(`INSERT INTO notification_settings (user_id, server_id, level, channels) VALUES ($1, $2, 'all', $3)`, [
+        user,
+        server,
+        stored,
+      ]);
+      await pool.query(`INSERT INTO notification_settings (user_id, server_id, level) VALUES ($1, $2, 'none')`, [user, uuidv7()]);
+
+      expect(await migrate(pool, migrations)).toEqual(['service/0012_notification_settings.sql']);
+      const { rows } = await pool.query('SELECT channels FROM notification_settings WHERE user_id = $1 ORDER BY server_id = $2 DESC', [
+        user,
+        server,
+      ]);
+      expect(rows.map((r) => r.channels)).toEqual([{ [quiet]: 'none', [loud]: 'mentions' }, {}]);
+    } finally {
+      await pool.end();
+      await database.drop();
+      await rm(before, { recursive: true });
+    }
+  });
+
   it("a channel's own level wins over the server's", async () => {
-    const carol = await h.addUser();
+    const carol = rs.joined(await h.addUser(), serverId);
     const [quiet, loud] = [uuidv7(), uuidv7()];
     expect((await put(carol, { level: 'none', channels: { [quiet]: 'none', [loud]: 'mentions' } })).status).toBe(200);
     await posted(quiet, bob, { user: [carol] });
     await posted(loud, bob, { user: [carol] });
     expect(await readStateOf(carol, quiet)).toBeUndefined();
     expect((await readStateOf(carol, loud))?.mentionCount).toBe(1);
+  });
+});
+
+describe('notification settings belong to a server the user is in', () => {
+  const settingsPath = (id: string) => `/v1/users/@me/notification-settings/${id}`;
+  const storedServers = async (user: User) =>
+    (await h.runtime.pool.query('SELECT server_id FROM notification_settings WHERE user_id = $1 ORDER BY server_id', [user.id])).rows.map(
+      (r) => r.server_id,
+    );
+
+  it('answers 404 to a GET or PUT for a server the caller never joined, an unknown one or a deleted one, and stores nothing', async () => {
+    const dan = await h.addUser();
+    const [othersServer, unknownServer, goneServer] = [uuidv7(), uuidv7(), uuidv7()];
+    rs.joined(await h.addUser(), othersServer);
+    rs.joined(dan, goneServer);
+    rs.deleted(goneServer);
+    for (const id of [othersServer, unknownServer, goneServer]) {
+      expect(await h.call(dan, 'PUT', settingsPath(id), { level: 'none' }), id).toEqual({
+        status: 404,
+        body: { error: 'Server not found' },
+      });
+      expect(await h.call(dan, 'GET', settingsPath(id)), id).toEqual({ status: 404, body: { error: 'Server not found' } });
+    }
+    expect(await storedServers(dan)).toEqual([]);
+  });
+
+  it('are deleted with their server (guilds.server.deleted), everyone’s, and no other server’s', async () => {
+    const [doomed, kept] = [uuidv7(), uuidv7()];
+    const [erin, finn] = [rs.joined(rs.joined(await h.addUser(), doomed), kept), rs.joined(await h.addUser(), doomed)];
+    for (const [user, id] of [
+      [erin, doomed],
+      [erin, kept],
+      [finn, doomed],
+    ] as const) {
+      expect((await h.call(user, 'PUT', settingsPath(id), { level: 'mentions' })).status).toBe(200);
+    }
+    rs.deleted(doomed);
+    await rs.publish('guilds.server.deleted', { id: doomed, memberIds: [erin.id, finn.id] });
+
+    const settled = () => Promise.all([storedServers(erin), storedServers(finn)]);
+    expect(await lastAttempt(settled, ([e, f]) => e.length === 1 && f.length === 0)).toEqual([[kept], []]);
+    expect(await h.call(erin, 'GET', settingsPath(doomed))).toEqual({ status: 404, body: { error: 'Server not found' } });
+    expect((await h.call(erin, 'GET', settingsPath(kept))).body).toMatchObject({ serverId: kept, level: 'mentions' });
+  });
+
+  it('are deleted when their user leaves the server (guilds.member.left), not those a rejoin wrote before the event applied', async () => {
+    const place = uuidv7();
+    const gus = rs.joined(await h.addUser(), place);
+    expect((await h.call(gus, 'PUT', settingsPath(place), { level: 'none' })).status).toBe(200);
+    rs.left(gus, place);
+    const leftAt = new Date(Date.now() + 1_000).toISOString();
+    await applied(await rs.publish('guilds.member.left', { serverId: place, userId: gus.id, reason: 'left', by: null }, leftAt));
+    expect(await storedServers(gus)).toEqual([]);
+
+    // Back in and set again; then a kick from before the rejoin is applied late (another consumer's lag).
+    rs.joined(gus, place);
+    expect((await h.call(gus, 'PUT', settingsPath(place), { level: 'mentions' })).status).toBe(200);
+    const kickedAt = new Date(Date.now() - 60_000).toISOString();
+    await applied(await rs.publish('guilds.member.left', { serverId: place, userId: gus.id, reason: 'kicked', by: uuidv7() }, kickedAt));
+    expect(await storedServers(gus)).toEqual([place]);
+    expect((await h.call(gus, 'GET', settingsPath(place))).body).toMatchObject({ level: 'mentions' });
   });
 });
 

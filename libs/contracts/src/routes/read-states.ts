@@ -83,6 +83,7 @@ export const readStatesRoutes = {
     params: SettingsParams,
     status: 200,
     response: NotificationSettings,
+    errors: { 404: 'A server the caller is not a member of (unknown or deleted too)' },
   }),
   putNotificationSettings: defineRoute({
     method: 'PUT',
@@ -94,5 +95,6 @@ export const readStatesRoutes = {
     body: PutNotificationSettingsBody,
     status: 200,
     response: NotificationSettings,
+    errors: { 404: 'A server the caller is not a member of (unknown or deleted too); nothing is stored' },
   }),
 };

@@ -161,3 +161,20 @@ export function createPresence(options: PresenceOptions) {
 }
 
 export type Presence = ReturnType<typeof createPresence>;
+
+/**
+ * What a viewer (when given) may see of each user: a stranger is told nothing, as the socket tells
+ * them nothing. Friendship and sharing a server go both ways, so the viewer's own acquaintances
+ * (asked once, and only when someone listed is seen) decide for the whole list.
+ */
+export function seenByViewer(presence: Pick<Presence, 'seen'>, acquaintancesOf: (viewerId: string) => Promise<string[]>) {
+  return async (userIds: string[], viewerId?: string): Promise<Record<string, SeenStatus>> => {
+    const statuses = await presence.seen(userIds);
+    if (viewerId === undefined) return statuses;
+    const seen = userIds.filter((userId) => userId !== viewerId && statuses[userId] !== 'offline');
+    if (seen.length === 0) return statuses;
+    const known = new Set(await acquaintancesOf(viewerId));
+    for (const userId of seen) if (!known.has(userId)) statuses[userId] = 'offline';
+    return statuses;
+  };
+}

@@ -13,6 +13,7 @@ import {
   MessageEventData,
   MessageMentionedEvent,
   READ_STATE_SUBJECTS,
+  ServerDeletedEventData,
   SOCIAL_SUBJECTS,
   STREAMS,
 } from '@chat/contracts';
@@ -36,13 +37,15 @@ import {
   friendRequested,
   joinRequestReviewed,
   messageMentioned,
+  serverDeleted,
   serverLeft,
 } from '../domain/notifications.ts';
 import { channelMessageDeleted, channelMessagesPosted, directMessagesSent } from '../domain/read-states.ts';
 
 /**
  * Read states and the notification feed, built from events: guilds' channel messages (posts,
- * edits, deletes) and their resolved mentions, its members leaving and join-request decisions, and social's own friend, message and call events.
+ * edits, deletes) and their resolved mentions, its members leaving, servers deleted and
+ * join-request decisions, and social's own friend, message and call events.
  * One durable consumer per subject filter (one filter each), every event applied once in a
  * transaction and acked after its commit (the kit's inbox).
  */
@@ -59,6 +62,8 @@ export const READ_STATE_CONSUMERS = {
   joinRequests: { stream: STREAMS.guilds, durable: 'social-join-requests', filter: GUILDS_SUBJECTS.joinRequestReviewed },
   // Who left a server (kicked, banned) loses its channels' feed entries; overrides and roles have no per-user event (the feed asks guilds when read).
   serverMembers: { stream: STREAMS.guilds, durable: 'social-server-members', filter: GUILDS_SUBJECTS.memberLeft },
+  // A deleted server's notification settings go with it (nothing else would ever clean them up).
+  servers: { stream: STREAMS.guilds, durable: 'social-servers', filter: GUILDS_SUBJECTS.serverDeleted },
   friends: { stream: STREAMS.social, durable: 'social-friend-notifications', filter: 'social.friend.*' },
   directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*', batch: 100 },
   calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
@@ -94,6 +99,9 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
   serverMembers: {
     [GUILDS_SUBJECTS.memberLeft]: (tx, e) => serverLeft(tx, MemberLeftEventData.parse(e.data), e.occurredAt),
+  },
+  servers: {
+    [GUILDS_SUBJECTS.serverDeleted]: (tx, e) => serverDeleted(tx, ServerDeletedEventData.parse(e.data)),
   },
   joinRequests: {
     [GUILDS_SUBJECTS.joinRequestReviewed]: (tx, e) => joinRequestReviewed(tx, JoinRequest.parse(e.data), e.occurredAt),

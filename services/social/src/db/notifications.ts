@@ -160,10 +160,27 @@ export async function findSettings(db: Queryable, userId: string, serverId: stri
 export async function saveSettings(db: Queryable, userId: string, s: NotificationSettings): Promise<void> {
   await exec(
     db,
-    `INSERT INTO notification_settings (user_id, server_id, level, mute_until, channels) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (user_id, server_id) DO UPDATE SET level = $3, mute_until = $4, channels = $5`,
+    `INSERT INTO notification_settings (user_id, server_id, level, mute_until, channels, updated_at) VALUES ($1, $2, $3, $4, $5, now())
+     ON CONFLICT (user_id, server_id) DO UPDATE SET level = $3, mute_until = $4, channels = $5, updated_at = now()`,
     [userId, s.serverId, s.level, s.muteUntil, JSON.stringify(s.channels)],
   );
+}
+
+/** A deleted server's settings, of every user. */
+export async function forgetServerSettings(tx: Queryable, serverId: string): Promise<void> {
+  await exec(tx, 'DELETE FROM notification_settings WHERE server_id = $1', [serverId]);
+}
+
+/**
+ * The settings of a user who left a server, unless written after `until` (a later rejoin's; the
+ * event's time is guilds' clock, `updated_at` social's database's).
+ */
+export async function forgetMemberSettings(tx: Queryable, userId: string, serverId: string, until: string): Promise<void> {
+  await exec(tx, 'DELETE FROM notification_settings WHERE user_id = $1 AND server_id = $2 AND updated_at <= $3::timestamptz', [
+    userId,
+    serverId,
+    until,
+  ]);
 }
 
 /**

@@ -123,11 +123,13 @@ async function present(deps: Deps, ctx: RequestContext, views: ConversationView[
       )
     ).map((c) => [c.conversationId, c]),
   );
-  // Participants show what others see of them: one question for every participant of the page.
+  // Participants show what the caller may see of them (a 1:1 conversation or a group may hold
+  // strangers: the gateway answers offline for them): one question for every participant of the page.
   const seen = await seenStatuses(
     deps.bus,
     views.flatMap((v) => v.participants.map((p) => p.id)),
     ctx.requestId,
+    { viewerId: ctx.userId },
   );
   return views.map(({ lastMessageId, ...view }) => ({
     ...view,

@@ -5,6 +5,8 @@ import {
   type FriendAcceptedEvent,
   type FriendRequestedEvent,
   type JoinRequest,
+  MAX_VISIBILITY_QUESTION,
+  MemberCheckRpc,
   type MemberLeftEventData,
   type MessageEventData,
   type MessageMentionedEvent,
@@ -14,8 +16,9 @@ import {
   type NotificationsQuery,
   type PutNotificationSettingsBody,
   READ_STATE_SUBJECTS,
+  type ServerDeletedEventData,
 } from '@chat/contracts';
-import { enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, withTx } from '@chat/kit';
+import { enqueueEvent, notFound, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
 import { excerptOf } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -28,8 +31,10 @@ import {
   findSettings,
   forgetConversationNotifications,
   forgetFriendRequestNotifications,
+  forgetMemberSettings,
   forgetNotificationsOf,
   forgetServerChannelNotifications,
+  forgetServerSettings,
   insertNotification,
   type NewNotification,
   saveSettings,
@@ -75,12 +80,11 @@ async function notify(tx: Queryable, userIds: string[], entry: Entry): Promise<v
 // ---- Requests ----
 
 /**
- * Reads of the feed one request may make to fill a page past entries of channels the user may no
- * longer view. Each read after the first skips the hidden channels already known, so it comes back
- * short of a full page only for channels it is the first to meet: a page is full unless the feed
- * ends or more than MAX_FEED_READS - 1 newly hidden channels each fill a whole read.
+ * The most entries one further read of the feed takes. Reads past entries of hidden channels grow
+ * from `limit` by doubling up to this, so a long run of them costs few round trips, and the
+ * channels of one read always fit one visibility question.
  */
-const MAX_FEED_READS = 4;
+const MAX_FEED_BATCH = MAX_VISIBILITY_QUESTION;
 
 /** Which channels the user may view, asked of guilds once per channel per request (rpc.guilds.channels.visible). */
 type Views = { visible: Set<string>; hidden: Set<string> };
@@ -110,7 +114,14 @@ export async function getFeed(deps: ReadStateDeps, ctx: RequestContext, query: N
   return { ...countShown(unread, views), notifications };
 }
 
-/** The page without entries of hidden channels, topped up by reading on past them (at most MAX_FEED_READS reads). */
+/**
+ * The page without entries of hidden channels, topped up by reading on past them until it is full
+ * or the feed ends: a page shorter than `limit` means the end, never a count of reads run out. The
+ * work stays bounded: each read starts below the last and skips in SQL the channels already known
+ * hidden, so no entry is read twice, and a full read that leaves the page short has met a hidden
+ * channel not met before; so a request makes at most one read (and one visibility question) more
+ * than the hidden channels it meets, fewer as the reads grow.
+ */
 async function fillPage(
   deps: ReadStateDeps,
   ctx: RequestContext,
@@ -120,9 +131,11 @@ async function fillPage(
 ): Promise<Notification[]> {
   const page = first.filter((n) => shown(views, n.channelId));
   let read = first;
-  for (let reads = 1; page.length < query.limit && read.length === query.limit && reads < MAX_FEED_READS; reads++) {
+  let batch = query.limit;
+  while (page.length < query.limit && read.length === batch) {
     const before = (read.at(-1) as Notification).id;
-    read = await feedPage(deps.pool, ctx.userId, { before, limit: query.limit, hiddenChannelIds: [...views.hidden] });
+    batch = Math.min(batch * 2, MAX_FEED_BATCH);
+    read = await feedPage(deps.pool, ctx.userId, { before, limit: batch, hiddenChannelIds: [...views.hidden] });
     await learnViews(
       deps,
       ctx,
@@ -156,19 +169,31 @@ export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: s
   return countShown(feed, views);
 }
 
-export async function getSettings(pool: Pool, ctx: RequestContext, serverId: string): Promise<NotificationSettings> {
-  return (await findSettings(pool, ctx.userId, serverId)) ?? { serverId, level: 'all', muteUntil: null, channels: {} };
+/**
+ * Settings are the caller's for a server they are in (asked of guilds: rpc.guilds.member.check): 404
+ * for any other, unknown or deleted, as guilds answers it, so no row is kept for a server that
+ * nothing would ever clean up.
+ */
+async function assertMember(deps: ReadStateDeps, ctx: RequestContext, serverId: string): Promise<void> {
+  const { isMember } = await requestRpc(deps.bus, MemberCheckRpc, { serverId, userId: ctx.userId }, { requestId: ctx.requestId });
+  if (!isMember) throw notFound('Server');
+}
+
+export async function getSettings(deps: ReadStateDeps, ctx: RequestContext, serverId: string): Promise<NotificationSettings> {
+  await assertMember(deps, ctx, serverId);
+  return (await findSettings(deps.pool, ctx.userId, serverId)) ?? { serverId, level: 'all', muteUntil: null, channels: {} };
 }
 
 export async function putSettings(
-  pool: Pool,
+  deps: ReadStateDeps,
   ctx: RequestContext,
   serverId: string,
   body: PutNotificationSettingsBody,
 ): Promise<NotificationSettings> {
+  await assertMember(deps, ctx, serverId);
   const settings: NotificationSettings = { serverId, level: body.level, muteUntil: body.muteUntil ?? null, channels: body.channels ?? {} };
-  await saveSettings(pool, ctx.userId, settings);
-  return (await findSettings(pool, ctx.userId, serverId)) as NotificationSettings;
+  await saveSettings(deps.pool, ctx.userId, settings);
+  return (await findSettings(deps.pool, ctx.userId, serverId)) as NotificationSettings;
 }
 
 // ---- Events ----
@@ -222,10 +247,19 @@ export async function channelMessageEdited(tx: Queryable, message: z.output<type
   await setExcerptOf(tx, message.id, excerptOf(message.content, await displayNames(tx, message.mentions.users)));
 }
 
-/** Who left a server (left, kicked, banned) keeps no entry of its channels from before: they cannot view them now. */
+/**
+ * Who left a server (left, kicked, banned) keeps no entry of its channels from before: they cannot
+ * view them now; nor its settings (Discord keeps nothing of a server left), unless a rejoin wrote them.
+ */
 export async function serverLeft(tx: Queryable, event: z.output<typeof MemberLeftEventData>, at: string): Promise<void> {
   await forgetServerChannelNotifications(tx, event.userId, event.serverId, at);
   await forgetServerMentions(tx, event.userId, event.serverId, at);
+  await forgetMemberSettings(tx, event.userId, event.serverId, at);
+}
+
+/** A deleted server leaves no settings behind (its entries and mentions are hidden by guilds' answers). */
+export async function serverDeleted(tx: Queryable, event: z.output<typeof ServerDeletedEventData>): Promise<void> {
+  await forgetServerSettings(tx, event.id);
 }
 
 /** Who left a group keeps no entry of it (called in the leave's transaction). */

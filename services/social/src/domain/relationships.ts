@@ -92,7 +92,11 @@ export async function sendFriendRequest(deps: Deps, ctx: RequestContext, body: F
     };
     await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRequested, data, ctx.requestId);
     return { status: 'pending' as const, user: knownToSummary(target) };
-  }).then(async (outcome) => (await withSeenStatus(deps.bus, [outcome]))[0] as FriendRequestOutcome);
+  }).then(async (outcome) => {
+    // Until they accept, the target may be a stranger to the caller: the gateway answers for the caller.
+    const seenBy = outcome.status === 'pending' ? { viewerId: ctx.userId } : {};
+    return (await withSeenStatus(deps.bus, [outcome], seenBy))[0] as FriendRequestOutcome;
+  });
 }
 
 /** Turns `requesterId`'s pending request to the caller into a friendship. */
@@ -191,7 +195,8 @@ export async function friendsOf(deps: Deps, ctx: RequestContext, page: KeyPage):
   );
   return friends.map((f) => ({ ...f, ...shownActivity(f.user.status, activities.get(f.user.id)) }));
 }
+/** Blocked users and pending requests may be strangers: each shows as the gateway shows it to the caller. */
 export const blockedBy = async (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<ListedUser[]> =>
-  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId, page));
+  withSeenStatus(deps.bus, await listBlocked(deps.pool, ctx.userId, page), { viewerId: ctx.userId });
 export const pendingRequestsOf = async (deps: Deps, ctx: RequestContext, page: KeyPage): Promise<PendingRequest[]> =>
-  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId, page));
+  withSeenStatus(deps.bus, await listRequests(deps.pool, ctx.userId, page), { viewerId: ctx.userId });

@@ -11,6 +11,6 @@ export function readStatesRoutes(app: FastifyInstance, deps: SocialDeps): void {
   route(app, r.listReadStates, (req) => listReadStates(deps, contextOf(req)));
   route(app, r.listNotifications, (req) => getFeed(deps, contextOf(req), req.query));
   route(app, r.ackNotifications, (req) => ackFeed(deps, contextOf(req), req.body.until));
-  route(app, r.getNotificationSettings, (req) => getSettings(deps.pool, contextOf(req), req.params.serverId));
-  route(app, r.putNotificationSettings, (req) => putSettings(deps.pool, contextOf(req), req.params.serverId, req.body));
+  route(app, r.getNotificationSettings, (req) => getSettings(deps, contextOf(req), req.params.serverId));
+  route(app, r.putNotificationSettings, (req) => putSettings(deps, contextOf(req), req.params.serverId, req.body));
 }
