@@ -627,7 +627,8 @@ describe('seen status in every list', () => {
     await befriend(me, subject);
     await once404sPass('POST', '/v1/friends/requests', { user: asker, body: { userId: subject.id } }, 201);
     const conversation = (await once404sPass('POST', '/v1/dm/conversations', { user: me, body: { userIds: [subject.id] } }, 201)).body;
-    const { serverId } = await serverWith(me, subject);
+    // The asker shares a server with the subject: a stranger's request list would show them offline.
+    const { serverId } = await serverWith(me, subject, asker);
     const lists = async () => ({
       friend: statusIn((await call('GET', '/v1/friends', { user: me })).body, subject.id),
       request: statusIn((await call('GET', '/v1/friends/requests', { user: asker })).body, subject.id),
@@ -671,8 +672,9 @@ describe('friend and block dispatches', () => {
     const outgoing = await ca.dispatch('FRIEND_REQUEST_CREATE');
     expect(incoming.d).toEqual((await call('GET', '/v1/friends/requests', { user: b })).body[0]);
     expect(outgoing.d).toEqual((await call('GET', '/v1/friends/requests', { user: a })).body[0]);
-    expect(incoming.d).toMatchObject({ user: { id: a.id, username: expect.any(String), status: 'online' }, direction: 'incoming' });
-    expect(outgoing.d).toMatchObject({ user: { id: b.id, status: 'online' }, direction: 'outgoing' });
+    // Strangers until accepted: each shows the other offline, as the socket's presence does.
+    expect(incoming.d).toMatchObject({ user: { id: a.id, username: expect.any(String), status: 'offline' }, direction: 'incoming' });
+    expect(outgoing.d).toMatchObject({ user: { id: b.id, status: 'offline' }, direction: 'outgoing' });
 
     // Applied by the gateway before the acceptance: both come in order on social's stream.
     expect((await call('PUT', '/v1/users/@me/activity', { user: b, body: { name: 'Chess' } })).status).toBe(200);
@@ -685,11 +687,12 @@ describe('friend and block dispatches', () => {
     expect((await call('POST', '/v1/friends/block', { user: a, body: { userId: b.id } })).status).toBe(201);
     const blocked = await ca.dispatch('BLOCK_CREATE');
     expect(blocked.d).toEqual((await call('GET', '/v1/friends/blocked', { user: a })).body[0]);
-    expect(blocked.d).toMatchObject({ user: { id: b.id, status: 'online' } });
+    // No longer friends, and sharing no server: blocked, b is a stranger again.
+    expect(blocked.d).toMatchObject({ user: { id: b.id, status: 'offline' } });
     expect((await ca.dispatch('FRIEND_REMOVE')).d).toMatchObject({ user: { id: b.id }, relation: 'friend', reason: 'blocked' });
-    // The block is told to the blocker only: to the one blocked it is an unfriend.
+    // The block is told to the blocker only: to the one blocked it is an unfriend, from a stranger now.
     expect((await cb.dispatch('FRIEND_REMOVE')).d).toEqual({
-      user: expect.objectContaining({ id: a.id, status: 'online' }),
+      user: expect.objectContaining({ id: a.id, status: 'offline' }),
       relation: 'friend',
       reason: 'unfriended',
     });

@@ -155,13 +155,22 @@ function parsePayload(log: Logger, event: EventEnvelope, name: DispatchName, raw
   return undefined;
 }
 
-/** Each side's own record, showing the other user as others see them now (status, activity). */
+/**
+ * Each side's own record, showing the other user as their REST list does: a friend live (status,
+ * activity); anyone else (a request's other side, someone blocked or unfriended) as this side may
+ * see them now, so a stranger shows offline, as to the socket's presence and the lists.
+ */
 async function deliverPersonal(deps: Deps, event: EventEnvelope, name: DispatchName, dispatches: PersonalDispatch[], source: EventSource) {
   const shown = await deps.presence.shown(dispatches.map((p) => p.record.user.id));
-  for (const { userId, record, withActivity } of dispatches) {
+  const mayBeStranger = ({ userId, record, withActivity }: PersonalDispatch) =>
+    !withActivity && (shown[record.user.id]?.status ?? 'offline') !== 'offline' && record.user.id !== userId;
+  const known = async (p: PersonalDispatch) => (await deps.audience.acquaintances(p.userId, { self: false })).includes(p.record.user.id);
+  for (const dispatch of dispatches) {
+    const { userId, record, withActivity } = dispatch;
     const other = shown[record.user.id];
     const activity = withActivity && other?.activity ? { activity: other.activity } : {};
-    const raw = { ...record, ...activity, user: { ...record.user, status: other?.status ?? 'offline' } };
+    const status = mayBeStranger(dispatch) && !(await known(dispatch)) ? 'offline' : (other?.status ?? 'offline');
+    const raw = { ...record, ...activity, user: { ...record.user, status } };
     const payload = parsePayload(deps.log, event, name, raw);
     if (payload === undefined) continue;
     const targets = { userIds: [userId], fence: source.fence };

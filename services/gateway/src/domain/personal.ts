@@ -11,7 +11,7 @@ export interface PersonalDispatch {
   userId: string;
   /** `user` is the other person, as lists show them; their status is filled in when dispatched. */
   record: { user: { id: string; status: string } } & Record<string, unknown>;
-  /** Friend records show what the friend is playing, as `GET /v1/friends` does. */
+  /** Friend records (the two are friends): shown live with what the friend is playing, as `GET /v1/friends` does. */
   withActivity?: boolean;
 }
 
