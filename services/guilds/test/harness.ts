@@ -80,6 +80,26 @@ export async function startGuilds() {
     return id;
   }
 
+  /** A new channel of the server, created by its owner (201 asserted). */
+  async function newChannel(
+    owner: string,
+    serverId: string,
+    name: string,
+    channelType: 'text' | 'voice' = 'text',
+  ): Promise<{ id: string }> {
+    const res = await call(owner, 'POST', `/v1/servers/${serverId}/channels`, { name, channelType });
+    if (res.status !== 201) throw new Error(`creating channel ${name} answered ${res.status}`);
+    return res.body;
+  }
+
+  /** A new user who joined the (public) server. */
+  async function newMemberOf(serverId: string): Promise<string> {
+    const id = newId();
+    const res = await call(id, 'POST', `/v1/servers/${serverId}/join`);
+    if (res.status !== 200) throw new Error(`joining answered ${res.status}`);
+    return id;
+  }
+
   /** Events of a subject that this request wrote into the outbox. */
   async function outbox(subject: string): Promise<{ data: Record<string, unknown> }[]> {
     const { rows } = await runtime.pool.query('SELECT payload FROM outbox WHERE subject = $1 ORDER BY seq', [subject]);
@@ -99,7 +119,21 @@ export async function startGuilds() {
     await auth.close();
   }
 
-  return { runtime, app, call, replica, publishUser, knownUser, outbox, pauseConsumers, auth, close, db: runtime.pool };
+  return {
+    runtime,
+    app,
+    call,
+    replica,
+    publishUser,
+    knownUser,
+    newChannel,
+    newMemberOf,
+    outbox,
+    pauseConsumers,
+    auth,
+    close,
+    db: runtime.pool,
+  };
 }
 
 export type Guilds = Awaited<ReturnType<typeof startGuilds>>;

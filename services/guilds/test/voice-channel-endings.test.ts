@@ -29,17 +29,8 @@ beforeAll(async () => {
   expect((await g.call(owner, 'PATCH', `/v1/servers/${server.id}`, { jtcChannelId: jtc.id })).status).toBe(200);
 });
 
-async function newVoiceChannel(name: string): Promise<{ id: string }> {
-  const res = await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name, channelType: 'voice' });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-async function newMember(): Promise<string> {
-  const id = newId();
-  expect((await g.call(id, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
-  return id;
-}
+const newVoiceChannel = (name: string) => g.newChannel(owner, server.id, name, 'voice');
+const newMember = () => g.newMemberOf(server.id);
 
 const join = (userId: string, channelId: string) => g.call(userId, 'POST', '/v1/voice/join', { channelId });
 const leave = (userId: string) => g.call(userId, 'POST', '/v1/voice/leave');

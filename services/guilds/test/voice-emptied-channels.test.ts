@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { moveIdleMembersToAfk, sweepVoiceStates } from '../src/domain/voice.ts';
-import { newId, startGuilds } from './harness.ts';
+import { startGuilds } from './harness.ts';
 
 /**
  * Whether a voice state's end left its channel with nobody connected: `channelEmptied` on
@@ -21,17 +21,8 @@ beforeAll(async () => {
   server = (await g.call(owner, 'POST', '/v1/servers', { name: 'Emptied', isPublic: true })).body;
 });
 
-async function newVoiceChannel(name: string): Promise<{ id: string }> {
-  const res = await g.call(owner, 'POST', `/v1/servers/${server.id}/channels`, { name, channelType: 'voice' });
-  expect(res.status).toBe(201);
-  return res.body;
-}
-
-async function newMember(): Promise<string> {
-  const id = newId();
-  expect((await g.call(id, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
-  return id;
-}
+const newVoiceChannel = (name: string) => g.newChannel(owner, server.id, name, 'voice');
+const newMember = () => g.newMemberOf(server.id);
 
 const join = async (userId: string, channelId: string) => expect((await joinRaw(userId, channelId)).status).toBe(200);
 const joinRaw = (userId: string, channelId: string) => g.call(userId, 'POST', '/v1/voice/join', { channelId });

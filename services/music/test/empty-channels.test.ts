@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { type PlayerState, VOICE_SUBJECTS } from '@chat/contracts';
 import type { ConsumerHandle } from '@chat/kit';
 import { until } from '@chat/testkit';
@@ -38,15 +37,8 @@ async function loopingPlayer() {
   return { channel, target };
 }
 
-/** Publishes a guilds event as guilds' outbox relay does; answers its id. */
-async function publish(subject: string, data: unknown): Promise<string> {
-  const envelope = { id: randomUUID(), subject, occurredAt: new Date().toISOString(), data };
-  await t.runtime.bus.js.publish(t.runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
-  return envelope.id;
-}
-
-const applied = async (eventId: string) =>
-  (await t.runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [eventId])).rowCount === 1;
+const publish = t.publishGuildsEvent;
+const applied = t.applied;
 
 /** A guilds.voice.left of alice from the channel. */
 const leftEvent = (channel: { id: string; serverId: string }, fields: Record<string, unknown>) => ({

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent, STREAMS, type VoiceAccessReply, VoiceAccessRpc } from '@chat/contracts';
 import {
   connectBus,
@@ -106,6 +107,10 @@ export interface MusicTest {
   auth(userId: string): Promise<{ authorization: string }>;
   /** Every music.player.updated event on the stream so far, oldest first. */
   playerEvents(): Promise<PlayerUpdatedEvent[]>;
+  /** Publishes a guilds event as guilds' outbox relay does; answers its id. */
+  publishGuildsEvent(subject: string, data: unknown): Promise<string>;
+  /** Whether music's inbox has applied the event. */
+  applied(eventId: string): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -156,6 +161,15 @@ export async function startMusicTest(): Promise<MusicTest> {
     return events;
   }
 
+  async function publishGuildsEvent(subject: string, data: unknown): Promise<string> {
+    const envelope = { id: randomUUID(), subject, occurredAt: new Date().toISOString(), data };
+    await runtime.bus.js.publish(runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
+    return envelope.id;
+  }
+
+  const applied = async (eventId: string) =>
+    (await runtime.pool.query('SELECT 1 FROM processed_events WHERE event_id = $1', [eventId])).rowCount === 1;
+
   /** Flushes this relay until no row is unsent (another instance's relay may hold some for a moment). */
   async function allEventsPublished(): Promise<void> {
     await until(
@@ -173,6 +187,8 @@ export async function startMusicTest(): Promise<MusicTest> {
     guilds,
     clock,
     app,
+    publishGuildsEvent,
+    applied,
     startInstance,
     auth: async (userId) => ({ authorization: `Bearer ${await issuer.sign(userId)}` }),
     playerEvents,
