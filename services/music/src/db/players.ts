@@ -1,5 +1,5 @@
 import type { LoopMode, PlayerState, Track } from '@chat/contracts';
-import { exec, exists, many, maybeOne, one, type Queryable } from '@chat/kit';
+import { exec, exists, many, maybeOne, notFound, one, type Queryable } from '@chat/kit';
 
 /** The player row as a control sees it under its lock. */
 export interface LockedPlayer {
@@ -52,8 +52,9 @@ const PLAY_ORDER = 'ORDER BY sort_key, seq';
 /** Creates the channel's player when missing, then locks its row until the transaction ends. */
 export async function lockPlayer(tx: Queryable, channelId: string, serverId: string): Promise<LockedPlayer> {
   await exec(tx, 'INSERT INTO players (channel_id, server_id) VALUES ($1, $2) ON CONFLICT (channel_id) DO NOTHING', [channelId, serverId]);
-  const row = await one<PlayerRow>(tx, `SELECT ${PLAYER_COLUMNS} FROM players WHERE channel_id = $1 FOR UPDATE`, [channelId], 'Player');
-  return toLockedPlayer(row);
+  const player = await findPlayerForUpdate(tx, channelId);
+  if (!player) throw notFound('Player');
+  return player;
 }
 
 /** Locks the channel's player row until the transaction ends, if it has one (never creates it). */
