@@ -1,24 +1,36 @@
 import { z } from 'zod';
 import { ALL_PERMISSIONS } from './permissions.ts';
 
-/** Every record id is a UUID (v7 where we generate it). */
-export const Id = z.uuid({ error: 'must be a UUID' });
+/**
+ * Every record id is a UUID (v7 where we generate it), always in lower case: ids are compared,
+ * keyed (maps, caches, pair keys, jsonb) and echoed as text, so one a client wrote in upper case
+ * is folded here, at every door (path, body, query, event, RPC), and names the same record.
+ */
+export const Id = z.uuid({ error: 'must be a UUID' }).toLowerCase();
 
 /** Characters that change how the text around them shows: controls, line and paragraph separators, bidi embeddings, overrides and isolates. */
 const LAYOUT_CONTROL = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
-/** Text that shows as nothing: spaces, format characters (zero-width ones) and the blank fillers of Hangul and Braille. */
-const INVISIBLE = /^[\p{Z}\p{Cf}\u115F\u1160\u2800\u3164\uFFA0]*$/u;
+/**
+ * Text that shows as nothing: spaces, format characters (zero-width ones), what Unicode says a
+ * renderer may draw as nothing (Default_Ignorable_Code_Point: variation selectors, the combining
+ * grapheme joiner, Khmer inherent vowels, Mongolian free variation selectors, tags) and the blank
+ * fillers of Hangul and Braille.
+ */
+const INVISIBLE = /^[\p{Z}\p{Cf}\p{Default_Ignorable_Code_Point}\u115F\u1160\u2800\u3164\uFFA0]*$/u;
 const NO_LAYOUT_CONTROL = 'must not contain control, line-break or bidi-override characters';
 
 /**
- * A name others see on one line (display names, nicknames, servers, channels, roles, webhooks):
- * trimmed, with a visible character, and nothing that could break the line, reverse the text
- * around it or escape into a terminal, so that a name cannot pass for a blank or for another.
+ * A name others see on one line (display names, nicknames, servers, channels, roles, webhooks,
+ * track titles): trimmed, in Unicode NFC (so that one name is stored, compared and searched in
+ * one spelling whether a client composed its accents or not), with a visible character, and
+ * nothing that could break the line, reverse the text around it or escape into a terminal, so
+ * that a name cannot pass for a blank or for another.
  */
 export function shownName(min: number, max: number) {
   return z
     .string()
     .trim()
+    .normalize('NFC')
     .min(min)
     .max(max)
     .refine((s) => !LAYOUT_CONTROL.test(s), NO_LAYOUT_CONTROL)
@@ -81,9 +93,17 @@ function parseUrl(value: string): URL | undefined {
   }
 }
 
+/**
+ * Whitespace, control and format characters (bidi overrides, zero-width ones) in a URL: parsers
+ * drop some of them (`java\tscript:`), and the others make the URL show as what it is not.
+ */
+const URL_HIDDEN_CHARACTER = /[\s\p{Cc}\p{Cf}]/u;
+
+/** A URL a client stores for others to see or open shows exactly what it is: no whitespace, control or format characters. */
+export const hasNoHiddenUrlCharacter = (value: string): boolean => !URL_HIDDEN_CHARACTER.test(value);
+
 function isImageUrl(value: string): boolean {
-  // No whitespace or control characters anywhere: URL parsers drop some of them (`java\tscript:`).
-  if (/[\s\p{Cc}]/u.test(value)) return false;
+  if (!hasNoHiddenUrlCharacter(value)) return false;
   if (OWN_MEDIA_PATH.test(value)) return true;
   const url = parseUrl(value);
   return (

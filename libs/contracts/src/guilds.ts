@@ -141,14 +141,15 @@ export const ExplainQuery = z.object({
 // ---- Field rules shared by bodies ----
 
 const ServerName = shownName(2, 100);
-const Description = z.string().max(1000);
-/** Shown in discovery like names; one spelling per tag, as the tag filter ignores case. */
+/** In NFC as names are, so that discovery's search finds it in either spelling of an accent. */
+const Description = multiLineText(1000).normalize('NFC');
+/** Shown in discovery like names (so in NFC); one spelling per tag, as the tag filter ignores case. */
 const Tags = z
   .array(shownName(1, 24))
   .max(10)
   .transform((tags) => tags.filter((tag, i) => tags.findIndex((t) => t.toLowerCase() === tag.toLowerCase()) === i));
 const ChannelName = shownName(1, 100);
-const Topic = z.string().max(1024);
+const Topic = multiLineText(1024);
 const CategoryName = shownName(1, 100);
 const RoleName = shownName(1, 100);
 const Color = z.number().int().min(0).max(0xffffff);
@@ -188,8 +189,9 @@ export const UpdateServerBody = z.object({
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
 
 export const DiscoveryQuery = z.object({
-  q: z.string().trim().max(100).optional(),
-  tag: z.string().trim().min(1).max(24).optional(),
+  /** In NFC, as names, descriptions and tags are stored. */
+  q: z.string().trim().normalize('NFC').max(100).optional(),
+  tag: z.string().trim().normalize('NFC').min(1).max(24).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(50),
   /** The last server of the previous page. */
   before: Id.optional(),
@@ -256,7 +258,7 @@ export const UpdateRoleBody = z.object({
 });
 export type UpdateRoleBody = z.infer<typeof UpdateRoleBody>;
 
-export const BanBody = z.object({ reason: z.string().trim().max(512).nullish() });
+export const BanBody = z.object({ reason: multiLineText(512).trim().nullish() });
 
 export const CreateInviteBody = z.object({
   /** 0: unlimited. */

@@ -73,10 +73,17 @@ const UNICODE_EMOJI = new RegExp('^\\p{RGI_Emoji}$', UNICODE_SETS);
 /** A custom emoji as Discord writes it in a path: `name:id`. */
 const CUSTOM_EMOJI = /^[A-Za-z0-9_]{2,32}:(?:[0-9]{1,20}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i;
 
+/**
+ * A reaction's emoji, in the one spelling it is stored, counted and told under. A custom emoji
+ * (`name:id`) is one emoji whatever the case of its name or id: the platform has no custom emoji
+ * to look a name up in (no route creates one), so `PARTY:ID` and `party:id` are folded to lower
+ * case rather than kept as two reactions. A unicode emoji is kept as it is (it has no case).
+ */
 export const Emoji = z
   .string()
   .max(64)
-  .refine((e) => UNICODE_EMOJI.test(e) || CUSTOM_EMOJI.test(e), { error: 'must be a unicode emoji or a custom name:id' });
+  .refine((e) => UNICODE_EMOJI.test(e) || CUSTOM_EMOJI.test(e), { error: 'must be a unicode emoji or a custom name:id' })
+  .overwrite((e) => (CUSTOM_EMOJI.test(e) ? e.toLowerCase() : e));
 
 // ---- Bodies, queries, params ----
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Id, Timestamp } from './common.ts';
+import { hasNoHiddenUrlCharacter, Id, shownName, Timestamp } from './common.ts';
 
 /** Schemas of the music area: request bodies, player state, events. */
 
@@ -7,8 +7,20 @@ import { Id, Timestamp } from './common.ts';
 export const MAX_QUEUE_LENGTH = 100;
 export const DEFAULT_VOLUME = 100;
 
-/** Only http(s): the audio worker fetches it, so no `file:`, `javascript:` or other schemes. */
-export const TrackUrl = z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }).max(2048);
+const HTTP_URL = /^https?:\/\/[^/]/i;
+
+/**
+ * Only http(s) with a host: the audio worker fetches it, so no `file:`, `javascript:` or other
+ * schemes. It is shown as the title of a track queued without one, so it holds no whitespace,
+ * control or format character (a bidi override makes `…\u202Egpj.mp3` read as `…3pm.jpg`); checked
+ * on the string as sent, since URL parsers drop tabs and line breaks before anyone sees them.
+ */
+export const TrackUrl = z
+  .string()
+  .max(2048)
+  .refine(hasNoHiddenUrlCharacter, 'must not contain whitespace, control or format characters')
+  .refine((value) => HTTP_URL.test(value) && URL.canParse(value), 'must be an http or https URL')
+  .meta({ format: 'uri' });
 
 /** The voice channel a control applies to, and the server the client believes it belongs to. */
 export const PlayerTarget = z.object({ channelId: Id, serverId: Id });
@@ -26,8 +38,8 @@ const DurationSeconds = z.number().int().min(1).max(MAX_TRACK_SECONDS);
 
 export const PlayBody = PlayerTarget.extend({
   url: TrackUrl,
-  /** Shown in the queue; the url when missing. */
-  title: z.string().trim().min(1).max(200).optional(),
+  /** Shown in the queue as every name is (one line, visible); the url when missing. */
+  title: shownName(1, 200).optional(),
   /**
    * With a duration the track ends by itself and the next one starts. A file uploaded through
    * media needs none: its length is read from the file.
