@@ -1,5 +1,7 @@
+import { isDeepStrictEqual } from 'node:util';
 import { EmbedsResolved, type LinkPreview, MEDIA_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool, type Queryable } from '@chat/kit';
+import { withoutCode } from './code.ts';
 
 /**
  * Link previews that media resolved after a message was posted (`media.embeds.resolved`), applied
@@ -24,31 +26,62 @@ export function consumeResolvedEmbeds(
 export const MAX_EMBEDS = 5;
 
 /**
- * The http(s) links of a message, in order, without repeats: the ones media previews. As on
- * Discord, a link wrapped in `<...>` is not embedded; trailing punctuation that ends a sentence is
- * not part of the link.
+ * The http(s) links of a message that media previews, in order, at most MAX_EMBEDS, each named by
+ * the url its preview carries (previewUrlOf): spellings of one page (a fragment, a host written
+ * another way) are one link. As on Discord, a link wrapped in `<...>` or written in code is not
+ * embedded, and trailing punctuation that ends a sentence is not part of the link; a closing
+ * parenthesis is, when the link opened it (`https://en.wikipedia.org/wiki/Foo_(bar)`).
  */
 export function linksIn(content: string): string[] {
   const links: string[] = [];
-  for (const match of content.matchAll(/(<)?(https?:\/\/[^\s<>]+)(>)?/gi)) {
+  for (const match of withoutCode(content).matchAll(/(<)?(https?:\/\/[^\s<>]+)(>)?/gi)) {
     if (match[1] && match[3]) continue;
-    const link = (match[2] ?? '').replace(/[.,;:!?)\]'"]+$/, '');
-    if (URL.canParse(link) && !links.includes(link)) links.push(link);
+    const link = withoutTrailingPunctuation(match[2] ?? '');
+    if (!URL.canParse(link)) continue;
+    const url = previewUrlOf(link);
+    if (!links.includes(url)) links.push(url);
     if (links.length === MAX_EMBEDS) break;
   }
   return links;
 }
 
+const TRAILING_PUNCTUATION = /[.,;:!?)\]'"]$/;
+
+/** The link without the punctuation after it; a `)` stays when it closes a `(` of the link. */
+function withoutTrailingPunctuation(link: string): string {
+  let kept = link;
+  while (TRAILING_PUNCTUATION.test(kept) && !(kept.endsWith(')') && count(kept, '(') >= count(kept, ')'))) kept = kept.slice(0, -1);
+  return kept;
+}
+
+const count = (text: string, char: string) => text.split(char).length - 1;
+
 /**
- * Of these previews, those of links the content has: a message carries previews of its current
- * text only. An edit keeps the previews of the links it keeps and drops the others (new links get
- * none: media resolves posted messages only), and previews resolved for a text edited meanwhile
- * are stored only for the links it kept. A preview names its link as media's cache does: parsed,
- * without its fragment or an empty query.
+ * The previews a message with this content shows, one per link of the content, in the order of its
+ * links, the first of `previews` that names a link winning (put the fresher ones first). A message
+ * carries previews of its current text only: an edit keeps the previews of the links it keeps and
+ * drops the others (media resolves the links it adds), and previews resolved for a text edited
+ * meanwhile are stored only for the links it kept. A preview names its link as media's cache does:
+ * parsed, without its fragment or an empty query.
  */
 export function previewsOfLinksIn(content: string, previews: readonly LinkPreview[]): LinkPreview[] {
-  const links = new Set(linksIn(content).map(previewUrlOf));
-  return previews.filter((p) => links.has(p.url));
+  return linksIn(content).flatMap((url) => previews.find((p) => p.url === url) ?? []);
+}
+
+/**
+ * The previews a message shows once previews media resolved for it are applied: the resolved ones
+ * and those it shows already, for the links its current text has (previewsOfLinksIn), so previews
+ * resolved for the post and for an edit, arriving in either order, add up. Undefined when that
+ * changes nothing: the owner then stores and announces nothing, and media, which reads the owner's
+ * update events, is not asked again.
+ */
+export function embedsWithResolved(
+  content: string,
+  shown: readonly LinkPreview[],
+  resolved: readonly LinkPreview[],
+): LinkPreview[] | undefined {
+  const embeds = previewsOfLinksIn(content, [...resolved, ...shown]);
+  return isDeepStrictEqual(embeds, shown) ? undefined : embeds;
 }
 
 /**

@@ -4,6 +4,7 @@
  * author fields. Each service keeps its own tables and decides who may read and write.
  */
 export * from './attachments.ts';
+export * from './code.ts';
 export * from './content.ts';
 export * from './embeds.ts';
 export * from './ids.ts';

@@ -20,6 +20,10 @@ beforeAll(async () => {
     '/b': html('<title>Page B</title>'),
     '/nul': html('<title>Before\u0000after</title><meta property="og:description" content="d\u0000e">'),
     '/to-bad-port': redirect('http://a:99999/'),
+    '/plain.txt': (_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('just text'),
+    '/data.json': (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1}'),
+    '/nothing': html('<html><head></head><body>no title</body></html>'),
+    '/c': html('<title>Page C</title>'),
   });
   const safeFetch = createSafeFetch({ policy: addressPolicy(['127.0.0.1']), timeoutMs: 5_000, maxRedirects: 5, userAgent: 'test' });
   // A link under /bug fails as a bug would: not a refused link (400), an error nobody foresaw.
@@ -146,5 +150,79 @@ describe('embeds of posted messages', () => {
     const eventId = await publish(MESSAGES_SUBJECTS.messageCreated, message);
     await vi.waitFor(async () => expect(await applied(eventId)).toBe(true), { timeout: 15_000 });
     expect(await resolvedFor(message.id)).toEqual([]);
+  });
+});
+
+describe('embeds with nothing to show', () => {
+  it('publishes no empty embed for a text or JSON document, or a page that names nothing, beside the others', async () => {
+    const message = channelMessage(`${server.origin}/plain.txt ${server.origin}/data.json ${server.origin}/nothing ${server.origin}/a`);
+    await publish(MESSAGES_SUBJECTS.messageCreated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0].embeds).toEqual([expect.objectContaining({ url: `${server.origin}/a`, title: 'Page A' })]);
+
+    const only = channelMessage(`${server.origin}/plain.txt`);
+    const eventId = await publish(MESSAGES_SUBJECTS.messageCreated, only);
+    await vi.waitFor(async () => expect(await applied(eventId)).toBe(true), { timeout: 15_000 });
+    expect(await resolvedFor(only.id)).toEqual([]);
+  });
+});
+
+describe('embeds of edited messages', () => {
+  const previewOf = (path: string, title: string) => ({
+    url: `${server.origin}${path}`,
+    title,
+    description: null,
+    siteName: null,
+    imageUrl: null,
+    type: 'website',
+  });
+
+  it('previews the links an edit of a channel message added, not those whose previews it shows', async () => {
+    const message = { ...channelMessage(`${server.origin}/a and now ${server.origin}/c`), embeds: [previewOf('/a', 'Page A')] };
+    await publish(MESSAGES_SUBJECTS.messageUpdated, message);
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0]).toEqual({
+      target: { kind: 'channel', channelId: message.channelId, messageId: message.id },
+      embeds: [expect.objectContaining({ url: `${server.origin}/c`, title: 'Page C' })],
+    });
+  });
+
+  it('previews the links an edit of a direct message added', async () => {
+    const message = {
+      id: randomUUID(),
+      conversationId: randomUUID(),
+      senderId: randomUUID(),
+      content: `edited: ${server.origin}/b`,
+      attachments: {},
+      replyToId: null,
+      editedAt: new Date().toISOString(),
+      createdAt: new Date().toISOString(),
+      senderName: 'someone',
+      senderAvatar: null,
+      senderBadges: [],
+      type: 'default',
+      embeds: [],
+    };
+    await publish(SOCIAL_SUBJECTS.dmUpdated, { message, participantIds: [message.senderId] });
+    await vi.waitFor(async () => expect(await resolvedFor(message.id)).toHaveLength(1), { timeout: 15_000 });
+    expect((await resolvedFor(message.id))[0]).toMatchObject({
+      target: { kind: 'dm', conversationId: message.conversationId, messageId: message.id },
+      embeds: [{ url: `${server.origin}/b`, title: 'Page B' }],
+    });
+  });
+
+  it('publishes nothing for the update its owner announces after storing the previews (no second round)', async () => {
+    const stored = {
+      ...channelMessage(`${server.origin}/a#top and ${server.origin}/plain.txt`),
+      embeds: [previewOf('/a', 'Page A')],
+    };
+    const hitsOfA = server.hits('/a');
+    await publish(MESSAGES_SUBJECTS.messageUpdated, stored);
+    // A later edit of another message, resolved once the one before it was read.
+    const marker = channelMessage(`${server.origin}/b`);
+    await publish(MESSAGES_SUBJECTS.messageUpdated, marker);
+    await vi.waitFor(async () => expect(await resolvedFor(marker.id)).toHaveLength(1), { timeout: 15_000 });
+    expect(await resolvedFor(stored.id)).toEqual([]);
+    expect(server.hits('/a')).toBe(hitsOfA);
   });
 });

@@ -301,7 +301,7 @@ describe('preview images', () => {
     const fleeting = (await preview(`${server.origin}/fleeting`)).json().imageUrl as string;
     const shown = (await preview(`${server.origin}/shown`)).json().imageUrl as string;
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    const previews = await previewLinksOf(h.deps, `look ${server.origin}/shown`);
+    const previews = await previewLinksOf(h.deps, [`${server.origin}/shown`]);
     await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const hour = 60 * 60 * 1000;
     const purgeAt = (ms: number) => purgeExpiredPreviews({ ...h.deps, now: () => new Date(Date.now() + ms) });
@@ -326,7 +326,7 @@ describe('preview images', () => {
     const image = (await preview(`${server.origin}/gone`)).json().imageUrl as string;
     await h.runtime.pool.query('DELETE FROM media_files WHERE id = $1', [imageIdOf(image)]);
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    const previews = await previewLinksOf(h.deps, `${server.origin}/gone`);
+    const previews = await previewLinksOf(h.deps, [`${server.origin}/gone`]);
     await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const { rows } = await h.runtime.pool.query(
       "SELECT payload->'data'->'embeds' AS embeds FROM outbox WHERE payload->'data'->'target'->>'messageId' = $1",

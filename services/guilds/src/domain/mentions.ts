@@ -1,5 +1,6 @@
 import type { MessageMentions } from '@chat/contracts';
 import type { Queryable } from '@chat/kit';
+import { withoutCode } from '@chat/messaging';
 import { mentionTargets } from '../db/messages.ts';
 
 /**
@@ -18,9 +19,11 @@ export interface ParsedMentions {
   everyone: boolean;
 }
 
+/** The mentions of a message; none in code (inline or a block), which shows them as written and notifies nobody, as on Discord. */
 export function parseMentions(content: string): ParsedMentions {
-  const ids = (pattern: RegExp) => [...new Set([...content.matchAll(pattern)].map((m) => (m[1] as string).toLowerCase()))];
-  return { userIds: ids(USER_MENTION), roleIds: ids(ROLE_MENTION), everyone: EVERYONE_MENTION.test(content) };
+  const text = withoutCode(content);
+  const ids = (pattern: RegExp) => [...new Set([...text.matchAll(pattern)].map((m) => (m[1] as string).toLowerCase()))];
+  return { userIds: ids(USER_MENTION), roleIds: ids(ROLE_MENTION), everyone: EVERYONE_MENTION.test(text) };
 }
 
 export const NO_MENTIONS: MessageMentions = { users: [], roles: [], everyone: false };

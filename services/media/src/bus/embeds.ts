@@ -1,16 +1,19 @@
-import { DirectMessage, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
-import { type ConsumerHandle, consumeEvents, type EventEnvelope } from '@chat/kit';
-import { linksIn } from '@chat/messaging';
+import { DirectMessage, type EmbedsResolved, MESSAGES_SUBJECTS, MessageEventData, SOCIAL_SUBJECTS, STREAMS } from '@chat/contracts';
+import { type ConsumerHandle, consumeEvents, type EventEnvelope, type StreamSpec } from '@chat/kit';
 import { z } from 'zod';
 import type { MediaDeps } from '../deps.ts';
-import { previewLinksOf, publishEmbeds } from '../domain/embeds.ts';
+import { linksToPreview, type MessageLinks, previewLinksOf, publishEmbeds } from '../domain/embeds.ts';
 
 /**
  * What the previews read of each message (tolerant readers): the kit parses only these fields of
- * every message posted, rather than the whole record, most of which the previews never use.
+ * every message posted or edited, rather than the whole record, most of which the previews never
+ * use; of its embeds, only the links they preview.
  */
-const ChannelMessageText = MessageEventData.pick({ id: true, channelId: true, content: true });
-const DirectMessageText = z.object({ message: DirectMessage.pick({ id: true, conversationId: true, content: true }) });
+const ShownEmbeds = z.array(z.object({ url: z.string() })).default([]);
+const ChannelMessageText = MessageEventData.pick({ id: true, channelId: true, content: true }).extend({ embeds: ShownEmbeds });
+const DirectMessageText = z.object({
+  message: DirectMessage.pick({ id: true, conversationId: true, content: true }).extend({ embeds: ShownEmbeds }),
+});
 
 /**
  * Messages whose previews are built at once, per consumer. They are independent, so a message
@@ -19,41 +22,84 @@ const DirectMessageText = z.object({ message: DirectMessage.pick({ id: true, con
  */
 const MESSAGES_AT_ONCE = 8;
 
-// The kit parsed each payload by the readers above before handing it over.
-const channelText = (event: EventEnvelope) => event.data as z.output<typeof ChannelMessageText>;
-const directText = (event: EventEnvelope) => (event.data as z.output<typeof DirectMessageText>).message;
+/** One kind of message event read for previews: where it comes from, and the message it carries. */
+interface MessageEvents {
+  stream: StreamSpec;
+  durable: string;
+  subject: string;
+  schema: z.ZodType;
+  /** Only events published from now on: an edit made before the consumer existed is not resolved again. */
+  deliverNewOnly?: boolean;
+  // The kit parsed each payload by `schema` before handing it over.
+  message: (event: EventEnvelope) => MessageLinks & { target: EmbedsResolved['target'] };
+}
+
+const channelMessage = (event: EventEnvelope) => {
+  const { id, channelId, content, embeds } = event.data as z.output<typeof ChannelMessageText>;
+  return { content, embeds, target: { kind: 'channel' as const, channelId, messageId: id } };
+};
+const directMessage = (event: EventEnvelope) => {
+  const { id, conversationId, content, embeds } = (event.data as z.output<typeof DirectMessageText>).message;
+  return { content, embeds, target: { kind: 'dm' as const, conversationId, messageId: id } };
+};
 
 /**
- * Link previews for new channel and direct messages: posting never waits for them. Only created
- * messages are read (an update event is what the owner publishes after storing the embeds).
+ * Posted and edited messages, channel and direct: an edit's update event carries the previews the
+ * message keeps, so only the links it added are previewed. The owner publishes the same update
+ * event after storing previews; that one has no link left to preview (or only links that give
+ * none, which publish nothing), so the round ends there.
  */
-export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<ConsumerHandle[]> {
-  // Each consumer starts once the bus is there, creating its stream if its owner has not yet.
-  const channel = await consumeEvents({
-    ...deps,
+const EVENTS: MessageEvents[] = [
+  {
     stream: STREAMS.guilds,
-    spec: { stream: STREAMS.guilds.name, durable: 'media-embeds-channel', filter: MESSAGES_SUBJECTS.messageCreated },
-    schemas: { [MESSAGES_SUBJECTS.messageCreated]: ChannelMessageText },
-    concurrency: MESSAGES_AT_ONCE,
-    relevant: (event) => linksIn(channelText(event).content).length > 0,
-    prepare: (event) => previewLinksOf(deps, channelText(event).content),
-    handle: async (event, tx, previews) => {
-      const { id, channelId } = channelText(event);
-      await publishEmbeds(tx, { kind: 'channel', channelId, messageId: id }, previews);
-    },
-  });
-  const dm = await consumeEvents({
-    ...deps,
+    durable: 'media-embeds-channel',
+    subject: MESSAGES_SUBJECTS.messageCreated,
+    schema: ChannelMessageText,
+    message: channelMessage,
+  },
+  {
+    stream: STREAMS.guilds,
+    durable: 'media-embeds-channel-edits',
+    subject: MESSAGES_SUBJECTS.messageUpdated,
+    schema: ChannelMessageText,
+    deliverNewOnly: true,
+    message: channelMessage,
+  },
+  {
     stream: STREAMS.social,
-    spec: { stream: STREAMS.social.name, durable: 'media-embeds-dm', filter: SOCIAL_SUBJECTS.dmCreated },
-    schemas: { [SOCIAL_SUBJECTS.dmCreated]: DirectMessageText },
+    durable: 'media-embeds-dm',
+    subject: SOCIAL_SUBJECTS.dmCreated,
+    schema: DirectMessageText,
+    message: directMessage,
+  },
+  {
+    stream: STREAMS.social,
+    durable: 'media-embeds-dm-edits',
+    subject: SOCIAL_SUBJECTS.dmUpdated,
+    schema: DirectMessageText,
+    deliverNewOnly: true,
+    message: directMessage,
+  },
+];
+
+/** Link previews for posted and edited channel and direct messages: posting and editing never wait for them. */
+export async function consumeMessagesForEmbeds(deps: MediaDeps): Promise<ConsumerHandle[]> {
+  const consumers: ConsumerHandle[] = [];
+  // One after the other: two consumers of one stream would both create it.
+  for (const events of EVENTS) consumers.push(await consumeForEmbeds(deps, events));
+  return consumers;
+}
+
+function consumeForEmbeds(deps: MediaDeps, events: MessageEvents): Promise<ConsumerHandle> {
+  // Each consumer starts once the bus is there, creating its stream if its owner has not yet.
+  return consumeEvents({
+    ...deps,
+    stream: events.stream,
+    spec: { stream: events.stream.name, durable: events.durable, filter: events.subject, deliverNewOnly: events.deliverNewOnly ?? false },
+    schemas: { [events.subject]: events.schema },
     concurrency: MESSAGES_AT_ONCE,
-    relevant: (event) => linksIn(directText(event).content).length > 0,
-    prepare: (event) => previewLinksOf(deps, directText(event).content),
-    handle: async (event, tx, previews) => {
-      const { id, conversationId } = directText(event);
-      await publishEmbeds(tx, { kind: 'dm', conversationId, messageId: id }, previews);
-    },
+    relevant: (event) => linksToPreview(events.message(event)).length > 0,
+    prepare: (event) => previewLinksOf(deps, linksToPreview(events.message(event))),
+    handle: (event, tx, previews) => publishEmbeds(tx, events.message(event).target, previews),
   });
-  return [channel, dm];
 }

@@ -4,16 +4,40 @@ import { linksIn } from '@chat/messaging';
 import { markPreviewImagesEmbedded } from '../db/preview-images.ts';
 import { type PreviewDeps, previewLink } from './link-previews.ts';
 
-/**
- * The previews of a posted message's links. Called before any transaction opens: the fetches take
- * seconds, and only the cache is read and written meanwhile, a statement at a time. Each link
- * stands alone: one that cannot be previewed is left out, and the others are still answered.
- */
-export async function previewLinksOf(deps: PreviewDeps, content: string): Promise<LinkPreview[]> {
-  const links = linksIn(content);
-  const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link)));
-  return outcomes.flatMap((outcome, i) => (outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason)));
+/** What media reads of a posted or edited message: its text and the previews it shows (by url). */
+export interface MessageLinks {
+  content: string;
+  embeds: readonly { url: string }[];
 }
+
+/**
+ * The links of a message's text that show no preview yet: all of them when it was just posted, the
+ * ones an edit added (or whose preview could not be made before) when it was edited. Empty for the
+ * update its owner publishes after storing previews, unless a link gave none: so storing previews
+ * never starts another round that changes anything.
+ */
+export function linksToPreview(message: MessageLinks): string[] {
+  const shown = new Set(message.embeds.map((embed) => embed.url));
+  return linksIn(message.content).filter((url) => !shown.has(url));
+}
+
+/**
+ * The previews of these links that show something. Called before any transaction opens: the
+ * fetches take seconds, and only the cache is read and written meanwhile, a statement at a time.
+ * Each link stands alone: one that cannot be previewed is left out, and the others are still
+ * answered. A preview with nothing to show (a text or JSON document, a page that names nothing, an
+ * image too large to keep) is left out too, as Discord shows none.
+ */
+export async function previewLinksOf(deps: PreviewDeps, links: readonly string[]): Promise<LinkPreview[]> {
+  const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link)));
+  const previews = outcomes.flatMap((outcome, i) =>
+    outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason),
+  );
+  return previews.filter(showsSomething);
+}
+
+const showsSomething = (preview: LinkPreview): boolean =>
+  [preview.title, preview.description, preview.siteName, preview.imageUrl].some((field) => field !== null && field.trim() !== '');
 
 /**
  * Queues `media.embeds.resolved` for the service that owns the message, when any link gave a

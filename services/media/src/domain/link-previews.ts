@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { LinkPreview } from '@chat/contracts';
 import { AppError, type Logger, withTx } from '@chat/kit';
 import { previewUrlOf } from '@chat/messaging';
-import { decodeBuffer } from 'encoding-sniffer';
+import { decodeBuffer, getEncoding } from 'encoding-sniffer';
 import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
 import { insertMediaFile } from '../db/media-files.ts';
 import { deleteUnusedPreviewImages, insertPreviewImage, reusePreviewImage } from '../db/preview-images.ts';
@@ -87,7 +87,7 @@ interface KeptImage {
 }
 
 async function buildPreview(deps: PreviewDeps, url: string): Promise<{ preview: LinkPreview; image: KeptImage | null }> {
-  const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: PAGE_MAX_BYTES });
+  const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: pageOrImageLimit });
   if (page.status >= 400) throw new AppError(400, `The link answered with status ${page.status}`);
   const mime = mimeOf(page.contentType);
   const empty: LinkPreview = { url, title: null, description: null, siteName: null, imageUrl: null, type: 'link' };
@@ -191,6 +191,11 @@ async function* single(bytes: Buffer): AsyncGenerator<Buffer, void> {
   yield bytes;
 }
 
+/** A direct image link is read up to the limit of a preview image; a page up to its own. */
+function pageOrImageLimit(contentType: string): number {
+  return mimeOf(contentType).startsWith('image/') ? IMAGE_MAX_BYTES : PAGE_MAX_BYTES;
+}
+
 function mimeOf(contentType: string): string {
   return (contentType.split(';')[0] ?? '').trim().toLowerCase();
 }
@@ -200,8 +205,13 @@ function mimeOf(contentType: string): string {
  * algorithm): a byte order mark, then the charset of Content-Type, then a `<meta charset>` or
  * `<meta http-equiv=content-type>` in the first 1024 bytes; UTF-8 when none names an encoding
  * it knows (browsers guess windows-1252 there, but an undeclared page today is mostly UTF-8).
+ * A label of the Encoding standard's "replacement" encoding (iso-2022-kr, hz-gb-2312, ...: encodings
+ * that let a page hide markup from a filter) has no TextDecoder: as that decoder does, the page is one
+ * U+FFFD, which names nothing.
  */
 function decode(body: Buffer, contentType: string): string {
   const charset = /;\s*charset=["']?([^"';\s]+)/i.exec(contentType)?.[1];
-  return decodeBuffer(body, { transportLayerEncodingLabel: charset, defaultEncoding: 'utf-8' });
+  const options = { transportLayerEncodingLabel: charset, defaultEncoding: 'utf-8' };
+  if (getEncoding(body, options) === 'replacement') return body.length > 0 ? '\uFFFD' : '';
+  return decodeBuffer(body, options);
 }

@@ -21,16 +21,27 @@ const PREFERENCE: Record<Exclude<keyof PageMeta, 'oembedUrl'>, string[]> = {
 
 const MAX_FIELD = 1024;
 
-/** Reads the tags of a page with a real HTML parser, forgiving like a browser; the first of each tag wins. */
+/** Where the first `<title>` of the document is, as the parser goes. */
+type TitleState = 'before' | 'inside' | 'done';
+/** Elements whose `<title>` is their own (an SVG icon's tooltip), never the document's. */
+const FOREIGN = new Set(['svg', 'math']);
+
+/**
+ * Reads the tags of a page with a real HTML parser, forgiving like a browser; the first of each tag
+ * wins. The title is the document's first `<title>` outside SVG and MathML, as `document.title`
+ * takes it.
+ */
 export function parsePageMeta(html: string, pageUrl: string): PageMeta {
   const found = new Map<string, string>();
-  let inTitle = false;
+  let titleState: TitleState = 'before';
+  let foreignDepth = 0;
   let title = '';
   let oembed: string | undefined;
   const parser = new Parser(
     {
       onopentag(name, attrs) {
-        if (name === 'title') inTitle = true;
+        if (FOREIGN.has(name)) foreignDepth++;
+        if (name === 'title' && titleState === 'before' && foreignDepth === 0) titleState = 'inside';
         if (name === 'meta') {
           const key = (attrs.property ?? attrs.name ?? '').trim().toLowerCase();
           const content = attrs.content?.trim();
@@ -41,10 +52,11 @@ export function parsePageMeta(html: string, pageUrl: string): PageMeta {
         }
       },
       ontext(text) {
-        if (inTitle) title += text;
+        if (titleState === 'inside') title += text;
       },
       onclosetag(name) {
-        if (name === 'title') inTitle = false;
+        if (FOREIGN.has(name)) foreignDepth = Math.max(0, foreignDepth - 1);
+        if (name === 'title' && titleState === 'inside') titleState = 'done';
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

@@ -33,7 +33,13 @@ export interface FetchedResource {
   truncated: boolean;
 }
 
-export type SafeFetch = (url: string, options: { accept: string; maxBytes: number }) => Promise<FetchedResource>;
+export interface FetchOptions {
+  accept: string;
+  /** How much of the body is read at most: a number, or one chosen by the answer's Content-Type. */
+  maxBytes: number | ((contentType: string) => number);
+}
+
+export type SafeFetch = (url: string, options: FetchOptions) => Promise<FetchedResource>;
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -49,7 +55,7 @@ export const systemConnector: Connector = ({ address, port, tls, servername }) =
  * https only; each host name is resolved once, every address it has must be public, and the
  * connection goes to that checked address (no second lookup, so an answer that changes between
  * lookups changes nothing); every redirect is checked the same way; one deadline for the whole
- * fetch; at most `maxBytes` read.
+ * fetch; at most `maxBytes` read, and only an unencoded body.
  */
 export function createSafeFetch(options: SafeFetcherOptions): SafeFetch {
   const resolve = options.resolve ?? systemResolver;
@@ -68,10 +74,28 @@ export function createSafeFetch(options: SafeFetcherOptions): SafeFetch {
         url = parseFetchable(redirectTarget(location, url));
         continue;
       }
-      const { body, truncated } = await readAtMost(res, maxBytes, signal);
-      return { url: url.href, status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body, truncated };
+      refuseEncoded(res);
+      const contentType = String(res.headers['content-type'] ?? '');
+      const limit = typeof maxBytes === 'number' ? maxBytes : maxBytes(contentType);
+      const { body, truncated } = await readAtMost(res, limit, signal);
+      return { url: url.href, status: res.statusCode ?? 0, contentType, body, truncated };
     }
   };
+}
+
+/**
+ * Refuses a body in a Content-Encoding (gzip, br, ...) although only `identity` was asked for: read as
+ * it is, it would be parsed as an empty page. Decompressing would need its own limit on what comes
+ * out (a small bomb inflates to gigabytes); a server that ignores Accept-Encoding is rare enough to go
+ * without a preview.
+ */
+function refuseEncoded(res: IncomingMessage): void {
+  const encoding = String(res.headers['content-encoding'] ?? 'identity')
+    .trim()
+    .toLowerCase();
+  if (encoding === 'identity' || encoding === '') return;
+  res.destroy();
+  throw new AppError(400, 'The link answered in an encoding that was not asked for');
 }
 
 /** A url the fetcher may try: absolute, http or https, no credentials. */

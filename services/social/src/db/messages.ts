@@ -253,18 +253,27 @@ export async function lockMessage(tx: Queryable, id: string): Promise<LockedMess
   );
 }
 
-/** Stores the link previews media resolved for a message of this conversation; undefined when it is gone. */
+/**
+ * Stores the link previews media resolved for a message of this conversation, and answers it with
+ * who its sending reached, as they are now (post_direct_message's rule: the participants, less those
+ * who blocked the sender, whether or not the sender is still one); undefined when it is gone.
+ */
 export async function setMessageEmbeds(
   tx: Queryable,
   conversationId: string,
   id: string,
   embeds: LinkPreview[],
-): Promise<StoredMessage | undefined> {
-  const row = await maybeOne<MessageRow>(
+): Promise<{ message: StoredMessage; audienceIds: string[] } | undefined> {
+  const row = await maybeOne<MessageRow & { audience_ids: string[] }>(
     tx,
     `WITH m AS (UPDATE direct_messages SET embeds = $3 WHERE id = $1 AND conversation_id = $2 RETURNING *)
-     SELECT ${MESSAGE_COLUMNS} FROM m LEFT JOIN users u ON u.id = m.sender_id`,
+     SELECT ${MESSAGE_COLUMNS},
+       ARRAY(SELECT o.user_id FROM conversation_participants o
+         WHERE o.conversation_id = m.conversation_id
+           AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = o.user_id AND b.blocked_id = m.sender_id)
+         ORDER BY o.user_id) AS audience_ids
+     FROM m LEFT JOIN users u ON u.id = m.sender_id`,
     [id, conversationId, JSON.stringify(embeds)],
   );
-  return row && toMessage(row);
+  return row && { message: toMessage(row), audienceIds: row.audience_ids };
 }

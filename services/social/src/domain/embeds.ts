@@ -1,15 +1,15 @@
 import { type EmbedsResolved, SOCIAL_SUBJECTS } from '@chat/contracts';
 import { enqueueEvent, type Queryable } from '@chat/kit';
-import { previewsOfLinksIn } from '@chat/messaging';
-import { conversationForParticipant } from '../db/conversations.ts';
+import { embedsWithResolved } from '@chat/messaging';
 import { lockMessage, setMessageEmbeds } from '../db/messages.ts';
 
 /**
  * Stores the link previews media resolved for a direct message and announces the message as
- * updated (DM_MESSAGE_UPDATE on the socket) to the same people its sending reached. Media resolves
- * the text the message was sent with; a preview whose link the message no longer has (edited
- * meanwhile) is not stored, so an edit from a bank's link to another never shows the bank's
- * preview. A message deleted meanwhile, or another service's target, changes nothing.
+ * updated (DM_MESSAGE_UPDATE on the socket) to those its sending reached who are still in the
+ * conversation (the sender too, unless they left). Media resolves the links of the text as sent or
+ * edited; a preview whose link the message no longer has (edited meanwhile) is not stored, so an
+ * edit from a bank's link to another never shows the bank's preview. Previews that change nothing,
+ * a message deleted meanwhile, or another service's target, change nothing and announce nothing.
  */
 export async function storeDirectEmbeds(tx: Queryable, resolved: EmbedsResolved): Promise<void> {
   if (resolved.target.kind !== 'dm') return;
@@ -17,11 +17,9 @@ export async function storeDirectEmbeds(tx: Queryable, resolved: EmbedsResolved)
   // Locked: an edit waits for this, or this reads the edited text.
   const current = await lockMessage(tx, messageId);
   if (current?.conversationId !== conversationId) return;
-  const embeds = previewsOfLinksIn(current.content, resolved.embeds);
-  if (embeds.length === 0) return;
-  const message = await setMessageEmbeds(tx, conversationId, messageId, embeds);
-  if (!message) return;
-  const access = await conversationForParticipant(tx, conversationId, message.senderId);
-  const participantIds = access?.audienceIds ?? [message.senderId];
-  await enqueueEvent(tx, SOCIAL_SUBJECTS.dmUpdated, { message, participantIds });
+  const embeds = embedsWithResolved(current.content, current.embeds, resolved.embeds);
+  if (!embeds) return;
+  const stored = await setMessageEmbeds(tx, conversationId, messageId, embeds);
+  if (!stored) return;
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.dmUpdated, { message: stored.message, participantIds: stored.audienceIds });
 }
