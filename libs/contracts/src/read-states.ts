@@ -36,16 +36,10 @@ export type ReadState = z.infer<typeof ReadState>;
 export const NotificationLevel = z.enum(['all', 'mentions', 'none']);
 export type NotificationLevel = z.infer<typeof NotificationLevel>;
 
-/**
- * An id as every record writes it, in lower case: a UUID is matched as text where it is a key (a
- * channel's level in jsonb) or echoed back, so one written in upper case would name nothing.
- */
-const CanonicalId = Id.transform((id) => id.toLowerCase());
-
 /** At most this many channels carry a level of their own in one server's settings. */
 export const MAX_CHANNEL_LEVELS = 500;
 const ChannelLevels = z
-  .record(CanonicalId, NotificationLevel)
+  .record(Id, NotificationLevel)
   .refine((c) => Object.keys(c).length <= MAX_CHANNEL_LEVELS, { error: `at most ${MAX_CHANNEL_LEVELS} channels` });
 
 /**
@@ -109,13 +103,21 @@ export type NotificationFeed = z.infer<typeof NotificationFeed>;
 export const NotificationsAcked = z
   .object({ unreadCount: z.number().int().min(0), lastReadId: Id.nullable() })
   .meta({ id: 'NotificationsAcked' });
+export type NotificationsAcked = z.infer<typeof NotificationsAcked>;
+
+/**
+ * Feed entries that left the feed (their message deleted, the mention edited out, a server or group
+ * left, a friend request ended). `ids` are every entry one change removed, of all the users it
+ * touched: each mention batch has its own id, so one change may remove several.
+ */
+export const NotificationsDeleted = z.object({ ids: z.array(Id).min(1) }).meta({ id: 'NotificationsDeleted' });
 
 // ---- Bodies, queries, params ----
 
 /** Only forwards: an id older than the one stored changes nothing. */
 export const AckBody = z.object({ messageId: Id });
 export const AckChannelParams = z.object({ channelId: Id });
-export const SettingsParams = z.object({ serverId: CanonicalId });
+export const SettingsParams = z.object({ serverId: Id });
 
 /** Replaces the server's settings: a missing `muteUntil` unmutes, missing `channels` clears their levels. */
 export const PutNotificationSettingsBody = z.object({
@@ -162,17 +164,30 @@ export const ReadStateUpdatedEvent = z.object({ userId: Id, readState: ReadState
 /** `social.notification.created`: one entry, the same for every user named (NOTIFICATION_CREATE). */
 export const NotificationCreatedEvent = z.object({ notification: Notification, userIds: z.array(Id).min(1) });
 export type NotificationCreatedEvent = z.infer<typeof NotificationCreatedEvent>;
+/** `social.notifications.acked`: the user's feed mark moved; their other sessions follow (NOTIFICATIONS_ACK, the REST answer). */
+export const NotificationsAckedEvent = NotificationsAcked.extend({ userId: Id });
+/**
+ * `social.notifications.deleted`: one change removed these entries from these users' feeds
+ * (NOTIFICATION_DELETE). One event per change, not per user nor per id: a message deleted in
+ * a server of 10,000 mentioned members is one outbox row; a client drops the ids it holds and
+ * ignores the others (ids of entries of the same message, which name nothing it may fetch).
+ */
+export const NotificationsDeletedEvent = NotificationsDeleted.extend({ userIds: z.array(Id).min(1) });
 
 export const READ_STATE_SUBJECTS = {
   messageMentioned: 'guilds.message.mentioned',
   readStateUpdated: 'social.readstate.updated',
   notificationCreated: 'social.notification.created',
+  notificationsAcked: 'social.notifications.acked',
+  notificationsDeleted: 'social.notifications.deleted',
 } as const;
 
 export const READ_STATE_EVENTS = {
   [READ_STATE_SUBJECTS.messageMentioned]: MessageMentionedEvent,
   [READ_STATE_SUBJECTS.readStateUpdated]: ReadStateUpdatedEvent,
   [READ_STATE_SUBJECTS.notificationCreated]: NotificationCreatedEvent,
+  [READ_STATE_SUBJECTS.notificationsAcked]: NotificationsAckedEvent,
+  [READ_STATE_SUBJECTS.notificationsDeleted]: NotificationsDeletedEvent,
 } as const;
 
 // ---- Request/reply ----
@@ -188,3 +203,22 @@ export const MAX_VISIBILITY_QUESTION = 1000;
 export const VisibleChannelsRequest = z.object({ userId: Id, channelIds: z.array(Id).max(MAX_VISIBILITY_QUESTION) });
 export const VisibleChannelsReply = z.object({ channelIds: z.array(Id) });
 export const VisibleChannelsRpc = defineRpc('rpc.guilds.channels.visible', VisibleChannelsRequest, VisibleChannelsReply);
+
+/**
+ * `rpc.guilds.channel.ackable`: may the user mark this channel read at this message? `viewable`:
+ * the user may VIEW the channel now (as rpc.guilds.channels.visible answers); `holdsMessage`: the
+ * message is one of the channel's, not deleted (a voice channel holds none). Social keeps no record
+ * of which channel a message is in, so a mark at another channel's id would read past unseen ones.
+ */
+export const AckableRequest = z.object({ userId: Id, channelId: Id, messageId: Id });
+export const AckableReply = z.object({ viewable: z.boolean(), holdsMessage: z.boolean() });
+export type AckableReply = z.infer<typeof AckableReply>;
+export const AckableRpc = defineRpc('rpc.guilds.channel.ackable', AckableRequest, AckableReply);
+
+/**
+ * `rpc.guilds.server.channels.among`: which of these ids are channels of this server (for the
+ * channel levels of notification settings)? One question for all of them; the rest are absent.
+ */
+export const ServerChannelsAmongRequest = z.object({ serverId: Id, channelIds: z.array(Id).max(MAX_VISIBILITY_QUESTION) });
+export const ServerChannelsAmongReply = z.object({ channelIds: z.array(Id) });
+export const ServerChannelsAmongRpc = defineRpc('rpc.guilds.server.channels.among', ServerChannelsAmongRequest, ServerChannelsAmongReply);

@@ -8,7 +8,7 @@ import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import { ChosenStatus, SeenStatus } from './presence.ts';
-import { Notification, READ_STATE_SUBJECTS, ReadState } from './read-states.ts';
+import { Notification, NotificationsAcked, NotificationsDeleted, READ_STATE_SUBJECTS, ReadState } from './read-states.ts';
 import { PendingFriendRequest, SelfUser } from './records.ts';
 import { defineRpc } from './rpc.ts';
 import {
@@ -260,6 +260,8 @@ export const DISPATCH_NAMES = {
   [REALTIME_SUBJECTS.conversationTyping]: 'TYPING_START',
   [READ_STATE_SUBJECTS.readStateUpdated]: 'READ_STATE_UPDATE',
   [READ_STATE_SUBJECTS.notificationCreated]: 'NOTIFICATION_CREATE',
+  [READ_STATE_SUBJECTS.notificationsAcked]: 'NOTIFICATIONS_ACK',
+  [READ_STATE_SUBJECTS.notificationsDeleted]: 'NOTIFICATION_DELETE',
 } as const;
 export type DispatchName = (typeof DISPATCH_NAMES)[keyof typeof DISPATCH_NAMES] | 'READY' | 'RESUMED';
 
@@ -329,6 +331,9 @@ export const DISPATCH_PAYLOADS = {
   TYPING_START: TypingStartData,
   READ_STATE_UPDATE: ReadState,
   NOTIFICATION_CREATE: Notification,
+  // The REST answer of POST /v1/notifications/ack; the user alone receives it, so no `userId`.
+  NOTIFICATIONS_ACK: NotificationsAcked,
+  NOTIFICATION_DELETE: NotificationsDeleted,
 } satisfies Record<DispatchName, z.ZodType>;
 
 /** What each dispatch's `d` holds, as the gateway sends it (clients type their handlers with it). */

@@ -1,5 +1,5 @@
-import { DEFAULT_EVERYONE_PERMISSIONS, MENTION_BATCH_SIZE, Permission, toMask, VisibleChannelsRpc } from '@chat/contracts';
-import { requestRpc } from '@chat/kit';
+import { DEFAULT_EVERYONE_PERMISSIONS, MENTION_BATCH_SIZE, Permission, PresenceSeenRpc, toMask, VisibleChannelsRpc } from '@chat/contracts';
+import { requestRpc, serveRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MENTIONS_CONSUMER } from '../src/bus/mentions.ts';
 import { newId, startGuilds, until } from './harness.ts';
@@ -136,6 +136,24 @@ describe('resolved mentions', () => {
     const reached = batches.flatMap((b) => b.userIds);
     expect(new Set(reached).size).toBe(reached.length);
     expect(reached.sort()).toEqual([...crowd, alice, bob, dave].sort());
+  });
+});
+
+describe('@here', () => {
+  it('reaches only the members online as others see them; @everyone (also beside @here) reaches all', async () => {
+    // The gateway as guilds asks it: alice online, bob idle, dave offline (or invisible: the same to others).
+    serveRpc(g.runtime.bus, g.runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
+      statuses: Object.fromEntries(userIds.map((id) => [id, id === alice ? 'online' : id === bob ? 'idle' : 'offline'] as const)),
+    }));
+    await g.runtime.bus.nc.flush();
+    const here = await post(owner, '@here standup in 5');
+    expect(here.mentions.everyone).toBe(true);
+    expect(byVia(await mentionsOf(here.id))).toEqual({ everyone: [alice, bob].sort() });
+    const both = await post(owner, '@here and @everyone');
+    expect(byVia(await mentionsOf(both.id)).everyone).toEqual(expect.arrayContaining([alice, bob, dave]));
+    // A direct mention reaches its user whether online or not.
+    const named = await post(owner, `@here <@${dave}>`);
+    expect(byVia(await mentionsOf(named.id))).toEqual({ user: [dave], everyone: [alice, bob].sort() });
   });
 });
 

@@ -1,14 +1,19 @@
-import { MemberCheckRpc, STREAMS, VisibleChannelsRpc } from '@chat/contracts';
+import { AckableRpc, MESSAGES_SUBJECTS, MemberCheckRpc, ServerChannelsAmongRpc, STREAMS, VisibleChannelsRpc } from '@chat/contracts';
 import { type ConsumerHandle, ensureStream, notFound, serveRpc } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import { type ApplyEvent, type ConsumerName, consumeForReadStates, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
 import type { Harness } from './harness.ts';
 
+type ChannelKind = 'text' | 'voice';
+
 /**
  * What the read-state and notification tests add to the social harness: social's consumers of
  * them, guilds as far as social sees it (events on the real GUILDS stream of the test's namespace,
- * an answer to rpc.guilds.channels.visible from a table of who may view what, and one to
- * rpc.guilds.member.check from a table of each server's members: a server with none is unknown).
+ * an answer to rpc.guilds.channels.visible from a table of who may view what, one to
+ * rpc.guilds.member.check from a table of each server's members: a server with none is unknown,
+ * one to rpc.guilds.server.channels.among from a table of channels: any other id is a channel of a
+ * server no test names, and one to rpc.guilds.channel.ackable from the messages published here:
+ * a message is in the channel its guilds.message.created named, until its guilds.message.deleted).
  */
 export async function withReadStates(h: Harness) {
   await ensureStream(h.runtime.bus, STREAMS.guilds);
@@ -32,6 +37,22 @@ export async function withReadStates(h: Harness) {
     if (!of) throw notFound('Server');
     return { isMember: of.has(userId.toLowerCase()), isOwner: false };
   });
+  /** Each channel's server and type, as guilds would answer them. */
+  const channels = new Map<string, { serverId: string; channelType: ChannelKind }>();
+  serveRpc(h.runtime.bus, h.runtime.log, ServerChannelsAmongRpc, async ({ serverId, channelIds }) => ({
+    channelIds: channelIds.filter((id) => channels.get(id)?.serverId === serverId),
+  }));
+  /** Each published channel message's channel, while it is not deleted. */
+  const messageChannels = new Map<string, string>();
+  serveRpc(h.runtime.bus, h.runtime.log, AckableRpc, async ({ userId, channelId, messageId }) => ({
+    viewable: !hidden.has(`${userId}:${channelId}`) && !deletedChannels.has(channelId),
+    holdsMessage: messageChannels.get(messageId) === channelId,
+  }));
+  const learnMessage = (subject: string, data: unknown) => {
+    const message = data as { id: string; channelId: string };
+    if (subject === MESSAGES_SUBJECTS.messageCreated) messageChannels.set(message.id, message.channelId);
+    if (subject === MESSAGES_SUBJECTS.messageDeleted) messageChannels.delete(message.id);
+  };
   const questions: string[][] = [];
   const sub = h.runtime.bus.nc.subscribe(h.runtime.bus.subject(VisibleChannelsRpc.subject), {
     callback: (_err, msg) => {
@@ -48,6 +69,11 @@ export async function withReadStates(h: Harness) {
       members.set(serverId, (members.get(serverId) ?? new Set()).add(user.id));
       return user;
     },
+    /** Guilds has this channel in this server (text unless said). */
+    channel(channelId: string, serverId: string, channelType: ChannelKind = 'text'): string {
+      channels.set(channelId, { serverId, channelType });
+      return channelId;
+    },
     /** `user` is no member (left, kicked); the server stays known. */
     left(user: { id: string }, serverId: string) {
       members.get(serverId)?.delete(user.id);
@@ -60,6 +86,7 @@ export async function withReadStates(h: Harness) {
     questions,
     /** Publishes an event as its owner's relay would (GUILDS or SOCIAL stream by its subject). */
     async publish(subject: string, data: unknown, occurredAt = new Date().toISOString()) {
+      learnMessage(subject, data);
       const envelope = { id: uuidv7(), subject, occurredAt, data };
       await h.runtime.bus.js.publish(h.runtime.bus.subject(subject), JSON.stringify(envelope), { msgID: envelope.id });
       return envelope;

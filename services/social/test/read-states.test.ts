@@ -192,7 +192,7 @@ describe('notification settings decide what counts as a mention', () => {
     const fresh = await h.call(carol, 'GET', `/v1/users/@me/notification-settings/${serverId}`);
     expect(fresh.status).toBe(200);
     expect(fresh.body).toEqual({ serverId, level: 'all', muteUntil: null, channels: {} });
-    const channelId = uuidv7();
+    const channelId = rs.channel(uuidv7(), serverId);
     const saved = await put(carol, { level: 'mentions', muteUntil: '2999-01-01T00:00:00.000Z', channels: { [channelId]: 'none' } });
     expect(saved.status).toBe(200);
     expect(saved.body).toEqual({ serverId, level: 'mentions', muteUntil: '2999-01-01T00:00:00.000Z', channels: { [channelId]: 'none' } });
@@ -231,7 +231,7 @@ describe('notification settings decide what counts as a mention', () => {
 
   it('a channel level given with an upper-case id applies to that channel: ids are stored and answered in lower case', async () => {
     const carol = rs.joined(await h.addUser(), serverId);
-    const [quiet, loud] = [uuidv7(), uuidv7()];
+    const [quiet, loud] = [rs.channel(uuidv7(), serverId), rs.channel(uuidv7(), serverId)];
     const saved = await put(carol, { level: 'all', channels: { [quiet.toUpperCase()]: 'none', [loud.toUpperCase()]: 'mentions' } });
     expect(saved).toEqual({
       status: 200,
@@ -267,7 +267,7 @@ describe('notification settings decide what counts as a mention', () => {
       ]);
       await pool.query(`INSERT INTO notification_settings (user_id, server_id, level) VALUES ($1, $2, 'none')`, [user, uuidv7()]);
 
-      expect(await migrate(pool, migrations)).toEqual(['service/0012_notification_settings.sql']);
+      expect((await migrate(pool, migrations))[0]).toBe('service/0012_notification_settings.sql');
       const { rows } = await pool.query('SELECT channels FROM notification_settings WHERE user_id = $1 ORDER BY server_id = $2 DESC', [
         user,
         server,
@@ -282,7 +282,7 @@ describe('notification settings decide what counts as a mention', () => {
 
   it("a channel's own level wins over the server's", async () => {
     const carol = rs.joined(await h.addUser(), serverId);
-    const [quiet, loud] = [uuidv7(), uuidv7()];
+    const [quiet, loud] = [rs.channel(uuidv7(), serverId), rs.channel(uuidv7(), serverId)];
     expect((await put(carol, { level: 'none', channels: { [quiet]: 'none', [loud]: 'mentions' } })).status).toBe(200);
     await posted(quiet, bob, { user: [carol] });
     await posted(loud, bob, { user: [carol] });

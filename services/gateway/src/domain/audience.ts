@@ -281,10 +281,12 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
         return just([data.userId]);
       case AUTH_SUBJECTS.userUpdated:
         return just(acquaintances(data.id, { self: true }));
-      // A read state and a notification are the user's own: every session of theirs, nobody else.
+      // A read state and the feed (its entries, its read mark) are the user's own: every session of theirs, nobody else.
       case READ_STATE_SUBJECTS.readStateUpdated:
+      case READ_STATE_SUBJECTS.notificationsAcked:
         return just([data.userId]);
       case READ_STATE_SUBJECTS.notificationCreated:
+      case READ_STATE_SUBJECTS.notificationsDeleted:
         return just(data.userIds);
       default:
         return just([]);

@@ -17,7 +17,7 @@ export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }):
     // The kit parsed the payload by its contract before asking: no second parse on every post.
     relevant: (event) => mayMention(event.data as z.output<typeof MessageEventData>),
     handle: async (event, tx) => {
-      await publishMentions(tx, MessageEventData.parse(event.data));
+      await publishMentions(options, tx, MessageEventData.parse(event.data));
     },
   });
 }

@@ -1,9 +1,11 @@
 import {
+  AckableRpc,
   ChannelGetRpc,
   ChannelPermissionsRpc,
   ChannelViewersRpc,
   MemberCheckRpc,
   MembersPageRpc,
+  ServerChannelsAmongRpc,
   ServerMembersRpc,
   ServersPageRpc,
   SharedServersRpc,
@@ -17,10 +19,12 @@ import { viewableAmong } from '../domain/access.ts';
 import { channelViewers, comembersOf, serverMembers, serversOfUser } from '../domain/audience.ts';
 import type { Domain } from '../domain/context.ts';
 import {
+  ackableAt,
   channelPermissionsOf,
   channelRecord,
   memberCheck,
   membersPage,
+  serverChannelsAmong,
   serversPage,
   sharedServers,
   voiceAccessOf,
@@ -32,6 +36,9 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
   serveRpc(bus, log, SharedServersRpc, ({ userId, otherUserIds }) => sharedServers(d, userId, otherUserIds));
   serveRpc(bus, log, ChannelPermissionsRpc, ({ channelId, userId }) => channelPermissionsOf(d, channelId, userId));
   serveRpc(bus, log, ChannelGetRpc, ({ channelId }) => channelRecord(d, channelId));
+  // Social's channel ack and notification settings: the channel and its message, the server's channels.
+  serveRpc(bus, log, AckableRpc, ({ userId, channelId, messageId }) => ackableAt(d, userId, channelId, messageId));
+  serveRpc(bus, log, ServerChannelsAmongRpc, ({ serverId, channelIds }) => serverChannelsAmong(d, serverId, channelIds));
   serveRpc(bus, log, VoiceAccessRpc, ({ channelId, userId }) => voiceAccessOf(d, channelId, userId));
   // Auth's read-model of servers and members, when it starts after GUILDS dropped its oldest events.
   serveRpc(bus, log, ServersPageRpc, ({ after, limit }) => serversPage(d, after, limit));

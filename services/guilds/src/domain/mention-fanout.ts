@@ -5,8 +5,8 @@ import {
   type MessageMentionedEvent,
   READ_STATE_SUBJECTS,
 } from '@chat/contracts';
-import { enqueueEvent, type Queryable } from '@chat/kit';
-import { excerptOf, isWritten } from '@chat/messaging';
+import { type Bus, enqueueEvent, type Queryable, seenStatuses } from '@chat/kit';
+import { excerptOf, isWritten, withoutCode } from '@chat/messaging';
 import type { z } from 'zod';
 import { lockMentionSource, mentionNames } from '../db/messages.ts';
 import { viewersAmong } from './audience.ts';
@@ -15,9 +15,11 @@ import { viewersAmong } from './audience.ts';
  * The mentions of a posted channel message, resolved after its commit (a consumer of guilds'
  * own `guilds.message.created`, never on the request path): who is named, reached through a role,
  * @everyone/@here (already allowed or not when posting), or replied to, and may view the channel
- * now by the permission function of REST. Published as `guilds.message.mentioned` events of at
- * most MENTION_BATCH_SIZE users each, through the outbox of the consumer's transaction: an
- * @everyone in a server of 10,000 members is one members query and 20 outbox rows.
+ * now by the permission function of REST; through an @here only those of them online as others
+ * see them (asked of the gateway: rpc.gateway.presence.seen; invisible is offline). Published as
+ * `guilds.message.mentioned` events of at most MENTION_BATCH_SIZE users each, through the outbox
+ * of the consumer's transaction: an @everyone in a server of 10,000 members is one members query
+ * and 20 outbox rows.
  */
 
 type PostedMessage = z.output<typeof MessageEventData>;
@@ -36,7 +38,22 @@ export function mayMention(message: Pick<PostedMessage, 'mentions' | 'replyToId'
   return mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0 || Boolean(message.replyToId);
 }
 
-export async function publishMentions(tx: Queryable, message: PostedMessage, requestId?: string): Promise<number> {
+/**
+ * Whether the message's @everyone/@here is an @here alone: Discord's @here reaches only the members
+ * online. `mentions.everyone` stands for either, so the text (code left out, as when parsing) tells.
+ */
+export function reachesOnlineOnly(message: Pick<PostedMessage, 'mentions' | 'content'>): boolean {
+  return message.mentions.everyone && !/@everyone\b/.test(withoutCode(message.content));
+}
+
+/** Of these users, those online as others see them (no answer from the gateway: nobody, as the kit's presence rule says). */
+async function onlineAmong(bus: Bus, userIds: string[], requestId?: string): Promise<string[]> {
+  if (userIds.length === 0) return [];
+  const statusOf = await seenStatuses(bus, userIds, requestId);
+  return userIds.filter((id) => statusOf(id) !== 'offline');
+}
+
+export async function publishMentions(deps: { bus: Bus }, tx: Queryable, message: PostedMessage, requestId?: string): Promise<number> {
   const { mentions } = message;
   if (!mayMention(message)) return 0;
   const source = await lockMentionSource(tx, message.id);
@@ -55,6 +72,7 @@ export async function publishMentions(tx: Queryable, message: PostedMessage, req
     if (group) group.push(member.userId);
     else groups.set(via, [member.userId]);
   }
+  if (reachesOnlineOnly(message)) groups.set('everyone', await onlineAmong(deps.bus, groups.get('everyone') ?? [], requestId));
   const excerpt = excerptOf(message.content, await mentionNames(tx, mentions.users, mentions.roles));
   let published = 0;
   for (const via of VIA_ORDER) {

@@ -1,4 +1,5 @@
 import type {
+  AckableReply,
   Channel,
   ChannelPermissionsReply,
   MemberCheckReply,
@@ -9,10 +10,11 @@ import type {
 } from '@chat/contracts';
 import { Permission, toMask } from '@chat/contracts';
 import { notFound } from '@chat/kit';
-import { findChannel } from '../db/channels.ts';
+import { findChannel, findChannels } from '../db/channels.ts';
 import { listMemberships, usersSharingAServer } from '../db/members.ts';
+import { findMessage } from '../db/messages.ts';
 import { listServerOwners } from '../db/servers.ts';
-import { loadChannelAccess, loadServerAccess } from './access.ts';
+import { loadChannelAccess, loadServerAccess, viewableAmong } from './access.ts';
 import type { Domain } from './context.ts';
 import { has } from './permissions.ts';
 import { isConnectedTo } from './voice.ts';
@@ -40,6 +42,22 @@ export async function channelRecord(d: Domain, channelId: string): Promise<Chann
   const channel = await findChannel(d.pool, channelId);
   if (!channel) throw notFound('Channel');
   return channel;
+}
+
+/**
+ * Whether the user may mark the channel read at this message (social's channel ack): they may view
+ * the channel now, by the same function as rpc.guilds.channels.visible, and the message is one of
+ * its own, not deleted. A voice channel holds none.
+ */
+export async function ackableAt(d: Domain, userId: string, channelId: string, messageId: string): Promise<AckableReply> {
+  const [visible, message] = await Promise.all([viewableAmong(d.pool, userId, [channelId]), findMessage(d.pool, channelId, messageId)]);
+  return { viewable: visible.length > 0, holdsMessage: message !== undefined };
+}
+
+/** Which of these ids are channels of this server (social's per-channel notification levels): one query for all. */
+export async function serverChannelsAmong(d: Domain, serverId: string, channelIds: string[]): Promise<{ channelIds: string[] }> {
+  const channels = await findChannels(d.pool, [...new Set(channelIds)]);
+  return { channelIds: channels.filter((c) => c.serverId === serverId).map((c) => c.id) };
 }
 
 export async function voiceAccessOf(d: Domain, channelId: string, userId: string): Promise<VoiceAccessReply> {

@@ -13,6 +13,8 @@ import {
   MessageEventData,
   MessageMentionedEvent,
   READ_STATE_SUBJECTS,
+  Role,
+  RoleDeletedEventData,
   ServerDeletedEventData,
   SOCIAL_SUBJECTS,
   STREAMS,
@@ -29,6 +31,7 @@ import {
 } from '@chat/kit';
 import {
   callEnded,
+  channelMessageDeleted,
   channelMessageEdited,
   directMessageDeleted,
   directMessageEdited,
@@ -37,10 +40,12 @@ import {
   friendRequested,
   joinRequestReviewed,
   messageMentioned,
+  roleDeleted,
+  roleNamed,
   serverDeleted,
   serverLeft,
 } from '../domain/notifications.ts';
-import { channelMessageDeleted, channelMessagesPosted, directMessagesSent } from '../domain/read-states.ts';
+import { channelMessagesPosted, directMessagesSent } from '../domain/read-states.ts';
 
 /**
  * Read states and the notification feed, built from events: guilds' channel messages (posts,
@@ -64,6 +69,8 @@ export const READ_STATE_CONSUMERS = {
   serverMembers: { stream: STREAMS.guilds, durable: 'social-server-members', filter: GUILDS_SUBJECTS.memberLeft },
   // A deleted server's notification settings go with it (nothing else would ever clean them up).
   servers: { stream: STREAMS.guilds, durable: 'social-servers', filter: GUILDS_SUBJECTS.serverDeleted },
+  // Role names, for the excerpt of an edited message that mentions a role.
+  roles: { stream: STREAMS.guilds, durable: 'social-role-names', filter: 'guilds.role.*' },
   friends: { stream: STREAMS.social, durable: 'social-friend-notifications', filter: 'social.friend.*' },
   directMessages: { stream: STREAMS.social, durable: 'social-dm-notifications', filter: 'social.dm.*', batch: 100 },
   calls: { stream: STREAMS.social, durable: 'social-call-notifications', filter: CALL_SUBJECTS.ended },
@@ -102,6 +109,12 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
   servers: {
     [GUILDS_SUBJECTS.serverDeleted]: (tx, e) => serverDeleted(tx, ServerDeletedEventData.parse(e.data)),
+  },
+  roles: {
+    [GUILDS_SUBJECTS.roleCreated]: (tx, e) => roleNamed(tx, Role.parse(e.data), e.occurredAt),
+    [GUILDS_SUBJECTS.roleUpdated]: (tx, e) => roleNamed(tx, Role.parse(e.data), e.occurredAt),
+    [GUILDS_SUBJECTS.roleShifted]: (tx, e) => roleNamed(tx, Role.parse(e.data), e.occurredAt),
+    [GUILDS_SUBJECTS.roleDeleted]: (tx, e) => roleDeleted(tx, RoleDeletedEventData.parse(e.data)),
   },
   joinRequests: {
     [GUILDS_SUBJECTS.joinRequestReviewed]: (tx, e) => joinRequestReviewed(tx, JoinRequest.parse(e.data), e.occurredAt),

@@ -1,4 +1,4 @@
-import type { MentionVia, Notification, NotificationLevel, NotificationSettings } from '@chat/contracts';
+import type { MentionVia, MessageMentions, Notification, NotificationLevel, NotificationSettings } from '@chat/contracts';
 import { exec, many, maybeOne, type Queryable } from '@chat/kit';
 
 /** The notification feed, its read mark and the notification settings (migration 0008). */
@@ -35,14 +35,31 @@ const toNotification = (r: NotificationRow): Notification => ({
   read: r.read,
 });
 
-/** Adds one entry, with the same id, to each user's feed. */
-export async function insertNotification(tx: Queryable, userIds: string[], n: NewNotification): Promise<void> {
+/**
+ * Adds one entry, with the same id, to each user's feed; `arrivedRead` for users who had already
+ * read past its message (it shows as read and counts nowhere).
+ */
+export async function insertNotification(tx: Queryable, userIds: string[], n: NewNotification, arrivedRead = false): Promise<void> {
   await exec(
     tx,
-    `INSERT INTO notifications (user_id, id, kind, via, actor_id, server_id, channel_id, conversation_id, message_id, call_id, excerpt, created_at)
-     SELECT u, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM unnest($1::uuid[]) AS u
+    `INSERT INTO notifications (user_id, id, kind, via, actor_id, server_id, channel_id, conversation_id, message_id, call_id, excerpt, created_at, arrived_read)
+     SELECT u, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 FROM unnest($1::uuid[]) AS u
      ON CONFLICT DO NOTHING`,
-    [userIds, n.id, n.kind, n.via, n.actorId, n.serverId, n.channelId, n.conversationId, n.messageId, n.callId, n.excerpt, n.createdAt],
+    [
+      userIds,
+      n.id,
+      n.kind,
+      n.via,
+      n.actorId,
+      n.serverId,
+      n.channelId,
+      n.conversationId,
+      n.messageId,
+      n.callId,
+      n.excerpt,
+      n.createdAt,
+      arrivedRead,
+    ],
   );
 }
 
@@ -65,7 +82,7 @@ export async function feedPage(
   const rows = await many<NotificationRow>(
     db,
     `SELECT n.id, n.kind, n.via, n.actor_id, n.server_id, n.channel_id, n.conversation_id, n.message_id, n.call_id, n.excerpt,
-       n.created_at, (r.last_read_id IS NOT NULL AND n.id <= r.last_read_id) AS read
+       n.created_at, (n.arrived_read OR (r.last_read_id IS NOT NULL AND n.id <= r.last_read_id)) AS read
      FROM notifications n LEFT JOIN notification_reads r ON r.user_id = n.user_id
      WHERE n.user_id = $1 AND ($2::uuid IS NULL OR n.id < $2)
        AND (n.channel_id IS NULL OR n.channel_id <> ALL($4::uuid[])) AND ${STILL_PARTICIPANT}
@@ -87,40 +104,57 @@ export async function feedUnread(
   const rows = await many<{ channel_id: string | null; count: number }>(
     db,
     `SELECT n.channel_id, count(*)::int AS count FROM notifications n
-     WHERE n.user_id = $1 AND ($2::uuid IS NULL OR n.id > $2) AND ${STILL_PARTICIPANT}
+     WHERE n.user_id = $1 AND ($2::uuid IS NULL OR n.id > $2) AND NOT n.arrived_read AND ${STILL_PARTICIPANT}
      GROUP BY n.channel_id`,
     [userId, mark?.last_read_id ?? null],
   );
   return { lastReadId: mark?.last_read_id ?? null, unread: rows.map((r) => ({ channelId: r.channel_id, count: r.count })) };
 }
 
-/** Moves the feed's read mark forwards only. */
 /** Whether the user's feed has an entry at or after `id` (a mark past every entry would hide later ones). */
 export async function feedReaches(db: Queryable, userId: string, id: string): Promise<boolean> {
   return (await maybeOne(db, 'SELECT 1 FROM notifications WHERE user_id = $1 AND id >= $2 LIMIT 1', [userId, id])) !== undefined;
 }
 
-export async function advanceFeedMark(tx: Queryable, userId: string, until: string): Promise<void> {
-  await exec(
+/** Moves the feed's read mark forwards only; answers whether it moved. */
+export async function advanceFeedMark(tx: Queryable, userId: string, until: string): Promise<boolean> {
+  const moved = await maybeOne(
     tx,
     `INSERT INTO notification_reads (user_id, last_read_id) VALUES ($1, $2)
-     ON CONFLICT (user_id) DO UPDATE SET last_read_id = GREATEST(notification_reads.last_read_id, EXCLUDED.last_read_id)`,
+     ON CONFLICT (user_id) DO UPDATE SET last_read_id = EXCLUDED.last_read_id WHERE notification_reads.last_read_id < EXCLUDED.last_read_id
+     RETURNING 1`,
     [userId, until],
   );
+  return moved !== undefined;
+}
+
+/** Entries one change removed from the feeds: their ids and whose they were, each once. */
+export type RemovedEntries = { ids: string[]; userIds: string[] };
+
+async function deleteEntries(tx: Queryable, where: string, params: unknown[]): Promise<RemovedEntries> {
+  const rows = await many<{ id: string; user_id: string }>(tx, `DELETE FROM notifications WHERE ${where} RETURNING id, user_id`, params);
+  return { ids: [...new Set(rows.map((r) => r.id))], userIds: [...new Set(rows.map((r) => r.user_id))] };
 }
 
 /** A friend request that ended unanswered (cancelled, declined, or by a block) leaves the feed, either way round. */
-export async function forgetFriendRequestNotifications(tx: Queryable, a: string, b: string): Promise<void> {
-  await exec(
-    tx,
-    `DELETE FROM notifications WHERE kind = 'friend_request' AND ((user_id = $1 AND actor_id = $2) OR (user_id = $2 AND actor_id = $1))`,
-    [a, b],
-  );
+export function forgetFriendRequestNotifications(tx: Queryable, a: string, b: string): Promise<RemovedEntries> {
+  return deleteEntries(tx, `kind = 'friend_request' AND ((user_id = $1 AND actor_id = $2) OR (user_id = $2 AND actor_id = $1))`, [a, b]);
 }
 
 /** A deleted message leaves every feed. */
-export async function forgetNotificationsOf(tx: Queryable, messageId: string): Promise<void> {
-  await exec(tx, 'DELETE FROM notifications WHERE message_id = $1', [messageId]);
+export function forgetNotificationsOf(tx: Queryable, messageId: string): Promise<RemovedEntries> {
+  return deleteEntries(tx, 'message_id = $1', [messageId]);
+}
+
+/**
+ * An edited channel message's mention entries that its mentions now no longer make, deleted. Social
+ * does not know who a role reaches, so while the message still names a role (or @everyone) every
+ * mention entry stays; otherwise only the users it names keep theirs. Replies stay: an edit keeps
+ * what the message answers.
+ */
+export async function forgetUnmadeMentions(tx: Queryable, messageId: string, mentions: MessageMentions): Promise<RemovedEntries> {
+  if (mentions.everyone || mentions.roles.length > 0) return { ids: [], userIds: [] };
+  return deleteEntries(tx, `message_id = $1 AND kind = 'mention' AND user_id <> ALL($2::uuid[])`, [messageId, mentions.users]);
 }
 
 /** An edited message's entries show its new start (an edit that removes text leaves none of it behind). */
@@ -132,17 +166,17 @@ export async function setExcerptOf(tx: Queryable, messageId: string, excerpt: st
  * A user who left a server (left, kicked or banned) keeps no entry of its channels from before
  * `until` (a later rejoin's entries stay, whichever consumer applies its event first).
  */
-export async function forgetServerChannelNotifications(tx: Queryable, userId: string, serverId: string, until: string): Promise<void> {
-  await exec(
-    tx,
-    `DELETE FROM notifications WHERE user_id = $1 AND server_id = $2 AND channel_id IS NOT NULL AND created_at <= $3::timestamptz`,
-    [userId, serverId, until],
-  );
+export function forgetServerChannelNotifications(tx: Queryable, userId: string, serverId: string, until: string): Promise<RemovedEntries> {
+  return deleteEntries(tx, 'user_id = $1 AND server_id = $2 AND channel_id IS NOT NULL AND created_at <= $3::timestamptz', [
+    userId,
+    serverId,
+    until,
+  ]);
 }
 
 /** A user who left a group keeps no entry of it (a group cannot be joined again). */
-export async function forgetConversationNotifications(tx: Queryable, userId: string, conversationId: string): Promise<void> {
-  await exec(tx, 'DELETE FROM notifications WHERE user_id = $1 AND conversation_id = $2', [userId, conversationId]);
+export function forgetConversationNotifications(tx: Queryable, userId: string, conversationId: string): Promise<RemovedEntries> {
+  return deleteEntries(tx, 'user_id = $1 AND conversation_id = $2', [userId, conversationId]);
 }
 
 type SettingsRow = { level: NotificationLevel; mute_until: string | null; channels: Record<string, NotificationLevel> };
@@ -186,19 +220,22 @@ export async function forgetMemberSettings(tx: Queryable, userId: string, server
 /**
  * Of these users mentioned in a channel, those whose settings let the mention count (Discord's
  * rules): the channel's level, else the server's, else `all`; `none` counts nothing; a server
- * muted at the message's time counts only direct mentions and replies.
+ * muted at the message's time counts only direct mentions and replies. Nobody hears of someone
+ * they blocked: the author's mentions and replies count for none of their blockers (as their
+ * direct messages, NOT_FROM_BLOCKED).
  */
 export async function usersCounting(
   db: Queryable,
-  m: { userIds: string[]; serverId: string; channelId: string; direct: boolean; at: string },
+  m: { userIds: string[]; serverId: string; channelId: string; authorId: string; direct: boolean; at: string },
 ): Promise<string[]> {
   const rows = await many<{ user_id: string }>(
     db,
     `SELECT u AS user_id FROM unnest($1::uuid[]) AS u
      LEFT JOIN notification_settings s ON s.user_id = u AND s.server_id = $2
      WHERE COALESCE(s.channels ->> $3::text, s.level, 'all') <> 'none'
-       AND ($4 OR s.mute_until IS NULL OR s.mute_until <= $5::timestamptz)`,
-    [m.userIds, m.serverId, m.channelId, m.direct, m.at],
+       AND ($4 OR s.mute_until IS NULL OR s.mute_until <= $5::timestamptz)
+       AND NOT EXISTS (SELECT 1 FROM blocks bl WHERE bl.blocker_id = u AND bl.blocked_id = $6)`,
+    [m.userIds, m.serverId, m.channelId, m.direct, m.at, m.authorId],
   );
   return rows.map((r) => r.user_id);
 }

@@ -130,26 +130,39 @@ function columns<T>(entries: T[], fields: (keyof T)[]): unknown[][] {
 /**
  * Records a mention of each of these users (already filtered by their settings): a read state row
  * for the channel, and the mention unless the user has already read past the message. Answers the
- * users it counted for.
+ * users it counted for (a mention already recorded is not counted again) and those who had read past it.
  */
-export async function recordMentions(tx: Queryable, userIds: string[], channelId: string, messageId: string): Promise<string[]> {
-  if (userIds.length === 0) return [];
+export async function recordMentions(
+  tx: Queryable,
+  userIds: string[],
+  channelId: string,
+  messageId: string,
+): Promise<{ counted: string[]; readPast: string[] }> {
+  if (userIds.length === 0) return { counted: [], readPast: [] };
   await exec(
     tx,
     `INSERT INTO read_states (user_id, target_id, kind) SELECT u, $2, 'channel' FROM unnest($1::uuid[]) AS u
      ON CONFLICT (user_id, target_id) DO NOTHING`,
     [userIds, channelId],
   );
-  const rows = await many<{ user_id: string }>(
+  const rows = await many<{ user_id: string; read_past: boolean }>(
     tx,
-    `INSERT INTO channel_mentions (user_id, channel_id, message_id)
-     SELECT rs.user_id, $2, $3 FROM read_states rs
-     WHERE rs.user_id = ANY($1::uuid[]) AND rs.target_id = $2 AND COALESCE(rs.last_read_message_id, '${NOTHING}') < $3
-     ON CONFLICT DO NOTHING
-     RETURNING user_id`,
+    `WITH mentioned AS (
+       SELECT rs.user_id, COALESCE(rs.last_read_message_id, '${NOTHING}') >= $3 AS read_past FROM read_states rs
+       WHERE rs.user_id = ANY($1::uuid[]) AND rs.target_id = $2),
+     counted AS (
+       INSERT INTO channel_mentions (user_id, channel_id, message_id)
+       SELECT user_id, $2, $3 FROM mentioned WHERE NOT read_past
+       ON CONFLICT DO NOTHING
+       RETURNING user_id)
+     SELECT user_id, false AS read_past FROM counted
+     UNION ALL SELECT user_id, true FROM mentioned WHERE read_past`,
     [userIds, channelId, messageId],
   );
-  return rows.map((r) => r.user_id);
+  return {
+    counted: rows.filter((r) => !r.read_past).map((r) => r.user_id),
+    readPast: rows.filter((r) => r.read_past).map((r) => r.user_id),
+  };
 }
 
 /**
@@ -170,6 +183,12 @@ export async function forgetServerMentions(tx: Queryable, userId: string, server
 /** A deleted message no longer counts as anyone's mention. */
 export async function forgetMentionsOf(tx: Queryable, messageId: string): Promise<void> {
   await exec(tx, 'DELETE FROM channel_mentions WHERE message_id = $1', [messageId]);
+}
+
+/** An edited message no longer counts as a mention of these users (the edit took it out). */
+export async function forgetMentionsOfUsers(tx: Queryable, messageId: string, userIds: string[]): Promise<void> {
+  if (userIds.length > 0)
+    await exec(tx, 'DELETE FROM channel_mentions WHERE message_id = $1 AND user_id = ANY($2::uuid[])', [messageId, userIds]);
 }
 
 /**

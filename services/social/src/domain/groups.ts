@@ -21,7 +21,7 @@ export async function leaveConversation(deps: Deps, ctx: RequestContext, id: str
     const remaining = (await lockGroupParticipants(tx, id)).filter((userId) => userId !== ctx.userId);
     await leaveLiveCall(tx, ctx, access, deps.clock?.() ?? new Date());
     await deleteParticipant(tx, id, ctx.userId);
-    await conversationLeft(tx, ctx.userId, id);
+    await conversationLeft(tx, ctx.userId, id, ctx.requestId);
     let ownerId = access.ownerId;
     if (remaining.length === 0) {
       await deleteConversation(tx, id);

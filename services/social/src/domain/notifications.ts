@@ -8,17 +8,22 @@ import {
   MAX_VISIBILITY_QUESTION,
   MemberCheckRpc,
   type MemberLeftEventData,
+  type MessageDeletedEventData,
   type MessageEventData,
   type MessageMentionedEvent,
   type Notification,
   type NotificationFeed,
   type NotificationSettings,
+  type NotificationsAcked,
   type NotificationsQuery,
   type PutNotificationSettingsBody,
   READ_STATE_SUBJECTS,
+  type Role,
+  type RoleDeletedEventData,
+  ServerChannelsAmongRpc,
   type ServerDeletedEventData,
 } from '@chat/contracts';
-import { enqueueEvent, notFound, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
+import { badRequest, enqueueEvent, notFound, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
 import { excerptOf } from '@chat/messaging';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -35,14 +40,17 @@ import {
   forgetNotificationsOf,
   forgetServerChannelNotifications,
   forgetServerSettings,
+  forgetUnmadeMentions,
   insertNotification,
   type NewNotification,
+  type RemovedEntries,
   saveSettings,
   setExcerptOf,
   usersCounting,
 } from '../db/notifications.ts';
-import { forgetServerMentions, recordMentions } from '../db/read-states.ts';
+import { forgetMentionsOf, forgetMentionsOfUsers, forgetServerMentions, recordMentions } from '../db/read-states.ts';
 import { relationBetween } from '../db/relationships.ts';
+import { forgetRoleName, roleNames, saveRoleName } from '../db/roles.ts';
 import { displayNames } from '../db/users.ts';
 import { type ReadStateDeps, viewable } from './read-states.ts';
 
@@ -58,9 +66,12 @@ type Entry = Omit<
 > &
   Partial<NewNotification>;
 
-/** Adds one entry to these users' feeds and announces it; the same id for all of them. */
-async function notify(tx: Queryable, userIds: string[], entry: Entry): Promise<void> {
-  if (userIds.length === 0) return;
+/**
+ * Adds one entry to these users' feeds and announces it; the same id for all of them. Those of
+ * `alreadyRead` get it read (they had read past its message): listed, counted nowhere.
+ */
+async function notify(tx: Queryable, userIds: string[], entry: Entry, alreadyRead: string[] = []): Promise<void> {
+  if (userIds.length === 0 && alreadyRead.length === 0) return;
   const notification: NewNotification = {
     id: uuidv7(),
     via: null,
@@ -73,8 +84,20 @@ async function notify(tx: Queryable, userIds: string[], entry: Entry): Promise<v
     excerpt: null,
     ...entry,
   };
-  await insertNotification(tx, userIds, notification);
-  await enqueueEvent(tx, READ_STATE_SUBJECTS.notificationCreated, { notification: { ...notification, read: false }, userIds });
+  for (const [users, read] of [
+    [userIds, false],
+    [alreadyRead, true],
+  ] as const) {
+    if (users.length === 0) continue;
+    await insertNotification(tx, users, notification, read);
+    await enqueueEvent(tx, READ_STATE_SUBJECTS.notificationCreated, { notification: { ...notification, read }, userIds: users });
+  }
+}
+
+/** Tells the users whose entries a change removed (NOTIFICATION_DELETE): one event for the change, none when it removed nothing. */
+async function announceRemoved(tx: Queryable, removed: RemovedEntries, requestId?: string): Promise<void> {
+  if (removed.ids.length === 0) return;
+  await enqueueEvent(tx, READ_STATE_SUBJECTS.notificationsDeleted, removed, requestId);
 }
 
 // ---- Requests ----
@@ -147,26 +170,37 @@ async function fillPage(
   return page.slice(0, query.limit);
 }
 
-type FeedUnread = Omit<NotificationFeed, 'notifications'>;
-
-function countShown(feed: Awaited<ReturnType<typeof feedUnread>>, views: Views): FeedUnread {
+function countShown(feed: Awaited<ReturnType<typeof feedUnread>>, views: Views): NotificationsAcked {
   const unreadCount = feed.unread.filter((u) => shown(views, u.channelId)).reduce((sum, u) => sum + u.count, 0);
   return { unreadCount, lastReadId: feed.lastReadId };
 }
 
-/** Moves the feed's read mark; answers the unread count as the feed shows it. */
-export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: string): Promise<FeedUnread> {
+/**
+ * Moves the feed's read mark; answers the unread count as the feed shows it. A move is told to the
+ * user's other sessions with the same answer (NOTIFICATIONS_ACK); an older mark changes nothing and
+ * tells nobody. The channels counted are asked of guilds before the transaction; only one first
+ * met inside it (an entry arrived meanwhile) is asked there.
+ */
+export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: string): Promise<NotificationsAcked> {
   if (!(await feedReaches(deps.pool, ctx.userId, until))) throw notFound('Notification');
-  await withTx(deps.pool, (tx) => advanceFeedMark(tx, ctx.userId, until));
-  const feed = await feedUnread(deps.pool, ctx.userId);
   const views: Views = { visible: new Set(), hidden: new Set() };
-  await learnViews(
-    deps,
-    ctx,
-    views,
-    feed.unread.map((u) => u.channelId),
-  );
-  return countShown(feed, views);
+  const learnUnread = async (db: Queryable) => {
+    const feed = await feedUnread(db, ctx.userId);
+    await learnViews(
+      deps,
+      ctx,
+      views,
+      feed.unread.map((u) => u.channelId),
+    );
+    return feed;
+  };
+  await learnUnread(deps.pool);
+  return withTx(deps.pool, async (tx) => {
+    const moved = await advanceFeedMark(tx, ctx.userId, until);
+    const acked = countShown(await learnUnread(tx), views);
+    if (moved) await enqueueEvent(tx, READ_STATE_SUBJECTS.notificationsAcked, { userId: ctx.userId, ...acked }, ctx.requestId);
+    return acked;
+  });
 }
 
 /**
@@ -177,6 +211,19 @@ export async function ackFeed(deps: ReadStateDeps, ctx: RequestContext, until: s
 async function assertMember(deps: ReadStateDeps, ctx: RequestContext, serverId: string): Promise<void> {
   const { isMember } = await requestRpc(deps.bus, MemberCheckRpc, { serverId, userId: ctx.userId }, { requestId: ctx.requestId });
   if (!isMember) throw notFound('Server');
+}
+
+/**
+ * A channel level is kept only for a channel of the server: one of another server would never
+ * apply (settings are looked up by the message's server) nor go with its channel. 400 naming the
+ * ids that are not (unknown ones too), asked of guilds in one question (rpc.guilds.server.channels.among).
+ */
+async function assertChannelsOf(deps: ReadStateDeps, ctx: RequestContext, serverId: string, channelIds: string[]): Promise<void> {
+  if (channelIds.length === 0) return;
+  const question = { serverId, channelIds };
+  const ofServer = new Set((await requestRpc(deps.bus, ServerChannelsAmongRpc, question, { requestId: ctx.requestId })).channelIds);
+  const foreign = channelIds.filter((id) => !ofServer.has(id));
+  if (foreign.length > 0) throw badRequest(`channels: not channels of this server: ${foreign.join(', ')}`);
 }
 
 export async function getSettings(deps: ReadStateDeps, ctx: RequestContext, serverId: string): Promise<NotificationSettings> {
@@ -191,6 +238,7 @@ export async function putSettings(
   body: PutNotificationSettingsBody,
 ): Promise<NotificationSettings> {
   await assertMember(deps, ctx, serverId);
+  await assertChannelsOf(deps, ctx, serverId, Object.keys(body.channels ?? {}));
   const settings: NotificationSettings = { serverId, level: body.level, muteUntil: body.muteUntil ?? null, channels: body.channels ?? {} };
   await saveSettings(deps.pool, ctx.userId, settings);
   return (await findSettings(deps.pool, ctx.userId, serverId)) as NotificationSettings;
@@ -201,12 +249,14 @@ export async function putSettings(
 /**
  * A batch of users a channel message mentions (resolved by guilds). The users' settings decide
  * whether it counts; those it counts for get the mention (until they ack past it) and a feed entry.
+ * Who had already read past the message gets the entry read and no mention (Discord's Recent
+ * Mentions lists every mention, however soon the channel was read).
  */
 export async function messageMentioned(tx: Queryable, m: MessageMentionedEvent): Promise<void> {
   const direct = m.via === 'user' || m.via === 'reply';
   const counting = await usersCounting(tx, { ...m, direct, at: m.createdAt });
-  const counted = await recordMentions(tx, counting, m.channelId, m.messageId);
-  await notify(tx, counted, {
+  const { counted, readPast } = await recordMentions(tx, counting, m.channelId, m.messageId);
+  const entry: Entry = {
     kind: m.via === 'reply' ? 'reply' : 'mention',
     via: m.via === 'reply' ? null : m.via,
     actorId: m.authorId,
@@ -215,7 +265,8 @@ export async function messageMentioned(tx: Queryable, m: MessageMentionedEvent):
     messageId: m.messageId,
     excerpt: m.excerpt,
     createdAt: m.createdAt,
-  });
+  };
+  await notify(tx, counted, entry, readPast);
 }
 
 /** A direct message that answers someone else's tells its author (the sender's read mark moves in directMessagesSent). */
@@ -240,11 +291,26 @@ export async function directMessageEdited(tx: Queryable, event: z.output<typeof 
 }
 
 /**
- * An edited channel message: its entries show the new text, mentions named as guilds names them
- * (users by display name from the read-model; role names are guilds', so a role shows as `@role`).
+ * An edited channel message: a mention the edit took out no longer counts nor stays in the feed (as
+ * a delete takes it back; a mention an edit adds notifies nobody, as on Discord), and the entries
+ * left show the new text, mentions named as guilds names them (users by display name, roles by
+ * name, from social's read-models; a role never heard of shows as `@role`).
  */
 export async function channelMessageEdited(tx: Queryable, message: z.output<typeof MessageEventData>): Promise<void> {
-  await setExcerptOf(tx, message.id, excerptOf(message.content, await displayNames(tx, message.mentions.users)));
+  const unmentioned = await forgetUnmadeMentions(tx, message.id, message.mentions);
+  await forgetMentionsOfUsers(tx, message.id, unmentioned.userIds);
+  await announceRemoved(tx, unmentioned);
+  const names = { ...(await displayNames(tx, message.mentions.users)), ...(await roleNames(tx, message.mentions.roles)) };
+  await setExcerptOf(tx, message.id, excerptOf(message.content, names));
+}
+
+/** A role's name, for the excerpts of edited messages that mention it. */
+export function roleNamed(tx: Queryable, role: z.output<typeof Role>, at: string): Promise<void> {
+  return saveRoleName(tx, role, at);
+}
+
+export function roleDeleted(tx: Queryable, event: z.output<typeof RoleDeletedEventData>): Promise<void> {
+  return forgetRoleName(tx, event.id);
 }
 
 /**
@@ -252,7 +318,7 @@ export async function channelMessageEdited(tx: Queryable, message: z.output<type
  * view them now; nor its settings (Discord keeps nothing of a server left), unless a rejoin wrote them.
  */
 export async function serverLeft(tx: Queryable, event: z.output<typeof MemberLeftEventData>, at: string): Promise<void> {
-  await forgetServerChannelNotifications(tx, event.userId, event.serverId, at);
+  await announceRemoved(tx, await forgetServerChannelNotifications(tx, event.userId, event.serverId, at));
   await forgetServerMentions(tx, event.userId, event.serverId, at);
   await forgetMemberSettings(tx, event.userId, event.serverId, at);
 }
@@ -263,12 +329,28 @@ export async function serverDeleted(tx: Queryable, event: z.output<typeof Server
 }
 
 /** Who left a group keeps no entry of it (called in the leave's transaction). */
-export function conversationLeft(tx: Queryable, userId: string, conversationId: string): Promise<void> {
-  return forgetConversationNotifications(tx, userId, conversationId);
+export async function conversationLeft(tx: Queryable, userId: string, conversationId: string, requestId?: string): Promise<void> {
+  await announceRemoved(tx, await forgetConversationNotifications(tx, userId, conversationId), requestId);
 }
 
-export async function directMessageDeleted(tx: Queryable, event: z.output<typeof DmDeletedEvent>): Promise<void> {
-  await forgetNotificationsOf(tx, event.id);
+/** A deleted message, in a channel or a conversation, leaves every feed. */
+export async function messageLeftFeeds(tx: Queryable, messageId: string): Promise<void> {
+  await announceRemoved(tx, await forgetNotificationsOf(tx, messageId));
+}
+
+/** A deleted channel message no longer counts as a mention nor stays in any feed. */
+export async function channelMessageDeleted(tx: Queryable, deleted: z.output<typeof MessageDeletedEventData>): Promise<void> {
+  await forgetMentionsOf(tx, deleted.id);
+  await messageLeftFeeds(tx, deleted.id);
+}
+
+export function directMessageDeleted(tx: Queryable, event: z.output<typeof DmDeletedEvent>): Promise<void> {
+  return messageLeftFeeds(tx, event.id);
+}
+
+/** A friend request that ended unanswered, or is asked again, leaves the feed (called in the change's transaction). */
+export async function friendRequestEnded(tx: Queryable, a: string, b: string, requestId?: string): Promise<void> {
+  await announceRemoved(tx, await forgetFriendRequestNotifications(tx, a, b), requestId);
 }
 
 /**
@@ -277,7 +359,7 @@ export async function directMessageDeleted(tx: Queryable, event: z.output<typeof
  */
 export async function friendRequested(tx: Queryable, event: z.output<typeof FriendRequestedEvent>): Promise<void> {
   if (!(await relationBetween(tx, event.requesterId, event.recipientId)).outgoing) return;
-  await forgetFriendRequestNotifications(tx, event.requesterId, event.recipientId);
+  await friendRequestEnded(tx, event.requesterId, event.recipientId);
   await notify(tx, [event.recipientId], { kind: 'friend_request', actorId: event.requesterId, createdAt: event.createdAt });
 }
 

@@ -1,6 +1,6 @@
 import {
+  AckableRpc,
   MAX_VISIBILITY_QUESTION,
-  type MessageDeletedEventData,
   type MessageEventData,
   READ_STATE_SUBJECTS,
   type ReadState,
@@ -8,16 +8,13 @@ import {
   VisibleChannelsRpc,
 } from '@chat/contracts';
 import { type Bus, enqueueEvent, notFound, type Pool, type Queryable, type RequestContext, requestRpc, withTx } from '@chat/kit';
-import { msecsOf } from '@chat/messaging';
 import type { z } from 'zod';
-import { forgetNotificationsOf } from '../db/notifications.ts';
 import {
   advanceChannelHeads,
   advanceReadMark,
   advanceReadMarks,
   channelReadStates,
   conversationReadStates,
-  forgetMentionsOf,
   isParticipant,
   isReadableMark,
 } from '../db/read-states.ts';
@@ -27,9 +24,6 @@ import {
  * guilds' events; whether the user may still view a channel is asked of guilds once per request
  * (rpc.guilds.channels.visible), never copied here.
  */
-
-/** How far ahead of this clock another replica's may run and still issue ids. */
-const CLOCK_TOLERANCE_MS = 1_000;
 
 export interface ReadStateDeps {
   pool: Pool;
@@ -64,13 +58,17 @@ export async function listReadStates(deps: ReadStateDeps, ctx: RequestContext): 
   return [...channels.filter((c) => visible.has(c.id)), ...conversations];
 }
 
-/** Acks a channel the user may view (404 otherwise, as guilds would answer). */
+/**
+ * Acks a channel the user may view (404 "Channel not found" otherwise, as guilds would answer) at
+ * one of its messages (404 "Message not found" for any other id: another channel's would mark read
+ * every older message of this one, and a voice channel holds none). Social keeps no record of
+ * which channel a message is in, so guilds answers both in one question (rpc.guilds.channel.ackable).
+ */
 export async function ackChannel(deps: ReadStateDeps, ctx: RequestContext, channelId: string, messageId: string): Promise<ReadState> {
-  const visible = await viewable(deps, ctx, [channelId]);
-  if (!visible.has(channelId)) throw notFound('Channel');
-  // Guilds owns the channel's messages and social learns of them after the poster's answer, so only
-  // an id from the future is known to name none (a mark there would hide every later message).
-  if (msecsOf(messageId) > Date.now() + CLOCK_TOLERANCE_MS) throw notFound('Message');
+  const question = { userId: ctx.userId, channelId, messageId };
+  const { viewable, holdsMessage } = await requestRpc(deps.bus, AckableRpc, question, { requestId: ctx.requestId });
+  if (!viewable) throw notFound('Channel');
+  if (!holdsMessage) throw notFound('Message');
   return ack(deps, ctx, 'channel', channelId, messageId);
 }
 
@@ -116,12 +114,6 @@ export async function channelMessagesPosted(tx: Queryable, messages: z.output<ty
       .filter((m) => m.webhookId === null)
       .map((m) => ({ userId: m.authorId, targetId: m.channelId, kind: 'channel', messageId: m.id })),
   );
-}
-
-/** A deleted channel message no longer counts as a mention nor stays in any feed. */
-export async function channelMessageDeleted(tx: Queryable, deleted: z.output<typeof MessageDeletedEventData>): Promise<void> {
-  await forgetMentionsOf(tx, deleted.id);
-  await forgetNotificationsOf(tx, deleted.id);
 }
 
 /** The senders of direct messages have read their conversations up to them. */

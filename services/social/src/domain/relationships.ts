@@ -22,7 +22,6 @@ import {
   withTx,
 } from '@chat/kit';
 import { activitiesOf } from '../db/games.ts';
-import { forgetFriendRequestNotifications } from '../db/notifications.ts';
 import {
   deleteBlock,
   deleteFriendship,
@@ -40,6 +39,7 @@ import {
 } from '../db/relationships.ts';
 import { type KnownUser, knownToSummary, summaryOf } from '../db/users.ts';
 import { leaveDirectCallWith } from './calls.ts';
+import { friendRequestEnded } from './notifications.ts';
 import { shownActivity, withSeenStatus } from './presence.ts';
 import { findOrLearnUser } from './users.ts';
 
@@ -183,7 +183,7 @@ async function announceRemoval(
   const data: FriendRemovedEvent = { userId: ctx.userId, ...removal, user, otherUser };
   await enqueueEvent(tx, SOCIAL_SUBJECTS.friendRemoved, data, ctx.requestId);
   // As on Discord, a request that is gone no longer waits in the recipient's feed.
-  if (removal.relation === 'request') await forgetFriendRequestNotifications(tx, ctx.userId, removal.otherUserId);
+  if (removal.relation === 'request') await friendRequestEnded(tx, ctx.userId, removal.otherUserId, ctx.requestId);
 }
 
 /** The caller's friends, each with what others see of them now and what they are playing (one query for all). */

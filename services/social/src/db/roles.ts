@@ -1,0 +1,24 @@
+import { exec, many, type Queryable } from '@chat/kit';
+
+/** Guilds' role names, as far as its events told them (migration 0014). */
+
+/** A role's name as of `at`; an older event changes nothing. */
+export async function saveRoleName(tx: Queryable, role: { id: string; name: string }, at: string): Promise<void> {
+  await exec(
+    tx,
+    `INSERT INTO role_names (id, name, version) VALUES ($1, $2, $3)
+     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, version = EXCLUDED.version WHERE role_names.version <= EXCLUDED.version`,
+    [role.id, role.name, at],
+  );
+}
+
+export async function forgetRoleName(tx: Queryable, id: string): Promise<void> {
+  await exec(tx, 'DELETE FROM role_names WHERE id = $1', [id]);
+}
+
+/** The names of these roles, by id (a role never heard of is left out). */
+export async function roleNames(db: Queryable, ids: string[]): Promise<Record<string, string>> {
+  if (ids.length === 0) return {};
+  const rows = await many<{ id: string; name: string }>(db, 'SELECT id::text, name FROM role_names WHERE id = ANY($1::uuid[])', [ids]);
+  return Object.fromEntries(rows.map((r) => [r.id, r.name]));
+}
