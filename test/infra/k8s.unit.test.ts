@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,10 +24,21 @@ import { CONFIG_SCHEMAS, envProblems, PROCESSES, requiredKeys } from './process-
 const rendered = Object.fromEntries(OVERLAYS.map((overlay) => [overlay, renderOverlay(overlay)]));
 const exampleSecret = parseManifests(readFileSync(join(K8S_DIR, 'base', 'secrets.example.yaml'), 'utf8'), 'secrets.example.yaml')[0]!;
 
+/**
+ * The example Secret holds an empty key set, a placeholder auth refuses at start (a signing key in
+ * the repository would be everyone's); a pod here gets a key set made as the README makes one.
+ */
+const JWT_KEYS_PLACEHOLDER = '{"keys":[]}';
+const generatedKeySet = () => {
+  const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
+  return JSON.stringify({ keys: [{ ...jwk, kid: 'generated', alg: 'EdDSA', use: 'sig' }] });
+};
+
 const finder = (objects: Manifest[]) => (kind: string, name: string) => objects.find((m) => m.kind === kind && m.metadata.name === name);
 
 /** The value a pod would get from a Secret: the example chat-secrets, or the one a CloudNativePG Cluster makes. */
 function secretValue(objects: Manifest[], ref: { name: string; key: string }): string | undefined {
+  if (ref.name === exampleSecret.metadata.name && ref.key === 'jwt-private-keys') return generatedKeySet();
   if (ref.name === exampleSecret.metadata.name) return exampleSecret.stringData?.[ref.key];
   const cluster = ref.key === 'uri' && ref.name.endsWith('-app') && finder(objects)('Cluster', ref.name.slice(0, -'-app'.length));
   if (!cluster) return undefined;
@@ -206,6 +218,12 @@ describe.each(OVERLAYS)('deploy/k8s/overlays/%s', (overlay) => {
     expect(configured).not.toContain('JWT_PRIVATE_KEYS');
     expect(configured).not.toContain('MINIO_URL');
     expect(objects.some((m) => m.kind === 'Secret')).toBe(false);
+  });
+
+  it("the example Secret's signing keys are a placeholder auth refuses at start, naming the variable", () => {
+    expect(exampleSecret.stringData?.['jwt-private-keys']).toBe(JWT_KEYS_PLACEHOLDER);
+    const env = { ...containerEnv(objects, container('auth')), JWT_PRIVATE_KEYS: JWT_KEYS_PLACEHOLDER };
+    expect(envProblems(CONFIG_SCHEMAS.auth, env)).toEqual([expect.stringMatching(/^JWT_PRIVATE_KEYS: /)]);
   });
 });
 

@@ -380,6 +380,9 @@ export function serveRpc<Req extends z.ZodType, Rep extends z.ZodType>(
     });
     const reqLog = log.child({ reqId: requestId, rpc: subject, ...(span ? { traceId: span.spanContext().traceId } : {}) });
     const reply = natsHeaders();
+    const started = performance.now();
+    // Each request served is logged at info, as each HTTP request is: under the caller's request id.
+    const answered = (status: number) => reqLog.info({ status, responseTime: performance.now() - started }, 'rpc answered');
     try {
       const parsed = contract.request.safeParse(requestPayload(msg, subject));
       if (!parsed.success) throw new AppError(400, `Invalid ${subject} request: ${parsed.error.issues[0]?.message}`);
@@ -387,6 +390,7 @@ export function serveRpc<Req extends z.ZodType, Rep extends z.ZodType>(
       if (!result.success) throw new AppError(500, `${subject} reply breaks its contract`, { cause: result.error });
       reply.set(STATUS_HEADER, '200');
       msg.respond(JSON.stringify(result.data ?? null), { headers: reply });
+      answered(200);
       endSpan(span);
     } catch (error) {
       const status = error instanceof AppError ? error.status : 500;
@@ -394,6 +398,7 @@ export function serveRpc<Req extends z.ZodType, Rep extends z.ZodType>(
       const message = error instanceof AppError && status < 500 ? error.message : (PUBLIC_MESSAGES[status] ?? 'Internal error');
       reply.set(STATUS_HEADER, String(status));
       msg.respond(JSON.stringify({ error: message }), { headers: reply });
+      answered(status);
       span?.setAttribute('rpc.status', status);
       endSpan(span, status >= 500 ? error : undefined);
     }

@@ -27,12 +27,40 @@ export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, s
 
 const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
+/**
+ * One server of NATS_URL as the nats client takes it: `nats://` or `tls://` with a host (user and
+ * password allowed), or a bare `host:port` / `host`. Anything else would only fail in the
+ * background, leaving the process running without the bus.
+ */
+function isNatsServer(server: string): boolean {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(server)) return /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/i.test(server);
+  try {
+    const url = new URL(server);
+    return (url.protocol === 'nats:' || url.protocol === 'tls:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 /** Environment helpers shared by every service's schema. */
 export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   bool: (fallback: boolean) => bool.default(fallback),
   url: () => z.url(),
-  int: (fallback: number) => z.coerce.number().int().default(fallback),
+  /**
+   * A whole number of at least `min` (default 0: no count, size or duration is negative). Give a
+   * setting for which 0 means nothing (a timeout, an interval, a lifetime, a limit) `min` 1 or more.
+   */
+  int: (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback),
+  /** NATS_URL: one server, or several comma-separated (a cluster), each as isNatsServer takes it. */
+  natsServers: (fallback: string) =>
+    z
+      .string()
+      .refine(
+        (v) => v.split(',').every((server) => isNatsServer(server.trim())),
+        'must be nats:// or tls:// URLs or host:port, comma-separated',
+      )
+      .default(fallback),
   list: () =>
     z
       .string()
@@ -51,7 +79,7 @@ export const baseConfig = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   HOST: z.string().default('127.0.0.1'),
   /** One NATS server, or every server of a JetStream cluster comma-separated (the client fails over). */
-  NATS_URL: z.string().default('nats://127.0.0.1:4222'),
+  NATS_URL: env.natsServers('nats://127.0.0.1:4222'),
   /** Prefix of every subject and stream name, so that several platforms can share one NATS (tests). */
   BUS_NAMESPACE: z
     .string()
@@ -64,7 +92,11 @@ export const baseConfig = z.object({
    * lifetime from the stream (it warns when ACCESS_TOKEN_MAX_TTL_SECONDS is longer).
    */
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(7),
-  SHUTDOWN_GRACE_MS: env.int(10_000),
+  /**
+   * How long a stopping process may take. Longer than the HTTP idle drain (IDLE_DRAIN_MS of the
+   * kit's http.ts, 5 s) plus the longest request: see createHttpApp.
+   */
+  SHUTDOWN_GRACE_MS: env.int(10_000, 1),
   /** The operator port of GET /metrics (Prometheus); default PORT + 1000, or any free port when PORT is 0. */
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** OTLP/HTTP traces endpoint (`http://collector:4318/v1/traces`); tracing is off without it. */
@@ -74,7 +106,7 @@ export const baseConfig = z.object({
 /** Variables of a service that owns a PostgreSQL database. */
 export const databaseConfig = z.object({
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
-  DATABASE_POOL_SIZE: env.int(10),
+  DATABASE_POOL_SIZE: env.int(10, 1),
 });
 
 /** Variables of a service that verifies access tokens itself. */
@@ -87,5 +119,5 @@ export const tokenConfig = z.object({
    * The longest access-token lifetime auth may issue (its ACCESS_TOKEN_TTL_SECONDS): how long a
    * revoked session is remembered, since a token of it may be presented until then.
    */
-  ACCESS_TOKEN_MAX_TTL_SECONDS: env.int(15 * 60),
+  ACCESS_TOKEN_MAX_TTL_SECONDS: env.int(15 * 60, 1),
 });

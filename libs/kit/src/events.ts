@@ -601,6 +601,11 @@ function lingeringAcks(atMost: number) {
   return { ack, flush };
 }
 
+/** The id of the request that made the event (its x-request-id header), for the consumer's log lines. */
+function requestIdOfMsg(msg: JsMsg): string | undefined {
+  return msg.headers?.get(REQUEST_ID_HEADER) || undefined;
+}
+
 /** What a consumer does with its messages: read each, then apply it alone or in a batch, and ack. */
 function eventApplier<P>(options: ConsumeOptions<P>, log: Logger, ackIgnored: (msg: JsMsg) => void) {
   const { bus, pool, spec } = options;
@@ -610,7 +615,7 @@ function eventApplier<P>(options: ConsumeOptions<P>, log: Logger, ackIgnored: (m
     const headers = natsHeaders();
     headers.set('Dead-Letter-Reason', reason);
     await bus.js.publish(bus.subject(deadLetterSubject(spec.durable, subject)), msg.data, { headers });
-    log.error({ subject, seq: msg.seq, reason, ...details }, 'event cannot be read; sent to the dead letters');
+    log.error({ subject, seq: msg.seq, reason, reqId: requestIdOfMsg(msg), ...details }, 'event cannot be read; sent to the dead letters');
     msg.term();
   };
   /** The event in a message, or undefined once the message is dealt with (dead letter, or irrelevant and acked). */
@@ -658,7 +663,10 @@ function eventApplier<P>(options: ConsumeOptions<P>, log: Logger, ackIgnored: (m
       endSpan(span);
     } catch (err) {
       const traceId = span?.spanContext().traceId;
-      log.error({ err, eventId: event.id, subject: event.subject, traceId }, 'event handler failed; will be redelivered');
+      log.error(
+        { err, eventId: event.id, subject: event.subject, reqId: requestIdOfMsg(msg), traceId },
+        'event handler failed; will be redelivered',
+      );
       msg.nak(redeliveryDelayMs(msg.info.deliveryCount));
       endSpan(span, err);
     }

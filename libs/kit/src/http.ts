@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
 import type { Span } from '@opentelemetry/api';
@@ -85,6 +85,16 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, caseSensitive: true };
 const CONTEXT_NAMES: Record<string, string> = { querystring: 'query', params: 'path', body: 'body', headers: 'header' };
 
+/**
+ * The id a request is logged under: its x-request-id when well formed (the gateway's, or a
+ * client's), else a new one. For what Fastify's router does not see (a socket's upgrade).
+ */
+export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id'];
+  // Node's randomUUID draws from a cache of random bytes; uuid's v7 makes a getrandom call for each id.
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
 /** A Fastify app with the platform's conventions; it never listens by itself. */
 export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   const app = Fastify({
@@ -92,11 +102,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     bodyLimit: options.bodyLimit ?? 1024 * 1024,
     // Not `requestIdHeader`: Fastify would take the header as is and skip genReqId's check.
     requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      // Node's randomUUID draws from a cache of random bytes; uuid's v7 makes a getrandom call for each id.
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: (req) => requestIdOf(req.headers),
     trustProxy: options.trustProxy ?? false,
     // Node hands every request that offers an upgrade to the 'upgrade' listener when there is one.
     // An HTTP/1.1 request without Host is refused below in {"error"}, not by Node with an empty 400.
@@ -143,13 +149,13 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     httpRequestDuration.observe({ method: req.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
     done();
   });
-  // While closing, each answer ends its keep-alive connection: otherwise a client's idle socket
-  // (the gateway keeps them 60 s) would hold close() open past the grace period.
+  // While closing, each answer ends its keep-alive connection, and connections that carry none yet
+  // are kept for IDLE_DRAIN_MS (see drainIdleConnections).
   let closing = false;
-  const unused = unusedConnections(app);
+  const drain = drainIdleConnections(app);
   app.addHook('preClose', async () => {
     closing = true;
-    unused.destroy();
+    drain.start();
   });
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
@@ -197,19 +203,38 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 }
 
 /**
- * Connections that have not sent a byte yet (a load balancer's or a client pool's spare ones).
- * Node counts them as busy, not idle, so they would hold close() open until headersTimeout (60 s)
- * and the grace period would kill the process instead: they carry no request, so they are cut.
+ * How long a stopping process keeps the connections that carry no request open. Clients must close
+ * an idle connection sooner (the gateway: UPSTREAM_KEEP_ALIVE_MS); SHUTDOWN_GRACE_MS must be longer.
  */
-function unusedConnections(app: FastifyInstance) {
+export const IDLE_DRAIN_MS = 3_000;
+
+/**
+ * Node's server.close() cuts idle keep-alive connections at once (and we cut those that have not
+ * sent a byte, which Node counts as busy until headersTimeout). But a client may be writing a
+ * request on one at that moment: it sees the connection reset, and cannot tell whether the request
+ * was done (the gateway answers 502). So, while stopping, these connections stay open for
+ * IDLE_DRAIN_MS: a request arriving on one is answered 503 with `Connection: close` (Fastify's
+ * return503OnClosing: nothing was done, the client may retry elsewhere), and a client whose
+ * keep-alive is shorter closes it itself first. Whatever is still open then is cut.
+ */
+function drainIdleConnections(app: FastifyInstance) {
+  const server = app.server;
   const sockets = new Set<Socket>();
-  app.server.on('connection', (socket: Socket) => {
+  server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
+  const closeIdle = server.closeIdleConnections.bind(server);
   return {
-    destroy() {
-      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+    start() {
+      if (!server.listening) return;
+      server.closeIdleConnections = () => {};
+      const timer = setTimeout(() => {
+        closeIdle();
+        for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+      }, IDLE_DRAIN_MS);
+      // The server's close ends the wait as soon as its last connection has gone.
+      server.once('close', () => clearTimeout(timer));
     },
   };
 }

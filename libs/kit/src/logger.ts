@@ -17,12 +17,32 @@ export const REDACT_PATHS = [
   'refreshToken',
 ];
 
-/** The token of a webhook execution url (`/v1/webhooks/{id}/{token}`): a secret in a path. */
-const SECRET_PATH_SEGMENT = /^(\/v1\/webhooks\/[^/?#]+\/)[^/?#]+/i;
-
-/** A url as it may be logged: path segments that are secrets replaced. */
+/**
+ * A url as it may be logged: the token of a webhook execution url (`/v1/webhooks/{id}/{token}`, a
+ * secret in a path) and whatever follows it replaced. The path is read as a router might read it,
+ * whatever its spelling (`/v1/%77ebhooks/...`, `//v1/webhooks/...`, `/v1//webhooks/...`): percent-
+ * decoded, empty segments dropped, any case; when it holds a token, that reading is what is logged.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_PATH_SEGMENT, '$1[redacted]');
+  const at = url.indexOf('?');
+  const path = at < 0 ? url : url.slice(0, at);
+  // Nearly every url: neither the word nor an escape that could spell it.
+  if (!path.includes('%') && !/webhooks/i.test(path)) return url;
+  const segments = decodePath(path).split('/').filter(Boolean);
+  const hook = segments.findIndex((segment, i) => segment.toLowerCase() === 'webhooks' && i + 2 < segments.length);
+  if (hook < 0) return url;
+  return `/${[...segments.slice(0, hook + 2), '[redacted]'].join('/')}${at < 0 ? '' : url.slice(at)}`;
+}
+
+/** Every `%XX` escape decoded (repeatedly: `%2577` is `%77` once decoded), a malformed one left as it is. */
+function decodePath(path: string): string {
+  let decoded = path;
+  for (let round = 0; round < 3 && decoded.includes('%'); round++) {
+    const next = decoded.replace(/%[0-9a-f]{2}/gi, (code) => String.fromCharCode(Number.parseInt(code.slice(1), 16)));
+    if (next === decoded) break;
+    decoded = next;
+  }
+  return decoded;
 }
 
 type LoggedRequest = {

@@ -44,6 +44,15 @@ async function appError(promise: Promise<unknown>): Promise<AppError> {
 }
 
 describe('serveRpc and requestRpc', () => {
+  it("logs each request it answers under the caller's request id, with its status", async () => {
+    const [ok, missing] = [`rpc-ok-${crypto.randomUUID()}`, `rpc-404-${crypto.randomUUID()}`];
+    await requestRpc(bus, LookupRpc, { id: 'a2' }, { requestId: ok });
+    await requestRpc(bus, LookupRpc, { id: 'missing' }, { requestId: missing }).catch(() => undefined);
+    const answered = (reqId: string) => logs.entries().filter((e) => e.reqId === reqId && e.msg === 'rpc answered');
+    expect(answered(ok)).toEqual([expect.objectContaining({ level: 30, rpc: LookupRpc.subject, status: 200 })]);
+    expect(answered(missing)).toEqual([expect.objectContaining({ level: 30, rpc: LookupRpc.subject, status: 404 })]);
+  });
+
   it('answers the handler result', async () => {
     expect(await requestRpc(bus, LookupRpc, { id: 'a1' })).toEqual({ id: 'a1', name: 'widget a1' });
   });

@@ -58,3 +58,32 @@ describe('loadConfig', () => {
     expect(config.DATABASE_POOL_SIZE).toBe(10);
   });
 });
+
+describe('number settings and NATS_URL', () => {
+  const base = { DATABASE_URL: 'postgres://db/x' };
+  const problemsOf = (extra: Record<string, string>) =>
+    configError(() => loadConfig(ServiceConfig, { ...base, ...extra })).problems.map((p) => p.split(':')[0]);
+
+  it('refuses a negative number in any setting, and 0 where a setting asks for at least 1', () => {
+    const Limits = z.object({ COUNT: env.int(5), TIMEOUT_MS: env.int(1_000, 1) });
+    expect(loadConfig(Limits, { COUNT: '0', TIMEOUT_MS: '1' })).toEqual({ COUNT: 0, TIMEOUT_MS: 1 });
+    const err = configError(() => loadConfig(Limits, { COUNT: '-1', TIMEOUT_MS: '0' }));
+    expect(err.problems.map((p) => p.split(':')[0]).sort()).toEqual(['COUNT', 'TIMEOUT_MS']);
+    expect(problemsOf({ SHUTDOWN_GRACE_MS: '0', DATABASE_POOL_SIZE: '0' }).sort()).toEqual(['DATABASE_POOL_SIZE', 'SHUTDOWN_GRACE_MS']);
+  });
+
+  it('takes NATS_URL as one or more nats:// or tls:// URLs or host:port, and refuses anything else by name', () => {
+    for (const good of [
+      'nats://127.0.0.1:4222',
+      'tls://u:p@nats.internal:4222',
+      'nats-1:4222, nats-2:4222,nats://nats-3',
+      'localhost',
+      '[::1]:4222',
+    ]) {
+      expect(loadConfig(ServiceConfig, { ...base, NATS_URL: good }).NATS_URL, good).toBe(good);
+    }
+    for (const bad of ['not a url at all', 'http://nats:4222', 'nats://', 'nats://a:4222,,', 'nats://a:4222;b']) {
+      expect(problemsOf({ NATS_URL: bad }), bad).toEqual(['NATS_URL']);
+    }
+  });
+});

@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { AppError } from '../src/errors.ts';
-import { contextOf, createHttpApp, route } from '../src/http.ts';
+import { contextOf, createHttpApp, IDLE_DRAIN_MS, route } from '../src/http.ts';
 import { captureLogs } from './logs.ts';
 
 const Widget = z.object({ id: z.string(), name: z.string(), size: z.number().int() });
@@ -350,7 +350,7 @@ describe('closing', () => {
 });
 
 describe('closing with a connection that never sent a request', () => {
-  it('cuts it, so that close() returns at once instead of after headersTimeout', async () => {
+  it('cuts it after the idle drain, so that close() returns then instead of after headersTimeout', async () => {
     const quiet = createHttpApp({ log: logs.log });
     await quiet.listen({ host: '127.0.0.1', port: 0 });
     const { port } = quiet.server.address() as { port: number };
@@ -359,10 +359,53 @@ describe('closing with a connection that never sent a request', () => {
     const socketClosed = new Promise((resolve) => socket.once('close', resolve));
     const outcome = await Promise.race([
       quiet.close().then(() => 'closed'),
-      new Promise((resolve) => setTimeout(() => resolve('still open after 2 s'), 2_000)),
+      new Promise((resolve) => setTimeout(() => resolve('still open after the drain'), IDLE_DRAIN_MS + 2_000)),
     ]);
     expect(outcome).toBe('closed');
     await socketClosed;
     expect(socket.destroyed).toBe(true);
+  });
+});
+
+describe('closing with an idle keep-alive connection (a proxy pool)', () => {
+  /** One raw keep-alive connection: each request written whole, each answer read up to its body. */
+  async function rawConnection(port: number) {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let received = '';
+    let closed = false;
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+    });
+    socket.on('error', () => {});
+    socket.once('close', () => {
+      closed = true;
+    });
+    return {
+      async request(path: string): Promise<string> {
+        received = '';
+        if (!socket.writable) return 'connection closed before the request';
+        socket.write(`GET ${path} HTTP/1.1\r\nhost: test\r\nconnection: keep-alive\r\n\r\n`);
+        const deadline = Date.now() + 2_000;
+        while (!/\r\n\r\n[\s\S]*\}$/.test(received) && !closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+        return received || (closed ? 'connection closed without an answer' : 'no answer');
+      },
+    };
+  }
+
+  it('answers a request that arrives on it while stopping 503 with Connection: close, rather than cutting it', async () => {
+    const service = createHttpApp({ log: logs.log });
+    service.get('/ping', async () => ({ ok: true }));
+    await service.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = service.server.address() as { port: number };
+    const conn = await rawConnection(port);
+    expect(await conn.request('/ping')).toMatch(/^HTTP\/1.1 200/);
+    // SIGTERM: the server stops listening; the pool still holds the connection and writes on it.
+    const closing = service.close();
+    await vi.waitFor(() => expect(service.server.listening).toBe(false), { timeout: 2_000, interval: 5 });
+    const answer = await conn.request('/ping');
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 503 Service Unavailable');
+    expect(answer.toLowerCase()).toContain('connection: close');
+    await closing;
   });
 });

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLogger, loadConfig } from '@chat/kit';
+import { ConfigError, createLogger, loadConfig } from '@chat/kit';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AuthConfig } from '../src/config.ts';
@@ -72,11 +72,35 @@ describe('signing key rotation', () => {
     expect(again.jwks.keys[0]).not.toHaveProperty('d');
   });
 
-  it('refuses a key set whose signing kid is unknown or whose algorithm differs', async () => {
-    const log = createLogger({ service: 'auth', level: 'silent' });
-    const withKeys = (extra: Record<string, string>) =>
+  it('refuses at start a key set whose signing kid is unknown or whose algorithm differs, naming JWT_PRIVATE_KEYS', () => {
+    const withKeys = (extra: Record<string, string>) => () =>
       loadConfig(AuthConfig, { ...runtime.env, JWT_PRIVATE_KEYS: JSON.stringify({ keys: [keyA] }), ...extra });
-    await expect(loadSigningKeys(withKeys({ JWT_SIGNING_KID: 'nope' }), log)).rejects.toThrow(/no signing key has kid nope/);
-    await expect(loadSigningKeys(withKeys({ JWT_ALGORITHM: 'ES256' }), log)).rejects.toThrow(/JWT_ALGORITHM is ES256/);
+    expect(withKeys({ JWT_SIGNING_KID: 'nope' })).toThrow(/JWT_PRIVATE_KEYS: no key has JWT_SIGNING_KID nope/);
+    expect(withKeys({ JWT_ALGORITHM: 'ES256' })).toThrow(/JWT_PRIVATE_KEYS: key .* JWT_ALGORITHM is ES256/);
+  });
+
+  it('refuses an access-token lifetime of 0 at start, naming it', () => {
+    expect(() => loadConfig(AuthConfig, { ...runtime.env, ACCESS_TOKEN_TTL_SECONDS: '0' })).toThrow(/ACCESS_TOKEN_TTL_SECONDS: /);
+  });
+
+  it('refuses at start JWT_PRIVATE_KEYS that is not a usable JWK Set, naming it without echoing any of it', () => {
+    const d = keyA.d as string;
+    const values = {
+      'the example secret': '{"keys":[]}',
+      'a pasted PEM body': `MC4CAQAwBQYDK2VwBCIEI${d}`,
+      'a JWK Set with a stray comma': `${JSON.stringify({ keys: [keyA] })},`,
+      'a key without its private part': JSON.stringify({ keys: [{ ...keyA, d: undefined }] }),
+    };
+    for (const [what, value] of Object.entries(values)) {
+      let message = '';
+      try {
+        loadConfig(AuthConfig, { ...runtime.env, JWT_PRIVATE_KEYS: value });
+      } catch (err) {
+        expect(err, what).toBeInstanceOf(ConfigError);
+        message = (err as ConfigError).message;
+      }
+      expect(message, what).toMatch(/JWT_PRIVATE_KEYS: /);
+      expect(message.includes(d.slice(0, 12)), `${what} echoes the key: ${message}`).toBe(false);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
 import {
   type Bus,
@@ -94,7 +95,9 @@ export async function startRealtime(deps: {
     subscriber: deps.subscriber,
     publisher: redis,
   });
-  await sockets.ready;
+  // Bounded, as the rate limiter's first connection: a Redis away at start leaves sockets refused
+  // until it answers, not the gateway down (HTTP needs no Redis).
+  await Promise.race([sockets.ready, wait(2_000, undefined, { ref: false })]);
   // Social shows the seen status in its friend lists, guilds in its member lists, auth in a profile.
   const seenBy = seenByViewer(presence, (viewerId) => audience.acquaintances(viewerId, { self: false }));
   serveRpc(bus, log, PresenceSeenRpc, async ({ userIds, viewerId }) => ({ statuses: await seenBy(userIds, viewerId) }));

@@ -86,3 +86,14 @@ describe('/v1/health', () => {
     expect(res.payload).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|10\.9\.8|unavailable:/);
   });
 });
+
+describe('the process probes on the public port', () => {
+  it('answer /health/ready with the status only, without the reason Redis is away', async () => {
+    const redis = await startOwnRedis();
+    await redis.stop();
+    const gw = await gatewayWith({}, redis.url);
+    const res = await gw.app.inject({ method: 'GET', url: '/health/ready' });
+    expect({ status: res.statusCode, body: res.json() }).toEqual({ status: 200, body: { status: 'degraded' } });
+    expect((await gw.app.inject({ method: 'GET', url: '/health/live' })).statusCode).toBe(200);
+  });
+});

@@ -17,6 +17,7 @@ import {
   createTokenVerifier,
   type EventEnvelope,
   ensureStream,
+  type Logger,
   loadConfig,
   type Revocation,
   type RevocationList,
@@ -44,7 +45,14 @@ import { newNamespace } from './helpers.ts';
  * services and publications use the shared NATS directly.
  */
 export async function startSocketGateway(
-  options: { env?: Record<string, string>; natsUrl?: string; revocations?: 'fed' | 'watched' } = {},
+  options: {
+    env?: Record<string, string>;
+    natsUrl?: string;
+    revocations?: 'fed' | 'watched';
+    /** Where the socket's subscriber connects (a proxy the test may cut). */
+    subscriberUrl?: string;
+    log?: Logger;
+  } = {},
 ) {
   const namespace = newNamespace();
   const config = loadConfig(GatewayConfig, {
@@ -54,14 +62,14 @@ export async function startSocketGateway(
     TRUSTED_PROXIES: '127.0.0.1',
     ...options.env,
   });
-  const log = createLogger({ service: 'gateway', level: 'silent' });
+  const log = options.log ?? createLogger({ service: 'gateway', level: 'silent' });
   const bus = await connectBus({ url: inject('backing').natsUrl, namespace, name: 'gateway-socket-test', log });
   await ensureStream(bus, STREAMS.auth);
   const gatewayBus = options.natsUrl ? await connectBus({ url: options.natsUrl, namespace, name: 'gateway-under-test', log }) : bus;
   const redisUrl = inject('backing').redisUrl;
   const [redis, subscriber, rateRedis] = [
     createRedis(redisUrl, 5_000, true),
-    createRedis(redisUrl, 5_000, true),
+    createRedis(options.subscriberUrl ?? redisUrl, 5_000, true),
     createRedis(redisUrl, 3_000),
   ];
   const limiter = createRateLimiter({ redis: rateRedis, keyPrefix: rateKeyPrefix(namespace), log });

@@ -9,8 +9,8 @@ export const SocialConfig = baseConfig
     PORT: env.port(3003),
     DATABASE_URL: databaseConfig.shape.DATABASE_URL.default('postgres://postgres@127.0.0.1:5432/social'),
     /** Key bundle fetches one caller may make per window (each claims one-time keys of another user). */
-    KEY_BUNDLE_FETCH_LIMIT: env.int(30),
-    KEY_BUNDLE_FETCH_WINDOW_SECONDS: env.int(60),
+    KEY_BUNDLE_FETCH_LIMIT: env.int(30, 1),
+    KEY_BUNDLE_FETCH_WINDOW_SECONDS: env.int(60, 1),
     /** A claim that leaves a device with fewer one-time keys than this publishes social.keys.low. */
     ONE_TIME_KEYS_LOW: env.int(10),
     /** How long a call rings before it ends as missed. */

@@ -87,10 +87,11 @@ function publicPart(jwk: JWK): JWK {
  */
 export async function loadSigningKeys(config: AuthConfig, log: Logger): Promise<SigningKeys> {
   const algorithm = config.JWT_ALGORITHM;
-  if (config.JWT_PRIVATE_KEYS) return signingKeysFrom(parseKeySet(config.JWT_PRIVATE_KEYS), algorithm, config.JWT_SIGNING_KID);
+  // Checked by the config schema (a bad one stops the process at start, naming the variable).
+  if (config.JWT_PRIVATE_KEYS) return signingKeysFrom(config.JWT_PRIVATE_KEYS, algorithm, config.JWT_SIGNING_KID);
   const file = config.JWT_KEY_FILE;
   try {
-    return await signingKeysFrom(parseKeySet(await readFile(file, 'utf8')), algorithm, config.JWT_SIGNING_KID);
+    return await signingKeysFrom(parseKeySet(await readFile(file, 'utf8'), file), algorithm, config.JWT_SIGNING_KID);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
@@ -102,14 +103,20 @@ export async function loadSigningKeys(config: AuthConfig, log: Logger): Promise<
     log.warn({ file }, 'no JWT_PRIVATE_KEYS given: generated a development signing key');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return signingKeysFrom(parseKeySet(await readFile(file, 'utf8')), algorithm, config.JWT_SIGNING_KID);
+    return signingKeysFrom(parseKeySet(await readFile(file, 'utf8'), file), algorithm, config.JWT_SIGNING_KID);
   }
   return signingKeysFrom(keys.keys, algorithm, config.JWT_SIGNING_KID);
 }
 
-function parseKeySet(text: string): JWK[] {
-  const parsed = JSON.parse(text) as { keys?: JWK[] };
-  if (!Array.isArray(parsed.keys)) throw new Error('the signing keys must be a JWK Set: {"keys": [...]}');
+/** The keys of JWT_KEY_FILE; a broken file is named without its text (JSON.parse's message quotes it). */
+function parseKeySet(text: string, file: string): JWK[] {
+  let parsed: { keys?: JWK[] };
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error(`${file} is not JSON: it must be a JWK Set {"keys": [...]}`);
+  }
+  if (!Array.isArray(parsed?.keys)) throw new Error(`${file} must be a JWK Set: {"keys": [...]}`);
   return parsed.keys;
 }
 

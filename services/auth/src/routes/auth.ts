@@ -32,7 +32,8 @@ export function authHttpRoutes(app: FastifyInstance, deps: AuthDomainDeps): void
   });
 
   route(app, authRoutes.forgotPassword, async (req) => {
-    await forgotPassword(deps, req.body.email);
+    // The mail goes out after the answer: its failure is logged under this request's id.
+    await forgotPassword({ ...deps, log: contextOf(req).log }, req.body.email);
     return {};
   });
 

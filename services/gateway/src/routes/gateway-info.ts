@@ -1,5 +1,5 @@
 import { gatewayRoutes } from '@chat/contracts';
-import { route } from '@chat/kit';
+import { requestIdOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { SOCKET_PATH, type SocketServer } from './socket.ts';
@@ -18,10 +18,20 @@ export function gatewayInfoRoutes(app: FastifyInstance, deps: { config: GatewayC
   route(app, gatewayRoutes.socket, async (_req, reply) => reply.code(400).send({ error: 'Expected a WebSocket upgrade' }));
   const sockets = deps.sockets;
   if (!sockets) return;
+  // Fastify never sees an upgrade, so it is logged here as Fastify logs a request: under its
+  // request id (echoed on the answer), its url redacted, then its outcome.
   app.server.on('upgrade', (req, socket, head) => {
-    sockets.upgrade(req, socket, head).catch((err) => {
-      app.log.warn({ err }, 'socket upgrade failed');
-      socket.destroy();
-    });
+    const reqId = requestIdOf(req.headers);
+    const log = app.log.child({ reqId });
+    const started = performance.now();
+    log.info({ req, remoteAddress: req.socket.remoteAddress }, 'incoming socket upgrade');
+    sockets.upgrade(req, socket, head, { 'x-request-id': reqId }).then(
+      (status) =>
+        log.info({ status, responseTime: performance.now() - started }, status === 101 ? 'socket opened' : 'socket upgrade refused'),
+      (err) => {
+        log.warn({ err }, 'socket upgrade failed');
+        socket.destroy();
+      },
+    );
   });
 }

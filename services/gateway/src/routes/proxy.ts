@@ -1,12 +1,18 @@
 import { Buffer } from 'node:buffer';
 import { Readable } from 'node:stream';
 import type { RouteContract } from '@chat/contracts';
-import { AppError, contextWithSpan, requestSpan, traceHeaders } from '@chat/kit';
+import { AppError, contextWithSpan, IDLE_DRAIN_MS, requestSpan, traceHeaders } from '@chat/kit';
 import proxy from '@fastify/http-proxy';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { upstreamFailure } from '../domain/upstream-failure.ts';
 import { proxyTargets, type Upstream, upstreamUrls } from '../domain/upstreams.ts';
+
+/**
+ * How long an idle connection to a service is kept for the next request: a second less than a
+ * stopping service keeps its idle connections open (IDLE_DRAIN_MS, see createHttpApp).
+ */
+export const UPSTREAM_KEEP_ALIVE_MS = IDLE_DRAIN_MS - 1_000;
 
 /** Answers up to this size are read whole and sent in one write; larger ones (files) stream through. */
 const BUFFERED_ANSWER_BYTES = 64 * 1024;
@@ -43,10 +49,17 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
         const contentType = req.headers['content-type'] ?? 'application/octet-stream';
         return reply.from(dest, body === undefined ? options : { ...options, body, contentType });
       },
+      // reply-from logs each hop's url at info ("fetching from remote server"): a webhook's token
+      // with it. The gateway's own request lines say the same, redacted.
+      disableRequestLogging: true,
       undici: {
         connections: 128,
         pipelining: 1,
-        keepAliveTimeout: 60_000,
+        // The gateway closes an idle connection before a stopping service would cut it, so no
+        // request is written on a connection being cut (a 502). The service's `Keep-Alive:
+        // timeout=72` would otherwise raise it: keepAliveMaxTimeout caps that.
+        keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+        keepAliveMaxTimeout: UPSTREAM_KEEP_ALIVE_MS,
         headersTimeout: config.UPSTREAM_TIMEOUT_MS,
         bodyTimeout: config.UPSTREAM_TIMEOUT_MS,
       },

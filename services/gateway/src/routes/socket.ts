@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { setTimeout as wait } from 'node:timers/promises';
 import {
@@ -99,7 +99,11 @@ export function createSocketServer(deps: SocketDeps) {
     for (const [name, value] of Object.entries(rateHeadersOf.get(req) ?? {})) headers.push(`${name}: ${value}`);
   });
 
-  const ready = deps.subscriber.subscribe(store.channelOf(node));
+  // Until then no socket is accepted: its frames would have nowhere to arrive.
+  let listening = false;
+  const ready = subscribeWhenUp(deps.subscriber, store.channelOf(node), log).then(() => {
+    listening = true;
+  });
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
 
   /**
@@ -412,24 +416,46 @@ export function createSocketServer(deps: SocketDeps) {
   const unwatch = socketMetrics.watchSockets({ connections: () => live.size, sessions: () => bySession.size });
 
   return {
-    ready: ready.then(() => undefined),
-    /** Counts the upgrade in the General tier, then opens the socket (HELLO first). */
-    async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    /** Resolves once this replica listens for its sessions' frames (when Redis first answers). */
+    ready,
+    /** Throws while sockets are refused (Redis has not answered since the start): a health check. */
+    assertReady(): void {
+      if (!listening) throw new Error("not subscribed to its sessions' frames yet (Redis)");
+    },
+    /**
+     * Counts the upgrade in the General tier, then opens the socket (HELLO first). Answers the
+     * status it gave: 101, or the refusal's. `headers` go on every answer (the request id).
+     */
+    async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, headers: Record<string, string> = {}): Promise<number> {
       socket.on('error', () => {});
       const path = (req.url ?? '/').split('?')[0]?.toLowerCase();
-      if (path !== SOCKET_PATH) return void rejectUpgrade(socket, 404, { error: 'Not found' });
+      if (path !== SOCKET_PATH) return rejectUpgrade(socket, 404, { error: 'Not found' }, headers);
       const verdict = await deps.limiter.hit({
         tier: 'general',
         subject: rateSubject(deps.clientIp(req.socket.remoteAddress, req.headers)),
       });
-      const rateHeaders = rateLimitHeaders(verdict);
+      const rateHeaders = { ...rateLimitHeaders(verdict), ...headers };
       if (!verdict.allowed) {
         const retry = Math.max(1, Math.ceil((verdict.resetAtMs - verdict.nowMs) / 1000));
-        const headers = { 'retry-after': String(retry), ...rateHeaders };
-        return void rejectUpgrade(socket, 429, { error: 'Too many requests, slow down and retry later' }, headers);
+        return rejectUpgrade(
+          socket,
+          429,
+          { error: 'Too many requests, slow down and retry later' },
+          { 'retry-after': String(retry), ...rateHeaders },
+        );
+      }
+      if (!listening) {
+        return rejectUpgrade(
+          socket,
+          503,
+          { error: 'The real-time gateway is unavailable, retry later' },
+          { 'retry-after': '5', ...rateHeaders },
+        );
       }
       rateHeadersOf.set(req, rateHeaders);
       wss.handleUpgrade(req, socket, head, open);
+      // ws refuses a malformed handshake at once, with a 400 of its own.
+      return socket.writable ? 101 : 400;
     },
     /**
      * Closes every socket of a revoked token session with 4004, from memory first: a Redis that is
@@ -461,14 +487,35 @@ export function createSocketServer(deps: SocketDeps) {
 
 export type SocketServer = ReturnType<typeof createSocketServer>;
 
-function rejectUpgrade(socket: Duplex, status: number, body: object, headers: Record<string, string> = {}) {
+/** Answers the upgrade request with `status` and closes the connection; returns the status. */
+function rejectUpgrade(socket: Duplex, status: number, body: object, headers: Record<string, string> = {}): number {
   const text = JSON.stringify(body);
   const lines = [
-    `HTTP/1.1 ${status} ${status === 429 ? 'Too Many Requests' : 'Not Found'}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
     'content-type: application/json; charset=utf-8',
     `content-length: ${Buffer.byteLength(text)}`,
     'connection: close',
     ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
   ];
   socket.end(`${lines.join('\r\n')}\r\n\r\n${text}`);
+  return status;
+}
+
+/**
+ * Subscribes once Redis answers: a Redis away at start must not stop the gateway (HTTP needs none
+ * of it), only its sockets. ioredis renews the subscription after each later reconnect by itself.
+ */
+async function subscribeWhenUp(subscriber: Redis, channel: string, log: Logger): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await subscriber.subscribe(channel);
+      if (attempt > 0) log.info('Redis reachable: sockets are accepted');
+      return;
+    } catch (err) {
+      if (subscriber.status === 'end') return;
+      if (attempt === 0) log.warn({ err }, 'Redis not reachable: sockets are refused (503) until it is');
+      if (subscriber.status !== 'ready') await new Promise((resolve) => subscriber.once('ready', resolve));
+      else await wait(1_000);
+    }
+  }
 }
