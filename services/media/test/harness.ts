@@ -9,8 +9,9 @@ import { serveMediaRpc } from '../src/bus/rpc.ts';
 import { MediaConfig } from '../src/config.ts';
 import { createObjectStore, type ObjectStore } from '../src/db/storage.ts';
 import type { MediaDeps } from '../src/deps.ts';
+import { addressPolicy } from '../src/domain/address-policy.ts';
 import { linkFetcher } from '../src/domain/link-fetcher.ts';
-import type { SafeFetch } from '../src/domain/safe-fetch.ts';
+import { createSafeFetch, type SafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
 
 export type MinioOptions = Backing['minio'];
 
@@ -130,3 +131,15 @@ export const PNG_1X1 = Buffer.from(
 );
 
 export const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+/** The link fetcher of the preview tests: only this machine's page servers, every name resolving to 127.0.0.1. */
+export function localPageFetch(): SafeFetch {
+  return createSafeFetch({
+    policy: addressPolicy(['127.0.0.1']),
+    timeoutMs: 5_000,
+    maxRedirects: 5,
+    userAgent: 'test',
+    resolve: async () => ['127.0.0.1'],
+    connect: systemConnector,
+  });
+}

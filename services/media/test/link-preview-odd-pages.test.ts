@@ -1,10 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressPolicy } from '../src/domain/address-policy.ts';
 import { IMAGE_MAX_BYTES, PAGE_MAX_BYTES } from '../src/domain/link-previews.ts';
-import { createSafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
-import { createMediaHarness, type MediaHarness, PNG_1X1 } from './harness.ts';
+import { createMediaHarness, localPageFetch, type MediaHarness, PNG_1X1 } from './harness.ts';
 import { html, startPageServer } from './page-server.ts';
 
 // Pages that broke previews: charsets without a decoder, titles that are not the document's, an
@@ -30,15 +28,7 @@ beforeAll(async () => {
         .writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'gzip' })
         .end(gzipSync('<html><head><title>Zipped</title></head></html>')),
   });
-  const fetchLink = createSafeFetch({
-    policy: addressPolicy(['127.0.0.1']),
-    timeoutMs: 5_000,
-    maxRedirects: 5,
-    userAgent: 'test',
-    resolve: async () => ['127.0.0.1'],
-    connect: systemConnector,
-  });
-  h = await createMediaHarness({ fetchLink });
+  h = await createMediaHarness({ fetchLink: localPageFetch() });
 });
 afterAll(async () => {
   await h.close();

@@ -1,11 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { withTx } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressPolicy } from '../src/domain/address-policy.ts';
 import { previewLinksOf, publishEmbeds } from '../src/domain/embeds.ts';
 import { PLATFORM_UPLOADER, previewLink, purgeExpiredPreviews } from '../src/domain/link-previews.ts';
-import { createSafeFetch, systemConnector } from '../src/domain/safe-fetch.ts';
-import { createMediaHarness, type MediaHarness, PNG_1X1, sha256 } from './harness.ts';
+import { createMediaHarness, localPageFetch, type MediaHarness, PNG_1X1, sha256 } from './harness.ts';
 import { html, type Page, redirect, startPageServer } from './page-server.ts';
 
 let h: MediaHarness;
@@ -83,15 +81,7 @@ beforeAll(async () => {
     `<html><head><meta name="twitter:title" content="Card title"><meta name="twitter:description" content="Card text">
      <meta name="twitter:image" content="${server.origin}/pixel.png"></head></html>`,
   );
-  const fetchLink = createSafeFetch({
-    policy: addressPolicy(['127.0.0.1']),
-    timeoutMs: 5_000,
-    maxRedirects: 5,
-    userAgent: 'test',
-    resolve: async () => ['127.0.0.1'],
-    connect: systemConnector,
-  });
-  h = await createMediaHarness({ fetchLink });
+  h = await createMediaHarness({ fetchLink: localPageFetch() });
 });
 afterAll(async () => {
   await h.close();
