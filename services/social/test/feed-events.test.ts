@@ -1,9 +1,9 @@
 import { ChannelGetRpc, READ_STATE_SUBJECTS, ServerChannelsAmongRpc } from '@chat/contracts';
 import { channelMessageRecord } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness, eventually } from './harness.ts';
-import { withReadStates } from './read-state-fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { eventually } from './harness.ts';
+import { readStatesHarness } from './read-state-fixtures.ts';
 
 /**
  * What the user's other sessions are told of their feed and their acks (events written with the
@@ -11,12 +11,7 @@ import { withReadStates } from './read-state-fixtures.ts';
  * (social.notifications.deleted), and what a channel ack may name (guilds answers, through a
  * stand-in, which channel each published message is in).
  */
-const h = await createHarness();
-const rs = await withReadStates(h);
-afterAll(async () => {
-  await rs.close();
-  await h.close();
-});
+const { h, rs } = await readStatesHarness();
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 type Entry = { id: string; messageId: string | null };

@@ -1,21 +1,16 @@
 import { READ_STATE_SUBJECTS, type ReadState } from '@chat/contracts';
 import { channelMessageRecord } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createHarness, eventually } from './harness.ts';
-import { withReadStates } from './read-state-fixtures.ts';
+import { describe, expect, it } from 'vitest';
+import { eventually } from './harness.ts';
+import { readStatesHarness } from './read-state-fixtures.ts';
 
 /**
  * What a channel mention leaves behind when it meets a block, an edit or an ack that came first
  * (guilds' events published on the real GUILDS stream, as guilds' relay would), and what an ack
  * or a channel level may name (guilds' channels as a stand-in answers rpc.guilds.channel.get).
  */
-const h = await createHarness();
-const rs = await withReadStates(h);
-afterAll(async () => {
-  await rs.close();
-  await h.close();
-});
+const { h, rs } = await readStatesHarness();
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 type Entry = { id: string; messageId: string | null; actorId: string | null; read: boolean; excerpt: string | null };

@@ -1,22 +1,17 @@
 import { READ_STATE_SUBJECTS } from '@chat/contracts';
 import { channelMessageRecord, lastAttempt } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { insertNotification } from '../src/db/notifications.ts';
-import { createHarness, eventually } from './harness.ts';
-import { withReadStates } from './read-state-fixtures.ts';
+import { eventually } from './harness.ts';
+import { readStatesHarness } from './read-state-fixtures.ts';
 
 /**
  * The feed shows only what its user may still see (Discord's inbox): nothing of a channel they can
  * no longer view (guilds answers rpc.guilds.channels.visible; a stand-in here) or of a server or
  * group they left, and no text an author edited out or deleted.
  */
-const h = await createHarness();
-const rs = await withReadStates(h);
-afterAll(async () => {
-  await rs.close();
-  await h.close();
-});
+const { h, rs } = await readStatesHarness();
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 type Entry = { id: string; kind: string; messageId: string | null; excerpt: string | null } & Record<string, unknown>;

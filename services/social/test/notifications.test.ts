@@ -1,21 +1,16 @@
 import { READ_STATE_SUBJECTS } from '@chat/contracts';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
-import { createHarness, eventually } from './harness.ts';
-import { withReadStates } from './read-state-fixtures.ts';
+import { eventually } from './harness.ts';
+import { readStatesHarness } from './read-state-fixtures.ts';
 
 /**
  * Issue 19: the notification feed, built from events only: social's own friend, message and call
  * events (through the real outbox, relay and SOCIAL stream) and guilds' join-request decisions and
  * resolved mentions (published here on the GUILDS stream, as guilds' relay would).
  */
-const h = await createHarness();
-const rs = await withReadStates(h);
-afterAll(async () => {
-  await rs.close();
-  await h.close();
-});
+const { h, rs } = await readStatesHarness();
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 type Entry = { id: string; kind: string; actorId: string | null; read: boolean } & Record<string, unknown>;

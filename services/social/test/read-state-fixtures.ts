@@ -1,10 +1,22 @@
 import { AckableRpc, MESSAGES_SUBJECTS, MemberCheckRpc, ServerChannelsAmongRpc, STREAMS, VisibleChannelsRpc } from '@chat/contracts';
 import { type ConsumerHandle, ensureStream, notFound, serveRpc } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
+import { afterAll } from 'vitest';
 import { type ApplyEvent, type ConsumerName, consumeForReadStates, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
-import type { Harness } from './harness.ts';
+import { createHarness, type Harness } from './harness.ts';
 
 type ChannelKind = 'text' | 'voice';
+
+/** A social harness with the read-state fixtures, both closed after the file's tests. */
+export async function readStatesHarness() {
+  const h = await createHarness();
+  const rs = await withReadStates(h);
+  afterAll(async () => {
+    await rs.close();
+    await h.close();
+  });
+  return { h, rs };
+}
 
 /**
  * What the read-state and notification tests add to the social harness: social's consumers of

@@ -5,22 +5,17 @@ import { READ_STATE_SUBJECTS, type ReadState, STREAMS } from '@chat/contracts';
 import { applyOnce, createPool, type EventEnvelope, migrate } from '@chat/kit';
 import { channelMessageRecord, createTestDatabase, lastAttempt } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ApplyEvent, applierOf, READ_STATE_CONSUMERS } from '../src/bus/read-states.ts';
-import { createHarness, eventually } from './harness.ts';
-import { withReadStates } from './read-state-fixtures.ts';
+import { eventually } from './harness.ts';
+import { readStatesHarness } from './read-state-fixtures.ts';
 
 /**
  * Issue 19: read states from events. Channel facts come from guilds' events (published here on the
  * real GUILDS stream, as guilds' relay would), mentions arrive already resolved by guilds, and
  * whether a channel is still viewable is asked of guilds once per request (a stand-in answers).
  */
-const h = await createHarness();
-const rs = await withReadStates(h);
-afterAll(async () => {
-  await rs.close();
-  await h.close();
-});
+const { h, rs } = await readStatesHarness();
 
 type User = Awaited<ReturnType<typeof h.addUser>>;
 let alice: User;
