@@ -94,7 +94,7 @@ export const baseConfig = z.object({
   EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(7),
   /**
    * How long a stopping process may take. Longer than the HTTP idle drain (IDLE_DRAIN_MS of the
-   * kit's http.ts, 5 s) plus the longest request: see createHttpApp.
+   * kit's http.ts, 3 s) plus the longest request: see createHttpApp.
    */
   SHUTDOWN_GRACE_MS: env.int(10_000, 1),
   /** The operator port of GET /metrics (Prometheus); default PORT + 1000, or any free port when PORT is 0. */
