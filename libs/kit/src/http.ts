@@ -81,6 +81,8 @@ export interface RouteOptions {
 export const IDEMPOTENT: RouteOptions = { idempotent: 'user' };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** What every answer carries unless its route set its own, also those made before any hook runs. */
+const DEFAULT_ANSWER_HEADERS = { 'cache-control': 'no-store' } as const;
 // The 405 lookup must match paths exactly as the app's router does.
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, caseSensitive: true };
 const CONTEXT_NAMES: Record<string, string> = { querystring: 'query', params: 'path', body: 'body', headers: 'header' };
@@ -112,13 +114,17 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
     frameworkErrors: (error, req, reply) => {
       const path = req.url.split('?')[0] ?? '/';
-      const plain = (reply as unknown as FastifyReply).headers(options.answerHeaders ?? {});
+      const plain = (reply as unknown as FastifyReply).headers({
+        ...options.answerHeaders,
+        ...DEFAULT_ANSWER_HEADERS,
+        'x-request-id': req.id,
+      });
       if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return plain.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
       return plain.code(400).send({ error: 'Malformed URL' });
     },
     clientErrorHandler: (err, socket) => answerClientError(err, socket, options.answerHeaders ?? {}),
   });
-  if (options.parsesBodies !== false) refuseLoneSurrogates(app);
+  if (options.parsesBodies !== false) parseJsonBodies(app);
   const methodsByPath = FindMyWay({ ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 });
   const running = new Set<Promise<unknown>>();
   app.decorate('runningHandlers', running);
@@ -159,6 +165,9 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   app.addHook('onSend', (_req, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
+    // Answers carry tokens (RFC 6749 5.1) and callers' private records: no cache keeps one unless
+    // its route says how (the JWKS). A proxy's hook sees the service's own value and keeps it.
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', DEFAULT_ANSWER_HEADERS['cache-control']);
     done(null, payload);
   });
   app.addHook('onRoute', (r) => {
@@ -414,12 +423,6 @@ export function contextOf(req: FastifyRequest): RequestContext {
   return { userId: req.user?.id, requestId: req.id, log: req.log as Logger };
 }
 
-/**
- * A request Node's parser refuses (conflicting lengths, an obs-folded header, a header block past
- * its limit, no Host) never reaches Fastify: it is answered here, on the socket, in the platform's
- * `{"error"}` shape with the answer headers, and the connection is closed (what follows it on the
- * connection cannot be trusted to start where the parser thinks).
- */
 // A \u escape of a surrogate in the raw body (the only way JSON text can carry a lone one), and a
 // surrogate without its pair in a parsed string.
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
@@ -431,22 +434,51 @@ function holdsLoneSurrogate(value: unknown): boolean {
   return Object.entries(value).some(([key, inner]) => LONE_SURROGATE.test(key) || holdsLoneSurrogate(inner));
 }
 
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+// `utf8` is the WHATWG Encoding standard's other label of UTF-8.
+const UTF8_LABELS = new Set(['utf-8', 'utf8']);
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
- * JSON may spell a lone surrogate (`"\ud800"`), which no UTF-8 text holds: PostgreSQL refuses it
- * in jsonb (a post answered "Malformed identifier") and replaces it in text (an edit stored U+FFFD).
- * Refused once here for every route; only a body that has such an escape is searched.
+ * The one parser of request bodies: JSON in UTF-8 (RFC 8259 8.1), decoded strictly. Bytes that are
+ * not UTF-8 were stored as U+FFFD, and a body in another charset as mojibake: refused (400, 415).
+ * JSON may also spell a lone surrogate (`"\ud800"`), which no UTF-8 text holds: PostgreSQL refuses
+ * it in jsonb and replaces it in text (an edit stored U+FFFD); only a body with such an escape is
+ * searched. An empty body is no body, as without a Content-Type (a client library that always sends
+ * one); a route whose schema needs a body answers 400 from it. Fastify's text/plain parser is
+ * removed, so that text/plain is a 415 like any other media type that is not JSON.
  */
-function refuseLoneSurrogates(app: FastifyInstance): void {
+function parseJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    parseJson(req, body as string, (err, value) => {
-      if (err || !SURROGATE_ESCAPE.test(body as string) || !holdsLoneSurrogate(value)) return done(err, value);
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const charset = CHARSET.exec(req.headers['content-type'] ?? '')?.[1]?.toLowerCase();
+    if (charset !== undefined && !UTF8_LABELS.has(charset))
+      return done(new AppError(415, 'Unsupported charset; send application/json in UTF-8'), undefined);
+    // Bodies are read as sent: a compressed one would be taken for malformed text (RFC 7694: 415).
+    const encoding = req.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding && encoding !== 'identity')
+      return done(new AppError(415, 'Unsupported Content-Encoding; send the body uncompressed'), undefined);
+    if ((body as Buffer).length === 0) return done(null, undefined);
+    let text: string;
+    try {
+      text = strictUtf8.decode(body as Buffer);
+    } catch {
+      return done(new AppError(400, 'body: text must be valid UTF-8'), undefined);
+    }
+    parseJson(req, text, (err, value) => {
+      if (err || !SURROGATE_ESCAPE.test(text) || !holdsLoneSurrogate(value)) return done(err, value);
       done(new AppError(400, 'body: text must be valid Unicode (an escape spells a lone surrogate)'), undefined);
     });
   });
 }
 
+/**
+ * A request Node's parser refuses (conflicting lengths, an obs-folded header, a header block past
+ * its limit, no Host) never reaches Fastify: it is answered here, on the socket, in the platform's
+ * `{"error"}` shape with the answer headers, and the connection is closed (what follows it on the
+ * connection cannot be trusted to start where the parser thinks).
+ */
 function answerClientError(err: Error & { code?: string }, socket: Socket, headers: Readonly<Record<string, string>>): void {
   if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
   const [status, error] =
@@ -458,7 +490,7 @@ function answerClientError(err: Error & { code?: string }, socket: Socket, heade
   const body = JSON.stringify({ error });
   const lines = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
-    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    ...Object.entries({ ...headers, ...DEFAULT_ANSWER_HEADERS }).map(([name, value]) => `${name}: ${value}`),
     'content-type: application/json; charset=utf-8',
     `content-length: ${Buffer.byteLength(body)}`,
     'connection: close',

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { defineRoute } from '@chat/contracts';
 import { createTestIssuer } from '@chat/testkit';
 import type { LightMyRequestResponse } from 'fastify';
@@ -41,6 +42,15 @@ const widgets = {
     status: 204,
     response: null,
   }),
+  catalog: defineRoute({
+    method: 'GET',
+    path: '/v1/catalog',
+    service: 'music',
+    summary: 'The public catalogue, which caches may keep',
+    auth: false,
+    status: 200,
+    response: z.array(Widget),
+  }),
   fail: defineRoute({
     method: 'POST',
     path: '/v1/failures/:kind',
@@ -74,6 +84,10 @@ route(app, widgets.get, async (req) => {
   return { id: req.params.widgetId, name: `owned by ${req.user.id}`, size: 1, password_hash: 'argon2-secret' } as never;
 });
 route(app, widgets.remove, async () => undefined);
+route(app, widgets.catalog, async (_req, reply) => {
+  reply.header('cache-control', 'public, max-age=300');
+  return [];
+});
 route(app, widgets.fail, async (req) => {
   switch (req.params.kind) {
     case 'plain':
@@ -172,6 +186,90 @@ describe('createHttpApp and route', () => {
     expect(expectErrorBody(res, 415)).toMatch(/content-type/i);
   });
 
+  it('answers 415 to a text/plain body, as to any other media type that is not JSON', async () => {
+    for (const type of ['text/plain', 'text/plain; charset=utf-8']) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/widgets',
+        headers: { 'content-type': type },
+        payload: '{"name":"gear","size":1}',
+      });
+      expect(expectErrorBody(res, 415), type).toBe('Unsupported Content-Type; send application/json');
+    }
+  });
+
+  it('answers 415 to JSON in a charset other than UTF-8, and takes UTF-8 named in any letter case', async () => {
+    const latin1 = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from([0xe9]), Buffer.from('","size":1}')]);
+    for (const type of ['application/json; charset=latin1', 'application/json;charset="ISO-8859-1"', 'application/json; charset=utf-16']) {
+      const res = await app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': type }, payload: latin1 });
+      expect(expectErrorBody(res, 415), type).toMatch(/charset/i);
+    }
+    for (const type of ['application/json; charset=UTF-8', 'Application/JSON;charset=utf-8']) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/widgets',
+        headers: { 'content-type': type },
+        payload: '{"name":"café","size":1}',
+      });
+      expect({ type, status: res.statusCode, body: res.json() }).toEqual({ type, status: 201, body: { id: 'w1', name: 'café', size: 1 } });
+    }
+  });
+
+  it('answers 415 to a compressed JSON body (RFC 7694), and takes one sent as identity', async () => {
+    const json = '{"name":"zipped","size":1}';
+    const zipped = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      payload: gzipSync(json),
+    });
+    expect(expectErrorBody(zipped, 415)).toBe('Unsupported Content-Encoding; send the body uncompressed');
+    const plain = await app.inject({
+      method: 'POST',
+      url: '/v1/widgets',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+      payload: json,
+    });
+    expect(plain.statusCode).toBe(201);
+  });
+
+  it('answers 400 to a JSON body whose bytes are not UTF-8, rather than reading U+FFFD', async () => {
+    for (const bad of [[0xe9], [0xe0, 0xa4], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+      const payload = Buffer.concat([Buffer.from('{"name":"caf'), Buffer.from(bad), Buffer.from('","size":1}')]);
+      const res = await app.inject({ method: 'POST', url: '/v1/widgets', headers: { 'content-type': 'application/json' }, payload });
+      expect(expectErrorBody(res, 400), String(bad)).toBe('body: text must be valid UTF-8');
+    }
+  });
+
+  it('takes an empty body with Content-Type: application/json as no body: a route without one answers, one that needs one says so', async () => {
+    const headers = { 'content-type': 'application/json', 'content-length': '0' };
+    const bodiless = await app.inject({ method: 'DELETE', url: `/v1/widgets/${WIDGET_ID}`, headers, payload: '' });
+    expect({ status: bodiless.statusCode, body: bodiless.body }).toEqual({ status: 204, body: '' });
+    const needsOne = await app.inject({ method: 'POST', url: '/v1/widgets', headers, payload: '' });
+    expect(expectErrorBody(needsOne, 400)).toMatch(/^body: /);
+  });
+
+  it('marks every answer Cache-Control: no-store, errors too, unless its route set its own', async () => {
+    const created = await postJson('/v1/widgets', { name: 'gear', size: 3 });
+    const refused = await postJson('/v1/widgets', { name: 'gear' });
+    const unknown = await app.inject({ method: 'GET', url: '/v1/nothing' });
+    const malformed = await app.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A' });
+    const catalog = await app.inject({ method: 'GET', url: '/v1/catalog' });
+    expect({
+      created: [created.statusCode, created.headers['cache-control']],
+      refused: [refused.statusCode, refused.headers['cache-control']],
+      unknown: [unknown.statusCode, unknown.headers['cache-control']],
+      malformed: [malformed.statusCode, malformed.headers['cache-control']],
+      catalog: [catalog.statusCode, catalog.headers['cache-control']],
+    }).toEqual({
+      created: [201, 'no-store'],
+      refused: [400, 'no-store'],
+      unknown: [404, 'no-store'],
+      malformed: [400, 'no-store'],
+      catalog: [200, 'public, max-age=300'],
+    });
+  });
+
   it('answers 413 to a body over the limit', async () => {
     const res = await postJson('/v1/widgets', { name: 'x'.repeat(4_000), size: 1 });
     expect(expectErrorBody(res, 413)).toMatch(/too large/i);
@@ -244,6 +342,15 @@ describe("the router's own answers", () => {
     const bad = await app.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toEqual({ error: 'Malformed URL' });
+  });
+
+  it('gives a URL that does not decode the request id, as every other answer', async () => {
+    const given = await app.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A', headers: { 'x-request-id': 'client-req-7' } });
+    const generated = await app.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A' });
+    expect({ given: given.headers['x-request-id'], generated: generated.headers['x-request-id'] }).toEqual({
+      given: 'client-req-7',
+      generated: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
   });
 });
 

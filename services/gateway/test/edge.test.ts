@@ -58,6 +58,89 @@ describe('edge hygiene', () => {
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
   });
 
+  it('puts the security headers on a preflight, which cors answers before any other hook', async () => {
+    const res = await gateway.app.inject({
+      method: 'OPTIONS',
+      url: '/v1/servers',
+      headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' },
+    });
+    expect({
+      status: res.statusCode,
+      acao: res.headers['access-control-allow-origin'],
+      nosniff: res.headers['x-content-type-options'],
+    }).toEqual({
+      status: 204,
+      acao: 'https://app.example',
+      nosniff: 'nosniff',
+    });
+    expect(res.headers['content-security-policy']).toContain("default-src 'none'");
+  });
+
+  it('answers an OPTIONS that is not a preflight like any other method: a JSON 405 with Allow, with the security headers', async () => {
+    const cases = {
+      noOrigin: { 'access-control-request-method': 'GET' },
+      noRequestMethod: { origin: 'https://app.example' },
+      neither: {},
+    };
+    for (const [name, headers] of Object.entries(cases)) {
+      const res = await gateway.app.inject({ method: 'OPTIONS', url: '/v1/health', headers });
+      expect({
+        name,
+        status: res.statusCode,
+        type: res.headers['content-type'],
+        allow: res.headers.allow,
+        body: res.json(),
+        nosniff: res.headers['x-content-type-options'],
+      }).toEqual({
+        name,
+        status: 405,
+        type: expect.stringMatching(/^application\/json/),
+        allow: 'GET',
+        body: { error: 'Method OPTIONS not allowed on /v1/health' },
+        nosniff: 'nosniff',
+      });
+    }
+  });
+
+  it('names in Allow only the methods the contracts give a path, for a method no route serves (PROPFIND, TRACE)', async () => {
+    const token = await issuer.sign('0190a6d2-6f1e-7c3a-8b4e-2f5d6c7b8a90');
+    for (const method of ['PROPFIND', 'TRACE']) {
+      const res = await gateway.app.inject({
+        method: method as 'GET',
+        url: '/v1/users/@me',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect({
+        method,
+        status: res.statusCode,
+        allow: res.headers.allow,
+        body: res.json(),
+        nosniff: res.headers['x-content-type-options'],
+      }).toEqual({
+        method,
+        status: 405,
+        allow: 'GET, PATCH',
+        body: { error: `Method ${method} not allowed on /v1/users/@me` },
+        nosniff: 'nosniff',
+      });
+    }
+  });
+
+  it('gives a URL that does not decode its request id and the security headers', async () => {
+    const res = await gateway.app.inject({ method: 'GET', url: '/v1/servers/%E0%A4%A', headers: { 'x-request-id': 'client-req-9' } });
+    expect({
+      status: res.statusCode,
+      body: res.json(),
+      id: res.headers['x-request-id'],
+      nosniff: res.headers['x-content-type-options'],
+    }).toEqual({
+      status: 400,
+      body: { error: 'Malformed URL' },
+      id: 'client-req-9',
+      nosniff: 'nosniff',
+    });
+  });
+
   it('answers an unknown area 404 without asking for a token, and an unknown path of a service 401', async () => {
     const unknown = await gateway.app.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(unknown.statusCode).toBe(404);

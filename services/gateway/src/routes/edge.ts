@@ -12,7 +12,7 @@ import {
   unauthorized,
   unverifiedSessionId,
 } from '@chat/kit';
-import cors from '@fastify/cors';
+import cors, { type FastifyCorsOptions, type FastifyCorsOptionsDelegateCallback } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { createClientIpResolver, rateSubject } from '../domain/client-ip.ts';
@@ -48,6 +48,11 @@ const PROBES = new Set(['/health/live', '/health/ready']);
  * access token on every route that is not public.
  */
 export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> {
+  // Before cors's own onRequest hook, which answers a preflight there and then.
+  app.addHook('onRequest', (_req, reply, done) => {
+    reply.headers(SECURITY_HEADERS);
+    done();
+  });
   await app.register(cors, corsOptions(deps.config.CORS_ORIGINS));
   const classify = createRouteTable(deps.routes, Object.keys(ROUTE_PREFIXES));
   const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
@@ -56,7 +61,6 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
   app.decorateRequest('chargeToClient', undefined);
 
   app.addHook('onRequest', async (req, reply) => {
-    reply.headers(SECURITY_HEADERS);
     if (PROBES.has(req.url)) return;
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     const route = classify(req.method, req.url);
@@ -76,10 +80,12 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     req.chargeToClient = verdict.chargeToClient;
     if (route.refused) throw badRequest(route.refused);
     checkBodySize(req, route, deps.config.BODY_LIMIT_BYTES);
-    if (!route.auth) return;
-    if (!token) throw unauthorized('Missing bearer token');
-    if (verdict.revoked) throw unauthorized(SESSION_REVOKED);
-    await deps.tokens.verify(token);
+    if (route.auth) {
+      if (!token) throw unauthorized('Missing bearer token');
+      if (verdict.revoked) throw unauthorized(SESSION_REVOKED);
+      await deps.tokens.verify(token);
+    }
+    if (req.is404 && !ROUTED_METHODS.has(req.method)) refuseUnroutedMethod(req, classify);
   });
 
   // A webhook execution the service refused (wrong token, unknown webhook, bad body) counts for the
@@ -96,6 +102,22 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
   });
 }
 
+/** The methods the proxy forwards, and OPTIONS (cors's route): a request with any other reaches no route. */
+const ROUTED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const CONTRACT_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/**
+ * A method no route serves (PROPFIND, TRACE) would get the not-found answer, whose Allow names every
+ * method of the proxy's catch-all routes: the contracts name the path's own. A path no contract
+ * describes is left to that answer.
+ */
+function refuseUnroutedMethod(req: FastifyRequest, classify: (method: string, url: string) => RouteClass): void {
+  const allowed = CONTRACT_METHODS.filter((method) => classify(method, req.url).pattern !== undefined);
+  if (allowed.length === 0) return;
+  const path = req.url.split('?')[0] ?? '/';
+  throw new AppError(405, `Method ${req.method} not allowed on ${path}`, { headers: { allow: allowed.join(', ') } });
+}
+
 /**
  * Proxied bodies stream through without being parsed, so Fastify's bodyLimit does not see them:
  * the declared length is checked here, and each service enforces its own limit on what arrives.
@@ -105,12 +127,21 @@ function checkBodySize(req: FastifyRequest, route: RouteClass, limit: number): v
   if (!route.multipart && declared > limit) throw new AppError(413, 'Request body is too large');
 }
 
-function corsOptions(origins: string[]) {
-  return {
+/**
+ * A preflight (an OPTIONS naming its Origin and the method it asks for) is answered by cors; any
+ * other OPTIONS is an ordinary request, answered by the routes like any other method (a 405 with
+ * Allow, a 404) rather than cors's text/plain "Invalid Preflight Request".
+ */
+function corsOptions(origins: string[]): { delegator: FastifyCorsOptionsDelegateCallback } {
+  const options: FastifyCorsOptions = {
     origin: origins.includes('*') ? '*' : origins.length > 0 ? origins : false,
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'x-request-id', IDEMPOTENCY_HEADER],
     exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id', REPLAYED_HEADER],
     maxAge: 600,
   };
+  const otherRequests: FastifyCorsOptions = { ...options, preflight: false };
+  const isPreflight = (req: FastifyRequest) =>
+    req.method === 'OPTIONS' && req.headers.origin !== undefined && req.headers['access-control-request-method'] !== undefined;
+  return { delegator: (req, answer) => answer(null, isPreflight(req) ? options : otherRequests) };
 }
