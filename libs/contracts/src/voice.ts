@@ -50,8 +50,11 @@ export type VoiceJoinReply = z.infer<typeof VoiceJoinReply>;
 
 export const VoiceJoinBody = z.object({ channelId: Id });
 export const VoiceMoveBody = z.object({ userId: Id, channelId: Id });
-/** A heartbeat may say the member is speaking, which counts as activity for the AFK timeout. Optional. */
-export const VoiceHeartbeatBody = z.object({ speaking: z.literal(true).optional() }).nullish();
+/**
+ * A heartbeat may say whether the member is speaking; `true` counts as activity for the AFK timeout,
+ * `false` (as absent) keeps the state alive only. Optional.
+ */
+export const VoiceHeartbeatBody = z.object({ speaking: z.boolean().optional() }).nullish();
 
 /** A moderator's change of a member's voice state (Discord's `mute` and `deaf` of modify-member). */
 export const VoiceModerationBody = z

@@ -1,4 +1,4 @@
-import { AccessToken } from 'livekit-server-sdk';
+import { AccessToken, TrackSource } from 'livekit-server-sdk';
 import { z } from 'zod';
 import { env } from './config.ts';
 
@@ -22,23 +22,40 @@ export interface MediaGrant {
   token: string;
 }
 
-/** `canSubscribe` (hearing the others) defaults to true; only a deafened voice member loses it. */
+/** What a participant may publish, by LiveKit's names of track sources. */
+export type PublishSource = 'camera' | 'microphone' | 'screen_share' | 'screen_share_audio';
+
+const TRACK_SOURCES: Readonly<Record<PublishSource, TrackSource>> = {
+  camera: TrackSource.CAMERA,
+  microphone: TrackSource.MICROPHONE,
+  screen_share: TrackSource.SCREEN_SHARE,
+  screen_share_audio: TrackSource.SCREEN_SHARE_AUDIO,
+};
+
+/**
+ * `canSubscribe` (hearing the others) defaults to true; only a deafened voice member loses it.
+ * `canPublishSources` limits what `canPublish` allows (a voice member without STREAM: the
+ * microphone only); left out, LiveKit lets a publisher publish every source.
+ */
 export type IssueMediaGrant = (grant: {
   room: string;
   identity: string;
   canPublish: boolean;
+  canPublishSources?: readonly PublishSource[];
   canSubscribe?: boolean;
 }) => Promise<MediaGrant>;
 
 /**
  * LiveKit access tokens signed with the configured key pair (the official server SDK): identity
- * the user id, one room, subscribing unless told otherwise, publishing only when allowed, expiring
- * within minutes.
+ * the user id, one room, subscribing unless told otherwise, publishing only when allowed (and only
+ * the sources named, when named), expiring within minutes.
  */
 export function mediaGrantIssuer(config: MediaGrantConfig): IssueMediaGrant {
-  return async ({ room, identity, canPublish, canSubscribe = true }) => {
+  return async ({ room, identity, canPublish, canPublishSources, canSubscribe = true }) => {
     const token = new AccessToken(config.LIVEKIT_API_KEY, config.LIVEKIT_API_SECRET, { identity, ttl: config.MEDIA_GRANT_TTL_SECONDS });
-    token.addGrant({ room, roomJoin: true, canSubscribe, canPublish, canPublishData: canPublish });
+    // LiveKit lets canPublishSources supersede canPublish: sources go only with a grant that may publish.
+    const sources = canPublish && canPublishSources && { canPublishSources: canPublishSources.map((s) => TRACK_SOURCES[s]) };
+    token.addGrant({ room, roomJoin: true, canSubscribe, canPublish, canPublishData: canPublish, ...sources });
     return { url: config.LIVEKIT_URL, token: await token.toJwt() };
   };
 }

@@ -106,19 +106,32 @@ export async function upsertOverride(db: Queryable, o: NewOverride): Promise<Per
  * Role overrides of channels being created, in one statement. The caller gives each (channel,
  * role) once: a repeat would be a unique violation, not a replacement. Answers them in the order given.
  */
-export async function insertRoleOverrides(
+export function insertRoleOverrides(
   db: Queryable,
   overrides: { id: string; channelId: string; roleId: string; allow: bigint; deny: bigint }[],
 ): Promise<PermissionOverride[]> {
+  return insertOverrides(
+    db,
+    overrides.map((o) => ({ ...o, userId: null })),
+  );
+}
+
+/**
+ * Overrides of roles or members of channels being created, in one statement (each target once per
+ * channel, as insertRoleOverrides). Answers them in the order given.
+ */
+export async function insertOverrides(db: Queryable, overrides: NewOverride[]): Promise<PermissionOverride[]> {
+  if (overrides.length === 0) return [];
   const rows = await many<OverrideRow>(
     db,
-    `INSERT INTO channel_overrides (id, channel_id, role_id, allow_bits, deny_bits)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::bigint[])
+    `INSERT INTO channel_overrides (id, channel_id, role_id, user_id, allow_bits, deny_bits)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::bigint[])
      RETURNING ${COLUMNS}`,
     [
       overrides.map((o) => o.id),
       overrides.map((o) => o.channelId),
       overrides.map((o) => o.roleId),
+      overrides.map((o) => o.userId),
       overrides.map((o) => o.allow.toString()),
       overrides.map((o) => o.deny.toString()),
     ],

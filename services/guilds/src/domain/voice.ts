@@ -14,6 +14,7 @@ import { AppError, badRequest, enqueueEvent, forbidden, notFound, type Queryable
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import { deleteChannel, insertChannel } from '../db/channels.ts';
+import { insertOverrides, listOverrides } from '../db/overrides.ts';
 import { findServer, toServer } from '../db/servers.ts';
 import {
   channelHasStates,
@@ -100,19 +101,23 @@ export async function voiceGrant(d: Domain, ctx: Ctx): Promise<MediaGrant> {
 
 /**
  * The media grant of the state's room: publishing (speaking) only with SPEAK there now and not
- * server-muted; subscribing (hearing) unless server-deafened. The state decides the room, not
- * VIEW_CHANNEL: a moderator may move a member into a channel they could not join themselves (a
- * "jail" channel), and they are connected there; without VIEW_CHANNEL they hold no SPEAK in it.
+ * server-muted, and video and screen share only with STREAM too; subscribing (hearing) unless
+ * server-deafened. The state decides the room, not VIEW_CHANNEL: a moderator may move a member into
+ * a channel they could not join themselves (a "jail" channel), and they are connected there; without
+ * VIEW_CHANNEL they hold no SPEAK in it.
  */
 async function grantFor(d: Domain, state: VoiceState): Promise<MediaGrant> {
   if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
   const access = await loadChannelAccess(d.pool, state.channelId, state.userId);
   // Deleted meanwhile: the state went with it (ON DELETE CASCADE).
   if (!access) throw notConnected();
+  const mask = access.channelPermissions;
   return d.issueMediaGrant({
     room: state.channelId,
     identity: state.userId,
-    canPublish: has(access.channelPermissions, Permission.SPEAK) && !state.serverMute,
+    canPublish: has(mask, Permission.SPEAK) && !state.serverMute,
+    // Unnamed, LiveKit would let a publisher send every source: STREAM would not be enforced.
+    ...(!has(mask, Permission.STREAM) && { canPublishSources: ['microphone'] }),
     canSubscribe: !state.serverDeaf,
   });
 }
@@ -209,7 +214,12 @@ async function channelsLeftEmpty(tx: Queryable, channelIds: readonly string[]): 
 
 const isLeftEmpty = async (tx: Queryable, channelId: string) => (await channelsLeftEmpty(tx, [channelId])).has(channelId);
 
-/** The caller's own temporary channel, in the join-to-create channel's category, named after them. */
+/**
+ * The caller's own temporary channel, in the join-to-create channel's category, named after them,
+ * with a copy of its overrides: who could not see or join the join-to-create channel cannot see or
+ * join what it makes either. The creator needs none of their own: the same overrides let them in,
+ * and owning the channel lets them edit it (temporary-channels.ts) and pass its lock.
+ */
 async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAccess): Promise<Channel> {
   const name = temporaryChannelName(await memberName(tx, jtc.server.id, ctx.userId));
   await lockLayout(tx, jtc.server.id);
@@ -223,7 +233,25 @@ async function createTemporaryChannel(tx: Queryable, ctx: Ctx, jtc: ChannelAcces
   });
   const channel = await markTemporary(tx, inserted.id, ctx.userId);
   await emitEvent(tx, ctx.requestId, 'guilds.channel.created', channel);
+  await copyOverrides(tx, ctx, jtc.channel.id, channel.id);
   return channel;
+}
+
+/** The overrides of one channel given to a new one, each with its guilds.override.updated (as a PUT writes it). */
+async function copyOverrides(tx: Queryable, ctx: Ctx, fromChannelId: string, toChannelId: string): Promise<void> {
+  const source = await listOverrides(tx, fromChannelId);
+  const copies = await insertOverrides(
+    tx,
+    source.map((o) => ({
+      id: uuidv7(),
+      channelId: toChannelId,
+      roleId: o.roleId,
+      userId: o.userId,
+      allow: BigInt(o.allowBits),
+      deny: BigInt(o.denyBits),
+    })),
+  );
+  for (const override of copies) await emitEvent(tx, ctx.requestId, 'guilds.override.updated', override);
 }
 
 /** A temporary channel nobody is in any more, and who viewed it: what its deletion and the events before it need. */

@@ -81,23 +81,35 @@ export async function markEnded(tx: Queryable, callId: string, now: Date, reason
   await exec(tx, "UPDATE calls SET state = 'ended', ended_at = $2, end_reason = $3 WHERE id = $1", [callId, now, reason]);
 }
 
+/**
+ * A live call whose ring is over and that still rings someone: unanswered, or answered while others
+ * were still being rung. `state <> 'ended'` as the index of live calls says it, so that index finds them.
+ */
+const RING_OVER = `c.state <> 'ended' AND c.ring_expires_at <= $1
+  AND (c.state = 'ringing' OR EXISTS (SELECT 1 FROM call_participants p WHERE p.call_id = c.id AND p.state = 'ringing'))`;
+
 /** Whether any call still rings past its time: the clock's question, every second, before it opens a transaction. */
 export function anyUnansweredCall(db: Queryable, now: Date): Promise<boolean> {
-  return exists(db, "SELECT 1 FROM calls WHERE state = 'ringing' AND ring_expires_at <= $1", [now]);
+  return exists(db, `SELECT 1 FROM calls c WHERE ${RING_OVER}`, [now]);
 }
 
 /**
- * Ringing calls whose time is up, locked with their conversation (where the missed call's message
- * goes). Rows another transaction holds are skipped, never waited for: another replica ends them,
- * or a message being sent delays them to the next round; so the clock cannot deadlock with a ring.
+ * Calls still ringing past their time, locked with their conversation (where the missed call's
+ * message goes). Rows another transaction holds are skipped, never waited for: another replica ends
+ * them, or a message being sent delays them to the next round; so the clock cannot deadlock with a ring.
  */
 export async function lockUnansweredCalls(tx: Queryable, now: Date, limit: number): Promise<string[]> {
   const rows = await many<{ id: string }>(
     tx,
     `SELECT c.id FROM calls c JOIN conversations v ON v.id = c.conversation_id
-     WHERE c.state = 'ringing' AND c.ring_expires_at <= $1 ORDER BY c.ring_expires_at LIMIT $2
+     WHERE ${RING_OVER} ORDER BY c.ring_expires_at LIMIT $2
      FOR UPDATE OF c SKIP LOCKED FOR NO KEY UPDATE OF v SKIP LOCKED`,
     [now, limit],
   );
   return rows.map((r) => r.id);
+}
+
+/** Those the call still rings stop ringing, as if they had declined (they may still join it). */
+export async function declineStillRinging(tx: Queryable, callId: string): Promise<void> {
+  await exec(tx, "UPDATE call_participants SET state = 'declined' WHERE call_id = $1 AND state = 'ringing'", [callId]);
 }

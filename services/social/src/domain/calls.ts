@@ -15,6 +15,7 @@ import * as calls from '../db/calls.ts';
 import { type ConversationAccess, conversationForParticipant, lockConversation, pairConversationId } from '../db/conversations.ts';
 import { participantAccess } from './conversations.ts';
 import { writeMessage } from './messages.ts';
+import { callEnded } from './notifications.ts';
 
 /**
  * Calls in direct conversations: ringing when started, active once someone answers, ended when the
@@ -144,8 +145,9 @@ async function hangUp(tx: Queryable, call: Call, userId: string, now: Date): Pro
 }
 
 /**
- * Ends as missed every call still ringing past its time, once even with several replicas (each
- * locks what it ends and skips what another holds). Answers how many it ended.
+ * Stops every ring past its time, once even with several replicas (each locks what it changes and
+ * skips what another holds): a call nobody answered ends as missed; in a call answered meanwhile,
+ * whoever it still rings missed it. Answers how many calls it changed.
  */
 export async function endUnansweredCalls(deps: Pick<CallDeps, 'pool'>, now: Date): Promise<number> {
   // Most rounds find nothing due: one statement then, not a transaction's three round trips.
@@ -153,13 +155,34 @@ export async function endUnansweredCalls(deps: Pick<CallDeps, 'pool'>, now: Date
   return withTx(deps.pool, async (tx) => {
     const due = await calls.lockUnansweredCalls(tx, now, 100);
     for (const id of due) {
-      await calls.markEnded(tx, id, now, 'missed');
       const call = (await calls.findCall(tx, id)) as Call;
-      const audience = await postCallMessage(tx, undefined, call);
-      await enqueueEvent(tx, CALL_SUBJECTS.ended, { call, participantIds: audience } satisfies CallEvent);
+      if (call.state === 'ringing') await endMissed(tx, call, now);
+      else await stopRinging(tx, call);
     }
     return due.length;
   });
+}
+
+/** A call nobody answered in time ends as missed, with its call_missed message. */
+async function endMissed(tx: Queryable, rung: Call, now: Date): Promise<void> {
+  await calls.markEnded(tx, rung.id, now, 'missed');
+  const call = (await calls.findCall(tx, rung.id)) as Call;
+  const audience = await postCallMessage(tx, undefined, call);
+  await enqueueEvent(tx, CALL_SUBJECTS.ended, { call, participantIds: audience } satisfies CallEvent);
+}
+
+/**
+ * The ring of an answered call is over: those it still rings stop ringing (declined: the state a
+ * participant has for a ring they did not take; they may still join) and, as for a call that ends
+ * while ringing them, get their missed_call entry, written here from the call as it rang them (the
+ * notifications consumer hears only of ended calls).
+ */
+async function stopRinging(tx: Queryable, rung: Call): Promise<void> {
+  const audience = await callerAudience(tx, rung, await lockConversation(tx, rung.conversationId));
+  await callEnded(tx, { call: rung, participantIds: audience });
+  await calls.declineStillRinging(tx, rung.id);
+  const call = (await calls.findCall(tx, rung.id)) as Call;
+  await enqueueEvent(tx, CALL_SUBJECTS.updated, { call, participantIds: audience } satisfies CallEvent);
 }
 
 /** Runs endUnansweredCalls every `intervalMs` until stopped. */
@@ -226,9 +249,7 @@ async function audienceOf(tx: Queryable, call: Call, actorId: string, actor: Con
  */
 async function postCallMessage(tx: Queryable, requestId: string | undefined, call: Call): Promise<string[]> {
   const conversation = await lockConversation(tx, call.conversationId);
-  // A caller who has left the group since still signs the message; then everyone left gets it.
-  const caller = await conversationForParticipant(tx, call.conversationId, call.initiatorId);
-  const audienceIds = caller?.audienceIds ?? conversation.participantIds;
+  const audienceIds = await callerAudience(tx, call, conversation);
   const type = callMessageType(call);
   const durationSeconds = type === 'call_ended' ? secondsBetween(call.createdAt, call.endedAt as string) : null;
   const message = {
@@ -241,6 +262,15 @@ async function postCallMessage(tx: Queryable, requestId: string | undefined, cal
   };
   await writeMessage(tx, requestId, { ...conversation, audienceIds }, message);
   return audienceIds;
+}
+
+/**
+ * Whom the caller's messages in the call's conversation (locked by the caller) reach: not who
+ * blocked them. A caller who has left the group since reaches everyone left.
+ */
+async function callerAudience(tx: Queryable, call: Call, conversation: { participantIds: string[] }): Promise<string[]> {
+  const caller = await conversationForParticipant(tx, call.conversationId, call.initiatorId);
+  return caller?.audienceIds ?? conversation.participantIds;
 }
 
 function callMessageType(call: Call): 'call_started' | 'call_missed' | 'call_ended' {
