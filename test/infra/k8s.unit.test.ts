@@ -29,16 +29,15 @@ const exampleSecret = parseManifests(readFileSync(join(K8S_DIR, 'base', 'secrets
  * the repository would be everyone's); a pod here gets a key set made as the README makes one.
  */
 const JWT_KEYS_PLACEHOLDER = '{"keys":[]}';
-const generatedKeySet = () => {
-  const jwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
-  return JSON.stringify({ keys: [{ ...jwk, kid: 'generated', alg: 'EdDSA', use: 'sig' }] });
-};
+const GENERATED_KEY_SET = JSON.stringify({
+  keys: [{ ...generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }), kid: 'generated', alg: 'EdDSA', use: 'sig' }],
+});
 
 const finder = (objects: Manifest[]) => (kind: string, name: string) => objects.find((m) => m.kind === kind && m.metadata.name === name);
 
 /** The value a pod would get from a Secret: the example chat-secrets, or the one a CloudNativePG Cluster makes. */
 function secretValue(objects: Manifest[], ref: { name: string; key: string }): string | undefined {
-  if (ref.name === exampleSecret.metadata.name && ref.key === 'jwt-private-keys') return generatedKeySet();
+  if (ref.name === exampleSecret.metadata.name && ref.key === 'jwt-private-keys') return GENERATED_KEY_SET;
   if (ref.name === exampleSecret.metadata.name) return exampleSecret.stringData?.[ref.key];
   const cluster = ref.key === 'uri' && ref.name.endsWith('-app') && finder(objects)('Cluster', ref.name.slice(0, -'-app'.length));
   if (!cluster) return undefined;

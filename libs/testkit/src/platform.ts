@@ -64,7 +64,9 @@ export interface Platform {
   /**
    * Stops after a Ctrl-C: a terminal sends SIGINT to its whole process group, the processes too,
    * and a SIGTERM on top would be their second signal, which cuts their shutdown short. So each
-   * gets up to `graceMs` to stop on its own first; only those still running are then told.
+   * gets up to `graceMs` to stop on its own first; only those still running are then told. The
+   * default is a process's own bound (SHUTDOWN_GRACE_MS, 10 s) and a margin: a stopping process
+   * keeps idle connections open for the kit's IDLE_DRAIN_MS, so it often takes a few seconds.
    */
   stopAfterInterrupt(graceMs?: number): Promise<void>;
 }
@@ -194,7 +196,7 @@ export async function startPlatform(o: PlatformOptions, readyTimeoutMs = 90_000)
     startReplica,
     startGatewayReplica: (port) => startReplica('gateway', port),
     stop,
-    async stopAfterInterrupt(graceMs = 3_000) {
+    async stopAfterInterrupt(graceMs = 12_000) {
       await allExited(graceMs);
       await stop();
     },
