@@ -6,10 +6,11 @@ import {
   READ_STATE_SUBJECTS,
 } from '@chat/contracts';
 import { type Bus, enqueueEvent, type Queryable, seenStatuses } from '@chat/kit';
-import { excerptOf, isWritten, withoutCode } from '@chat/messaging';
+import { excerptOf, isWritten } from '@chat/messaging';
 import type { z } from 'zod';
 import { lockMentionSource, mentionNames } from '../db/messages.ts';
 import { viewersAmong } from './audience.ts';
+import { mentionsHereOnly } from './mentions.ts';
 
 /**
  * The mentions of a posted channel message, resolved after its commit (a consumer of guilds'
@@ -38,12 +39,9 @@ export function mayMention(message: Pick<PostedMessage, 'mentions' | 'replyToId'
   return mentions.everyone || mentions.users.length > 0 || mentions.roles.length > 0 || Boolean(message.replyToId);
 }
 
-/**
- * Whether the message's @everyone/@here is an @here alone: Discord's @here reaches only the members
- * online. `mentions.everyone` stands for either, so the text (code left out, as when parsing) tells.
- */
+/** An @everyone/@here that is an @here alone reaches only the members online (Discord's @here). */
 export function reachesOnlineOnly(message: Pick<PostedMessage, 'mentions' | 'content'>): boolean {
-  return message.mentions.everyone && !/@everyone\b/.test(withoutCode(message.content));
+  return message.mentions.everyone && mentionsHereOnly(message.content);
 }
 
 /** Of these users, those online as others see them (no answer from the gateway: nobody, as the kit's presence rule says). */

@@ -26,6 +26,15 @@ export function parseMentions(content: string): ParsedMentions {
   return { userIds: ids(USER_MENTION), roleIds: ids(ROLE_MENTION), everyone: EVERYONE_MENTION.test(text) };
 }
 
+/**
+ * Whether a message's @everyone/@here is an @here alone (code left out, as when parsing): Discord's
+ * @here reaches only the members online. `mentions.everyone` stands for either.
+ */
+export function mentionsHereOnly(content: string): boolean {
+  const text = withoutCode(content);
+  return EVERYONE_MENTION.test(text) && !/@everyone\b/.test(text);
+}
+
 export const NO_MENTIONS: MessageMentions = { users: [], roles: [], everyone: false };
 
 /**
