@@ -323,6 +323,14 @@ export async function ensureStream(bus: Bus, spec: StreamSpec): Promise<void> {
   }
 }
 
+/**
+ * How long one pull of a consumer waits (`consume({ expires })`). The client expects a heartbeat
+ * every half of it, and after a reconnect retries a failed consumer lookup only after a whole one:
+ * with the library's 30 s a consumer could sit idle over half a minute after a NATS blip (a
+ * revocation not enforced, events late). 5 s costs one pull request per consumer every 5 s.
+ */
+export const PULL_EXPIRES_MS = 5_000;
+
 /** NATS headers with the request id and, when tracing, the trace context (`traceparent`) to continue. */
 export function requestHeaders(requestId?: string, trace: Record<string, string> = {}): MsgHdrs {
   const h = natsHeaders();

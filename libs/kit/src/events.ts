@@ -12,6 +12,7 @@ import {
   ensureConsumer,
   ensureStream,
   headerRecord,
+  PULL_EXPIRES_MS,
   REQUEST_ID_HEADER,
   requestHeaders,
   requestRpc,
@@ -467,7 +468,7 @@ async function startConsuming<P>(options: ConsumeOptions<P>, stopping?: AbortSig
   // Before it reads: a start that comes next must not count what this one dealt with, whatever its durable acked by then.
   await markProgress(bus, pool, spec, true);
   const consumer = await bus.js.consumers.get(bus.name(spec.stream), bus.name(spec.durable));
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: 100 });
+  const messages: ConsumerMessages = await consumer.consume({ max_messages: 100, expires: PULL_EXPIRES_MS });
   // A consumer allowed fewer unacked messages would stall on acks that wait.
   const ignored = lingeringAcks(Math.min(ACKS_AT_MOST, spec.maxAckPending ?? ACKS_AT_MOST));
   const { read, applyAlone, applyTogether } = eventApplier(options, log, ignored.ack);

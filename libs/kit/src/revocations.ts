@@ -2,7 +2,7 @@ import { AUTH_SUBJECTS, SessionRevokedData, STREAMS } from '@chat/contracts';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
-import { type Bus, type EventEnvelope, ensureStream, whenConnected } from './bus.ts';
+import { type Bus, type EventEnvelope, ensureStream, PULL_EXPIRES_MS, whenConnected } from './bus.ts';
 import { revocationRetentionMs, type TokenVerifier, tokenVerifierFor } from './tokens.ts';
 
 /** A revoked session as the processes learn it from `auth.session.revoked`. */
@@ -67,7 +67,7 @@ export async function watchRevocations(options: {
       deliver_policy: DeliverPolicy.StartTime,
       opt_start_time: new Date(now() - retentionMs).toISOString(),
     });
-    const messages = await consumer.consume();
+    const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
     const done = (async () => {
       for await (const msg of messages) {
         const revocation = revocationOf(msg.data, retentionMs);

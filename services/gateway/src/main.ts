@@ -11,7 +11,7 @@ import {
 } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { GatewayConfig } from './config.ts';
-import { createRedis, redisReady } from './db/redis.ts';
+import { answerWithin, createRedis, redisReady } from './db/redis.ts';
 import { createRateLimiter, rateKeyPrefix } from './domain/rate-limit.ts';
 import { copyRevocationsToRedis } from './domain/revocations.ts';
 import { startRealtime } from './realtime.ts';
@@ -27,9 +27,9 @@ const bus = openBus({
   log,
   retentionMs: daysToMs(config.EVENT_RETENTION_DAYS),
 });
-const redis = createRedis(config.REDIS_URL, config.REDIS_TIMEOUT_MS);
+const redis = createRedis(config.REDIS_URL, 5_000);
 if (!(await redisReady(redis))) log.warn('Redis not reachable at start: rate limits use the per-process fallback until it is');
-const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log });
+const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(config.BUS_NAMESPACE), log, timeoutMs: config.REDIS_TIMEOUT_MS });
 const { tokens, revocations } = await startTokenVerifier({ config, bus, log });
 copyRevocationsToRedis(revocations, limiter, log);
 // The socket's own connections: its commands may take longer than a rate check, and one listens.
@@ -42,7 +42,7 @@ const app = await buildApp({
   tokens,
   limiter,
   realtime,
-  checks: { nats: optionalCheck(() => natsCheck(bus)), redis: optionalCheck(() => redis.ping()) },
+  checks: { nats: optionalCheck(() => natsCheck(bus)), redis: optionalCheck(() => answerWithin(redis.ping(), config.REDIS_TIMEOUT_MS)) },
 });
 await serve({
   app,

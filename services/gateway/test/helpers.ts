@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import { afterAll, inject } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { GatewayConfig } from '../src/config.ts';
-import { createRedis, redisReady } from '../src/db/redis.ts';
+import { answerWithin, createRedis, redisReady } from '../src/db/redis.ts';
 import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
 import { copyRevocationsToRedis } from '../src/domain/revocations.ts';
 
@@ -70,13 +70,13 @@ export async function startGateway(options: {
     ...options.env,
   });
   const log = options.log ?? createLogger({ service: 'gateway', level: 'silent' });
-  const redis = createRedis(options.redisUrl ?? inject('backing').redisUrl, config.REDIS_TIMEOUT_MS);
+  const redis = createRedis(options.redisUrl ?? inject('backing').redisUrl, 5_000);
   // As main does: the first requests should meet Redis, not the fallback (a dead URL just times out here).
   // On a loaded CI machine the shared Redis may take a while to connect: a test that counts windows
   // must not start on the fallback, so that case waits long and fails loudly.
   const ready = await redisReady(redis, options.redisUrl ? 300 : 15_000);
   if (!ready && !options.redisUrl) throw new Error('the shared Redis did not connect within 15 s');
-  const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log });
+  const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(namespace), log, timeoutMs: config.REDIS_TIMEOUT_MS });
   const revocations = options.bus
     ? await watchRevocations({ bus: options.bus, log, retentionMs: revocationRetentionMs(config) })
     : undefined;
@@ -88,7 +88,7 @@ export async function startGateway(options: {
     tokens,
     limiter,
     routes: options.routes,
-    checks: { redis: optionalCheck(() => redis.ping()) },
+    checks: { redis: optionalCheck(() => answerWithin(redis.ping(), config.REDIS_TIMEOUT_MS)) },
   });
   await app.ready();
   return {

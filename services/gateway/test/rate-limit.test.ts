@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createRedis, redisReady } from '../src/db/redis.ts';
+import { createRateLimiter, rateKeyPrefix } from '../src/domain/rate-limit.ts';
 import { createTestIssuer, freePort, newNamespace, startEchoUpstream, startGateway, startOwnRedis, type TestGateway } from './helpers.ts';
 
 const upstream = await startEchoUpstream();
@@ -122,6 +123,29 @@ describe('client IP', () => {
       expect((await viaRealIp(freshIp())).statusCode).toBe(200);
     } finally {
       await untrusting.close();
+    }
+  });
+});
+
+describe('when this process stalls', () => {
+  it('takes the answer Redis gave during a stall longer than the timeout, not the fallback', async () => {
+    const redis = createRedis(inject('backing').redisUrl, 5_000);
+    const lines: string[] = [];
+    const log = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }));
+    const limiter = createRateLimiter({ redis, keyPrefix: rateKeyPrefix(newNamespace()), log, timeoutMs: 100 });
+    try {
+      expect(await redisReady(redis, 15_000)).toBe(true);
+      const check = { tier: 'auth' as const, subject: freshIp() };
+      for (let i = 0; i < 5; i++) expect((await limiter.hit(check)).allowed).toBe(true);
+      const sixth = limiter.hit(check);
+      // The check goes out in this turn; then the process does not run for three times the timeout.
+      await new Promise((resolve) => setImmediate(resolve));
+      const until = performance.now() + 300;
+      while (performance.now() < until);
+      expect(await sixth).toMatchObject({ allowed: false, limit: 5, remaining: 0 });
+      expect(lines.filter((l) => l.includes('Redis unavailable'))).toEqual([]);
+    } finally {
+      redis.disconnect();
     }
   });
 });

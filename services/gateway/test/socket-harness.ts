@@ -70,9 +70,9 @@ export async function startSocketGateway(
   const [redis, subscriber, rateRedis] = [
     createRedis(redisUrl, 5_000, true),
     createRedis(options.subscriberUrl ?? redisUrl, 5_000, true),
-    createRedis(redisUrl, 3_000),
+    createRedis(redisUrl, 5_000),
   ];
-  const limiter = createRateLimiter({ redis: rateRedis, keyPrefix: rateKeyPrefix(namespace), log });
+  const limiter = createRateLimiter({ redis: rateRedis, keyPrefix: rateKeyPrefix(namespace), log, timeoutMs: 3_000 });
   const issuer = await createTestIssuer();
   const fed = fedRevocations();
   const revocations =

@@ -9,6 +9,7 @@ import {
   envelopeOf,
   extractContext,
   headerRecord,
+  PULL_EXPIRES_MS,
   redeliveryDelayMs,
   SpanKind,
   type StreamSpec,
@@ -29,7 +30,6 @@ const SHARED_DURABLE = 'gateway-fanout';
 // How often a tenure saves its positions: what a successor reads twice (and drops by event id).
 const SAVE_EVERY_MS = 200;
 const BATCH = 256;
-const PULL_EXPIRES_MS = 5_000;
 // Deliveries of one stream sent and not answered yet, at most.
 const IN_FLIGHT = 64;
 

@@ -3,6 +3,7 @@ import type { RateTier } from '@chat/contracts';
 import { rateLimitDecisions } from '@chat/kit';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { answerWithin } from '../db/redis.ts';
 import { createMemoryWindows, type WindowVerdict } from './memory-window.ts';
 
 /** Spec section 8. */
@@ -113,9 +114,10 @@ const WARN_EVERY_MS = 60_000;
  * windows per key (client IP, or webhook id) at the same limits. Each client keeps its own 5 logins
  * a minute per process: never more than with Redis in one process, and no platform-wide lock-out
  * (one shared window let the whole platform log in 5 times a minute). The denylist then answers
- * "not revoked": the processes' own revocation lists still refuse.
+ * "not revoked": the processes' own revocation lists still refuse. Redis counts as not answering
+ * after `timeoutMs` (REDIS_TIMEOUT_MS) from sending the check.
  */
-export function createRateLimiter(options: { redis: Redis; keyPrefix: string; log: Logger }): RateLimiter {
+export function createRateLimiter(options: { redis: Redis; keyPrefix: string; log: Logger; timeoutMs: number }): RateLimiter {
   const redis = options.redis as EdgeRedis;
   // Sent with EVALSHA (EVAL once, when Redis does not know the script yet).
   redis.defineCommand('edgeCheck', { numberOfKeys: 3, lua: EDGE_CHECK });
@@ -151,15 +153,18 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
     // that collide would count as one request.
     const member = randomUUID();
     try {
-      const [allowed, remaining, resetAtMs, nowMs, revoked, byGuard] = await redis.edgeCheck(
-        key,
-        guardKey,
-        check.sessionId ? denyKey(check.sessionId) : '',
-        limit,
-        windowMs,
-        member,
-        general.limit,
-        general.windowMs,
+      const [allowed, remaining, resetAtMs, nowMs, revoked, byGuard] = await answerWithin(
+        redis.edgeCheck(
+          key,
+          guardKey,
+          check.sessionId ? denyKey(check.sessionId) : '',
+          limit,
+          windowMs,
+          member,
+          general.limit,
+          general.windowMs,
+        ),
+        options.timeoutMs,
       );
       const verdict = {
         allowed: allowed === 1,
@@ -170,7 +175,10 @@ export function createRateLimiter(options: { redis: Redis; keyPrefix: string; lo
         revoked: revoked === 1,
       };
       if (!guardKey || !verdict.allowed) return verdict;
-      return { ...verdict, chargeToClient: () => redis.moveCount(key, guardKey, member, general.windowMs).then(() => {}) };
+      return {
+        ...verdict,
+        chargeToClient: () => answerWithin(redis.moveCount(key, guardKey, member, general.windowMs), options.timeoutMs).then(() => {}),
+      };
     } catch (err) {
       warn(err);
       return memoryHit(check, key, guardKey);
