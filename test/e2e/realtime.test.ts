@@ -555,7 +555,7 @@ describe('presence', () => {
     await w.dispatch('PRESENCE_UPDATE', (d) => d.userId === friend.id && d.status === 'offline');
   });
 
-  it('sends a friend who is also a co-member one PRESENCE_UPDATE per change, none for a repeated choice, none to the user', async () => {
+  it('sends a friend who is also a co-member one PRESENCE_UPDATE per change, none for a repeated choice, none to the user, who gets its account', async () => {
     const [watcher, user] = [await newUser('rtonce'), await newUser('rtonce2')];
     await befriend(watcher, user);
     await serverWith(user, watcher);
@@ -570,7 +570,20 @@ describe('presence', () => {
     // The profile change goes to the user's sessions after the presence changes, on auth's stream.
     expect((await call('PATCH', '/v1/users/@me', { user, body: { displayName: 'Seen once' } })).status).toBe(200);
     await w.dispatch('USER_UPDATE', (d) => d.id === user.id);
-    for (const client of own) await client.dispatch('USER_UPDATE', (d) => d.id === user.id);
+    // Friends get the public fields; the user's own sessions the account, once per change.
+    expect(w.dispatches('USER_UPDATE').map((f) => f.d)).toEqual([expect.not.objectContaining({ email: expect.anything() })]);
+    for (const client of own) {
+      await client.dispatch('USER_UPDATE', (d) => d.displayName === 'Seen once');
+      const accounts = client.dispatches('USER_UPDATE').map((f) => f.d);
+      expect(accounts).toHaveLength(3);
+      expect(accounts.at(-1)).toMatchObject({
+        id: user.id,
+        displayName: 'Seen once',
+        status: 'idle',
+        customStatus: 'busy',
+        email: expect.any(String),
+      });
+    }
     const updates = w.dispatches('PRESENCE_UPDATE').filter((f) => f.d.userId === user.id);
     expect(updates.map((f) => `${f.d.status}:${f.d.customStatus}`)).toEqual(['online:', 'dnd:busy', 'idle:busy']);
     expect(own.flatMap((c) => c.dispatches('PRESENCE_UPDATE')).filter((f) => f.d.userId === user.id)).toEqual([]);

@@ -119,7 +119,7 @@ describe('a trace', () => {
       body: { username: name, email: `${name}@example.test`, password: 'tracing-pass' },
     });
     expect(registered.status).toBe(201);
-    // The user's own socket gets the change as USER_UPDATE.
+    // The user's own socket gets the account as USER_UPDATE.
     const chat = createClient({
       baseUrl: run.platform.urls.gateway,
       headers: { 'x-forwarded-for': '10.202.0.2' },
@@ -142,8 +142,15 @@ describe('a trace', () => {
     expect(gateway.name).toBe('PATCH /v1/users/@me');
     const auth = await eventually(childOf(gateway, { service: 'auth', kind: KIND.server }), "auth's span");
     expect(auth.name).toBe('PATCH /v1/users/@me');
-    const publish = await eventually(childOf(auth, { service: 'auth', kind: KIND.producer }), 'the outbox publication');
-    expect(publish.name).toBe('publish auth.user.updated');
+    const publish = await eventually(
+      childOf(auth, { service: 'auth', kind: KIND.producer, name: 'publish auth.user.updated' }),
+      'the outbox publication',
+    );
+    // The account of the user's own sessions is another publication of the same request.
+    const account = await eventually(
+      childOf(auth, { service: 'auth', kind: KIND.producer, name: 'publish auth.account.updated' }),
+      "the account's publication",
+    );
     const guilds = await eventually(childOf(publish, { service: 'guilds', kind: KIND.consumer }), "guilds' consumer");
     const social = await eventually(childOf(publish, { service: 'social', kind: KIND.consumer }), "social's consumer");
     expect(guilds.name).toMatch(/ process auth\.user\.updated$/);
@@ -154,8 +161,8 @@ describe('a trace', () => {
     } finally {
       chat.socket.close();
     }
-    const dispatch = await eventually(childOf(publish, { service: 'gateway', kind: KIND.consumer }), "the gateway's dispatch");
-    expect(dispatch.name).toBe('gateway dispatch auth.user.updated');
+    const dispatch = await eventually(childOf(account, { service: 'gateway', kind: KIND.consumer }), "the gateway's dispatch");
+    expect(dispatch.name).toBe('gateway dispatch auth.account.updated');
 
     // The trace id is logged next to the request id.
     const logged = readFileSync(run.platform.logFile('auth'), 'utf8')

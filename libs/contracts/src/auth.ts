@@ -100,9 +100,18 @@ export type UserEventData = z.infer<typeof UserEventData>;
 export const SessionRevokedData = z.object({ sessionId: Id, userId: Id });
 export type SessionRevokedData = z.infer<typeof SessionRevokedData>;
 
+/**
+ * Payload of `auth.account.updated`: the account as its owner sees it changed (any field of
+ * SelfUser: a profile field, the chosen status or custom status, a badge). The owner's sessions
+ * are sent the account (USER_UPDATE), which the gateway asks auth for: the email stays off the bus.
+ */
+export const AccountUpdatedData = z.object({ userId: Id });
+export type AccountUpdatedData = z.infer<typeof AccountUpdatedData>;
+
 export const AUTH_SUBJECTS = {
   userRegistered: 'auth.user.registered',
   userUpdated: 'auth.user.updated',
+  accountUpdated: 'auth.account.updated',
   sessionRevoked: 'auth.session.revoked',
 } as const;
 

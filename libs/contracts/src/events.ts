@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
+import { AccountUpdatedData, AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
 import { CALL_SUBJECTS, CallEvent } from './calls.ts';
 import { ACTIVITY_SUBJECTS, ActivityUpdatedEvent } from './games.ts';
 import { GUILDS_EVENTS } from './guilds.ts';
@@ -27,6 +27,7 @@ import { VOICE_EVENTS } from './voice.ts';
 export const EVENT_SCHEMAS: Readonly<Record<string, z.ZodType>> = {
   [AUTH_SUBJECTS.userRegistered]: UserEventData,
   [AUTH_SUBJECTS.userUpdated]: UserEventData,
+  [AUTH_SUBJECTS.accountUpdated]: AccountUpdatedData,
   [AUTH_SUBJECTS.sessionRevoked]: SessionRevokedData,
   [CALL_SUBJECTS.created]: CallEvent,
   [CALL_SUBJECTS.updated]: CallEvent,

@@ -255,6 +255,7 @@ export const DISPATCH_NAMES = {
   [KEYS_SUBJECTS.keysChanged]: 'KEYS_UPDATE',
   [KEYS_SUBJECTS.keysLow]: 'KEYS_LOW',
   [AUTH_SUBJECTS.userUpdated]: 'USER_UPDATE',
+  [AUTH_SUBJECTS.accountUpdated]: 'USER_UPDATE',
   [REALTIME_SUBJECTS.presenceUpdated]: 'PRESENCE_UPDATE',
   [REALTIME_SUBJECTS.channelTyping]: 'TYPING_START',
   [REALTIME_SUBJECTS.conversationTyping]: 'TYPING_START',
@@ -326,7 +327,9 @@ export const DISPATCH_PAYLOADS = {
   KEYS_UPDATE: KeysChangedEvent,
   // The owner's own devices running low; the owner alone receives it, so `userId` says nothing.
   KEYS_LOW: KeysLowEvent.omit({ userId: true }),
-  USER_UPDATE: UserEventData,
+  // To the user's own sessions the account as GET /v1/users/@me shows it (READY's `user`); to
+  // friends and co-members the public fields a name or avatar change touched.
+  USER_UPDATE: z.union([SelfUser, UserEventData]),
   PRESENCE_UPDATE: PresenceUpdateData,
   TYPING_START: TypingStartData,
   READ_STATE_UPDATE: ReadState,

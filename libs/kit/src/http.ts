@@ -3,7 +3,7 @@ import { type IncomingHttpHeaders, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { BodyOf, ParamsOf, QueryOf, ReplyOf, RouteContract } from '@chat/contracts';
 import type { Span } from '@opentelemetry/api';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
@@ -61,6 +61,12 @@ export interface HttpAppOptions {
   answerHeaders?: Readonly<Record<string, string>>;
   /** False for an app that forwards request bodies unread (the gateway): it keeps Fastify's own JSON parser, which a proxy replaces. */
   parsesBodies?: boolean;
+  /**
+   * Awaited before the router's own answers (a URL that does not decode, a path parameter over the
+   * limit), which no hook sees: an app that checks every request (the gateway's rate tiers) checks
+   * these here. The headers it sets stay on the answer; an error it throws is answered instead.
+   */
+  beforeRouterAnswer?: (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 export interface RouteOptions {
@@ -110,18 +116,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     // An HTTP/1.1 request without Host is refused below in {"error"}, not by Node with an empty 400.
     http: { shouldUpgradeCallback: (req) => options.upgradesAt?.(req.url?.split('?')[0] ?? '/') ?? false, requireHostHeader: false },
     routerOptions: { ...ROUTER_OPTIONS, maxParamLength: options.maxParamLength ?? 100 },
-    // The router's own answers (a path parameter over the limit, a URL that does not decode) in the
-    // platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}.
-    frameworkErrors: (error, req, reply) => {
-      const path = req.url.split('?')[0] ?? '/';
-      const plain = (reply as unknown as FastifyReply).headers({
-        ...options.answerHeaders,
-        ...DEFAULT_ANSWER_HEADERS,
-        'x-request-id': req.id,
-      });
-      if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return plain.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
-      return plain.code(400).send({ error: 'Malformed URL' });
-    },
+    frameworkErrors: (error, req, reply) => void answerRouterError(error, req, reply as unknown as FastifyReply, options),
     clientErrorHandler: (err, socket) => answerClientError(err, socket, options.answerHeaders ?? {}),
   });
   if (options.parsesBodies !== false) parseJsonBodies(app);
@@ -190,11 +185,7 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
     };
   });
 
-  app.setErrorHandler((error, req, reply) => {
-    const { status, message, headers } = toHttpError(error);
-    if (status >= 500) req.log.error({ err: error }, 'request failed');
-    reply.headers(headers).code(status).send({ error: message });
-  });
+  app.setErrorHandler(sendError);
 
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0] ?? '/';
@@ -209,6 +200,30 @@ export function createHttpApp(options: HttpAppOptions): FastifyInstance {
 
   app.decorate('httpOptions', options);
   return app;
+}
+
+/** Answers an error in the platform's {"error"} shape, logging the cause of a 5xx. */
+function sendError(error: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const { status, message, headers } = toHttpError(error);
+  if (status >= 500) req.log.error({ err: error }, 'request failed');
+  reply.headers(headers).code(status).send({ error: message });
+}
+
+/**
+ * The router's own answers (a path parameter over the limit, a URL that does not decode) in the
+ * platform's {"error"} shape rather than Fastify's {error, code, message, statusCode}, after the
+ * app's beforeRouterAnswer: no hook runs for them, and the headers every answer carries are set here.
+ */
+async function answerRouterError(error: FastifyError, req: FastifyRequest, reply: FastifyReply, options: HttpAppOptions): Promise<void> {
+  reply.headers({ ...options.answerHeaders, ...DEFAULT_ANSWER_HEADERS, 'x-request-id': req.id });
+  try {
+    await options.beforeRouterAnswer?.(req, reply);
+  } catch (err) {
+    return sendError(err, req, reply);
+  }
+  const path = req.url.split('?')[0] ?? '/';
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') reply.code(404).send({ error: `No route ${req.method} ${path.slice(0, 200)}` });
+  else reply.code(400).send({ error: 'Malformed URL' });
 }
 
 /**

@@ -354,6 +354,42 @@ describe("the router's own answers", () => {
   });
 });
 
+describe("an app's check before the router's own answers (beforeRouterAnswer)", () => {
+  // Stands in for the gateway's rate check: it marks every answer it sees, and refuses once told to.
+  let refuse = false;
+  const checked = createHttpApp({
+    log: logs.log,
+    answerHeaders: { 'x-frame-options': 'DENY' },
+    beforeRouterAnswer: async (_req, reply) => {
+      reply.header('x-checked', 'yes');
+      if (refuse) throw new AppError(429, 'Too many requests', { headers: { 'retry-after': '7' } });
+    },
+  });
+  route(checked, widgets.remove, async () => undefined);
+  afterAll(() => checked.close());
+
+  it('keeps the headers it sets on a URL that does not decode and on a path parameter over the limit', async () => {
+    refuse = false;
+    const bad = await checked.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A' });
+    const long = await checked.inject({ method: 'DELETE', url: `/v1/widgets/${'x'.repeat(300)}` });
+    expect([bad.statusCode, bad.json(), bad.headers['x-checked']]).toEqual([400, { error: 'Malformed URL' }, 'yes']);
+    expect([long.statusCode, long.headers['x-checked']]).toEqual([404, 'yes']);
+  });
+
+  it('answers the error it throws instead, in {"error"} with its headers and those of every answer', async () => {
+    refuse = true;
+    const res = await checked.inject({ method: 'GET', url: '/v1/widgets/%E0%A4%A', headers: { 'x-request-id': 'client-req-8' } });
+    expect(expectErrorBody(res, 429)).toBe('Too many requests');
+    expect({
+      retryAfter: res.headers['retry-after'],
+      checked: res.headers['x-checked'],
+      id: res.headers['x-request-id'],
+      frame: res.headers['x-frame-options'],
+      cache: res.headers['cache-control'],
+    }).toEqual({ retryAfter: '7', checked: 'yes', id: 'client-req-8', frame: 'DENY', cache: 'no-store' });
+  });
+});
+
 describe('request ids', () => {
   const get = async (headers: Record<string, string>) => {
     const token = await issuer.sign('user-1');

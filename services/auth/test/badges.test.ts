@@ -34,6 +34,9 @@ const badgesOf = async (id: string, token: string, app = auth.app) => {
 };
 const updatesOf = async (userId: string) =>
   (await outboxEvents(runtime, 'auth.user.updated')).filter((e) => e.id === userId).map((e) => e.badges);
+/** How many times the owner's sessions were told their account changed. */
+const accountUpdatesOf = async (userId: string) =>
+  (await outboxEvents(runtime, 'auth.account.updated')).filter((e) => e.userId === userId).length;
 
 /** Polls until `check` holds (the consumers apply events asynchronously). */
 async function eventually(check: () => Promise<boolean>) {
@@ -85,6 +88,7 @@ describe('server owner', () => {
     await publishGuildsEvent(runtime, 'guilds.member.left', { serverId, userId: members[2], reason: 'kicked', by: owner.user.id });
     await eventually(async () => !(await badgesOf(owner.user.id, owner.token)).includes('server_owner'));
     expect(await updatesOf(owner.user.id)).toEqual([['server_owner'], []]);
+    expect(await accountUpdatesOf(owner.user.id)).toBe(2);
   });
 
   it('follows a transfer of ownership and a deleted server', async () => {
@@ -167,6 +171,7 @@ describe('staff', () => {
     expect(await staffCommand('revoke', member.user.id)).toMatchObject({ code: 0, output: expect.stringContaining('revoked') });
     expect(await badgesOf(member.user.id, member.token)).toEqual([]);
     expect(await updatesOf(member.user.id)).toEqual([['staff'], []]);
+    expect(await accountUpdatesOf(member.user.id)).toBe(2);
     expect((await staffCommand('grant', 'nobody_at_all')).code).toBe(1);
     expect((await staffCommand('promote', member.user.username)).code).toBe(2);
   });

@@ -1,4 +1,4 @@
-import { REALTIME_SUBJECTS, SelfUser, UserGetRpc } from '@chat/contracts';
+import { AUTH_SUBJECTS, REALTIME_SUBJECTS, SelfUser, UserGetRpc } from '@chat/contracts';
 import { type AppError, requestRpc } from '@chat/kit';
 import { decodeJwt } from 'jose';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -93,6 +93,25 @@ describe('PATCH /v1/users/@me/presence', () => {
     expect(res.json()).toEqual({ error: expect.stringContaining('status') });
     const me = await app.inject({ method: 'GET', url: '/v1/users/@me', headers: bearer(pair.token) });
     expect(me.json().status).toBe('online');
+  });
+});
+
+describe('auth.account.updated', () => {
+  const accountUpdatesOf = async (userId: string) =>
+    (await outboxEvents(runtime, AUTH_SUBJECTS.accountUpdated)).filter((e) => (e as { userId: string }).userId === userId);
+  const patch = (token: string, url: string, payload: object) => app.inject({ method: 'PATCH', url, headers: bearer(token), payload });
+
+  it('is announced once for each change of the account as its owner sees it, a bio alone included, and not for a change to nothing', async () => {
+    const pair = await register();
+    expect((await patch(pair.token, '/v1/users/@me', { bio: 'new bio' })).statusCode).toBe(200);
+    expect((await patch(pair.token, '/v1/users/@me/presence', { status: 'invisible' })).statusCode).toBe(200);
+    expect((await patch(pair.token, '/v1/users/@me', { displayName: 'Renamed' })).statusCode).toBe(200);
+    expect((await patch(pair.token, '/v1/users/@me', { bio: 'new bio', displayName: 'Renamed' })).statusCode).toBe(200);
+    expect(await accountUpdatesOf(pair.user.id)).toEqual([{ userId: pair.user.id }, { userId: pair.user.id }, { userId: pair.user.id }]);
+    // A bio is the owner's to see here: nothing for the read-models of other services.
+    expect((await outboxEvents(runtime, AUTH_SUBJECTS.userUpdated)).filter((e) => (e as { id: string }).id === pair.user.id)).toHaveLength(
+      1,
+    );
   });
 });
 

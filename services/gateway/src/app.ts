@@ -3,7 +3,7 @@ import { createHttpApp, type HealthCheck, optionalCheck, runChecks } from '@chat
 import type { FastifyInstance } from 'fastify';
 import type { GatewayDeps } from './deps.ts';
 import { SECURITY_HEADERS } from './domain/security-headers.ts';
-import { edge } from './routes/edge.ts';
+import { countRouterAnswers, edge } from './routes/edge.ts';
 import { gatewayInfoRoutes } from './routes/gateway-info.ts';
 import { metaRoutes } from './routes/meta.ts';
 import { proxyRoutes } from './routes/proxy.ts';
@@ -17,6 +17,7 @@ export async function buildApp(deps: GatewayDeps): Promise<FastifyInstance> {
     upgradesAt: (path) => path.toLowerCase() === SOCKET_PATH,
     answerHeaders: SECURITY_HEADERS,
     parsesBodies: false,
+    beforeRouterAnswer: countRouterAnswers(deps),
   });
   const checks = gatewayChecks(deps);
   registerProbes(app, checks);

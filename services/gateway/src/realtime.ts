@@ -1,5 +1,5 @@
 import { setTimeout as wait } from 'node:timers/promises';
-import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent } from '@chat/contracts';
+import { PresenceSeenRpc, REALTIME_SUBJECTS, STREAMS, type UserDisconnectedEvent, UserGetRpc } from '@chat/contracts';
 import {
   type Bus,
   type ConsumerHandle,
@@ -68,7 +68,7 @@ export async function startRealtime(deps: {
     livenessMs,
     announce: async (update) => {
       await store.deliver('PRESENCE_UPDATE', JSON.stringify(update), {
-        userIds: await audience.acquaintances(update.userId, { self: false }),
+        userIds: await audience.acquaintances(update.userId),
       });
     },
     // Social ends the user's activity (it expires with the last session).
@@ -99,7 +99,7 @@ export async function startRealtime(deps: {
   // until it answers, not the gateway down (HTTP needs no Redis).
   await Promise.race([sockets.ready, wait(2_000, undefined, { ref: false })]);
   // Social shows the seen status in its friend lists, guilds in its member lists, auth in a profile.
-  const seenBy = seenByViewer(presence, (viewerId) => audience.acquaintances(viewerId, { self: false }));
+  const seenBy = seenByViewer(presence, (viewerId) => audience.acquaintances(viewerId));
   serveRpc(bus, log, PresenceSeenRpc, async ({ userIds, viewerId }) => ({ statuses: await seenBy(userIds, viewerId) }));
   // The list catches up on what it missed while this replica was away from the bus (an ordered
   // consumer), where a plain subscription loses it: those sessions' sockets close too.
@@ -112,7 +112,7 @@ export async function startRealtime(deps: {
     bus,
     log,
     lease: createDispatchLease({ redis, prefix, ttlMs: config.GATEWAY_DISPATCH_LEASE_MS }),
-    ...createDispatcher({ store, audience, presence, log }),
+    ...createDispatcher({ store, audience, presence, log, account: (userId) => ask(UserGetRpc, { userId }) }),
   });
   return {
     sockets,

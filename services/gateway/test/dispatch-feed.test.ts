@@ -7,6 +7,7 @@ import { type Ask, createAudience } from '../src/domain/audience.ts';
 import { createDispatcher } from '../src/domain/dispatch.ts';
 import type { Presence } from '../src/domain/presence.ts';
 import { createSessionStore } from '../src/domain/session-store.ts';
+import { notAsked } from './helpers.ts';
 
 /**
  * The feed's own dispatches: a feed ack (NOTIFICATIONS_ACK) and entries that left the feed
@@ -22,7 +23,7 @@ const ask = vi.fn(async () => ({ userIds: [] })) as unknown as Ask & ReturnType<
 const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 10 });
 const audience = createAudience({ ask, redis, prefix });
 const log = { error: vi.fn(), warn: vi.fn(), info: vi.fn(), debug: vi.fn() } as unknown as Logger;
-const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log });
+const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log, account: notAsked });
 
 async function sessionOf(userId: string) {
   const sessionId = randomUUID();

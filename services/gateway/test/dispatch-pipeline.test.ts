@@ -8,7 +8,7 @@ import { createDispatcher } from '../src/domain/dispatch.ts';
 import { createDispatchLease } from '../src/domain/dispatch-lease.ts';
 import type { Presence } from '../src/domain/presence.ts';
 import { createSessionStore, DUPLICATE, OUT_OF_ORDER } from '../src/domain/session-store.ts';
-import { streamReaderBacking } from './helpers.ts';
+import { notAsked, streamReaderBacking } from './helpers.ts';
 
 /**
  * The stream reader with the real dispatcher, store and audience (real Redis and NATS; guilds'
@@ -27,7 +27,7 @@ function platformOf(prefix: string) {
   const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 1_000 });
   const audience = createAudience({ ask, redis, prefix });
   // Channel messages never reach presence.
-  const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log });
+  const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log, account: notAsked });
   return { store, audience, dispatcher };
 }
 

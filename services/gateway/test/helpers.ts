@@ -140,3 +140,8 @@ export async function streamReaderBacking(name: string) {
   });
   return { log, bus, redis };
 }
+
+/** A dispatcher's `account` for tests whose events never ask auth for an account. */
+export const notAsked = async (): Promise<never> => {
+  throw new Error('no account was to be asked for');
+};

@@ -3,6 +3,7 @@ import { enqueueEvent, notFound, type Pool, type Queryable, withTx } from '@chat
 import type { AuthConfig } from '../config.ts';
 import { ownsServerWithMembers } from '../db/guilds.ts';
 import * as users from '../db/users.ts';
+import { announceAccountUpdate } from './account-updates.ts';
 
 /** Badges: facts about a user that auth computes and announces with the user's other fields. */
 
@@ -30,7 +31,9 @@ export async function refreshServerOwnerBadge(
 ): Promise<void> {
   const owns = await ownsServerWithMembers(tx, userId, config.SERVER_OWNER_BADGE_MEMBERS);
   const changed = await users.setServerOwner(tx, userId, owns);
-  if (changed) await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(changed, badgePolicy(config)), requestId);
+  if (!changed) return;
+  await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(changed, badgePolicy(config)), requestId);
+  await announceAccountUpdate(tx, userId, requestId);
 }
 
 export type StaffOutcome = 'granted' | 'revoked' | 'unchanged' | 'unknown user';
@@ -42,6 +45,7 @@ export async function setStaffBadge(deps: { pool: Pool; config: AuthConfig }, lo
     if (!change) return 'unknown user';
     if (change.before.is_staff === staff) return 'unchanged';
     await enqueueEvent(tx, AUTH_SUBJECTS.userUpdated, users.toUserEvent(change.after, badgePolicy(deps.config)));
+    await announceAccountUpdate(tx, change.after.id);
     return staff ? 'granted' : 'revoked';
   });
 }

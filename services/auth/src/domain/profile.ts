@@ -3,6 +3,7 @@ import { enqueueEvent, notFound, type RequestContext, seenStatuses, withTx } fro
 import type { z } from 'zod';
 import * as users from '../db/users.ts';
 import type { AuthDeps, AuthDomainDeps } from '../deps.ts';
+import { announceAccountUpdate } from './account-updates.ts';
 import { badgePolicy } from './badges.ts';
 
 export async function getUser(deps: Pick<AuthDomainDeps, 'pool'>, id: string): Promise<users.UserRow> {
@@ -28,9 +29,13 @@ export async function updateMe(
       const presence = { userId: after.id, status: chosenStatus(after.status), customStatus: after.custom_status };
       await enqueueEvent(tx, REALTIME_SUBJECTS.presenceUpdated, presence, ctx.requestId);
     }
+    if (ACCOUNT_FIELDS.some((field) => before[field] !== after[field])) await announceAccountUpdate(tx, after.id, ctx.requestId);
     return after;
   });
 }
+
+/** What the owner's other sessions show of their account and a PATCH of the profile can change. */
+const ACCOUNT_FIELDS = ['display_name', 'avatar_url', 'bio', 'status', 'custom_status'] as const;
 
 /** Stored `offline` (an older choice) reads as invisible: both mean "show me offline". */
 export function chosenStatus(stored: users.UserRow['status']): ChosenStatus {

@@ -23,7 +23,6 @@ import type { Redis } from 'ioredis';
 import type { z } from 'zod';
 import type { VersionGuard } from './session-store.ts';
 
-/** Asks a service a typed question (requestRpc on the bus, parsed by the reply's schema). */
 /** Asks another service over its typed RPC contract; the reply comes back parsed by it. */
 export type Ask = <Req extends z.ZodType, Rep extends z.ZodType>(
   contract: RpcContract<Req, Rep>,
@@ -160,10 +159,10 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
     );
   }
 
-  /** Friends and co-members (and the user's own other sessions with `self`): who sees presence and profile changes. */
-  async function acquaintances(userId: string, options: { self: boolean }): Promise<string[]> {
+  /** Friends and co-members, the user not among them: who sees presence and public profile changes. */
+  async function acquaintances(userId: string): Promise<string[]> {
     const [friends, comembers] = await Promise.all([ask(UserFriendsRpc, { userId }), ask(UserComembersRpc, { userId })]);
-    return [...new Set([...(options.self ? [userId] : []), ...friends.userIds, ...comembers.userIds])];
+    return [...new Set([...friends.userIds, ...comembers.userIds])];
   }
 
   /**
@@ -279,8 +278,9 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       // How many one-time keys the owner's devices have left is the owner's alone.
       case KEYS_SUBJECTS.keysLow:
         return just([data.userId]);
+      // The user's own sessions get the whole account instead (auth.account.updated).
       case AUTH_SUBJECTS.userUpdated:
-        return just(acquaintances(data.id, { self: true }));
+        return just(acquaintances(data.id));
       // A read state and the feed (its entries, its read mark) are the user's own: every session of theirs, nobody else.
       case READ_STATE_SUBJECTS.readStateUpdated:
       case READ_STATE_SUBJECTS.notificationsAcked:

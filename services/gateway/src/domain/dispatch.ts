@@ -1,5 +1,7 @@
 import {
+  AccountUpdatedData,
   ActivityUpdatedEvent,
+  AUTH_SUBJECTS,
   CALL_SUBJECTS,
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
@@ -7,11 +9,13 @@ import {
   PresenceChosenEvent,
   READ_STATE_SUBJECTS,
   REALTIME_SUBJECTS,
+  type SelfUser,
   SOCIAL_SUBJECTS,
   VOICE_SUBJECTS,
 } from '@chat/contracts';
 import type { EventEnvelope } from '@chat/kit';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import { type Audience, outdatesAudiences, type Recipients } from './audience.ts';
 import type { Fence } from './dispatch-lease.ts';
 import { type PersonalDispatch, personalDispatches } from './personal.ts';
@@ -29,7 +33,14 @@ const WRAPPED: Readonly<Record<string, string>> = {
   [READ_STATE_SUBJECTS.notificationCreated]: 'notification',
 };
 
-type Deps = { store: SessionStore; audience: Audience; presence: Presence; log: Logger };
+type Deps = {
+  store: SessionStore;
+  audience: Audience;
+  presence: Presence;
+  log: Logger;
+  /** The account as its owner sees it now (auth's `rpc.auth.user.get`, as READY's `user`). */
+  account: (userId: string) => Promise<z.output<typeof SelfUser>>;
+};
 
 /** A delivery was refused because another replica holds the stream readers' lease now. */
 export class FencedOff extends Error {
@@ -65,6 +76,7 @@ export function createDispatcher(deps: Deps) {
     await deps.audience.invalidate(event.subject, event.data);
     const presenceChange = PRESENCE_CHANGES[event.subject];
     if (presenceChange) return void (await presenceChange(deps.presence, event.data));
+    if (event.subject === AUTH_SUBJECTS.accountUpdated) return deliverAccount(event, source);
     const name = dispatchNameOf(event.subject);
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
@@ -104,6 +116,19 @@ export function createDispatcher(deps: Deps) {
   }
 
   /**
+   * The account as its owner sees it now, to the owner's sessions alone (USER_UPDATE): asked of
+   * auth when dispatched, so the email never travels on the bus, and a burst of changes shows the
+   * latest account each time.
+   */
+  async function deliverAccount(event: EventEnvelope, source: EventSource): Promise<void> {
+    const { userId } = AccountUpdatedData.parse(event.data);
+    const payload = parsePayload(deps.log, event, 'USER_UPDATE', await deps.account(userId));
+    if (payload === undefined) return;
+    const targets = { userIds: [userId], fence: source.fence };
+    unlessFencedOff(await deps.store.deliver('USER_UPDATE', payload, targets, event.id, source.publishedAtMs));
+  }
+
+  /**
    * The event's one delivery, sent without waiting for the answers of those before it: the store
    * refuses it unless the delivery marked `after` landed, so a stream's dispatches keep their order.
    * Undefined for an event that changes something before it delivers (presence, the versions of
@@ -112,7 +137,13 @@ export function createDispatcher(deps: Deps) {
    */
   async function send(event: EventEnvelope, source: EventSource & { after?: string }): Promise<Sent | undefined> {
     const { subject, data } = event;
-    if (subject in PRESENCE_CHANGES || outdatesAudiences(subject) || personalDispatches(subject, data)) return undefined;
+    if (
+      subject in PRESENCE_CHANGES ||
+      subject === AUTH_SUBJECTS.accountUpdated ||
+      outdatesAudiences(subject) ||
+      personalDispatches(subject, data)
+    )
+      return undefined;
     const name = dispatchNameOf(subject);
     const payload = name && parsePayload(deps.log, event, name, recordOf(event));
     if (!name || payload === undefined) return { outcome: Promise.resolve(0) };
@@ -164,7 +195,7 @@ async function deliverPersonal(deps: Deps, event: EventEnvelope, name: DispatchN
   const shown = await deps.presence.shown(dispatches.map((p) => p.record.user.id));
   const mayBeStranger = ({ userId, record, withActivity }: PersonalDispatch) =>
     !withActivity && (shown[record.user.id]?.status ?? 'offline') !== 'offline' && record.user.id !== userId;
-  const known = async (p: PersonalDispatch) => (await deps.audience.acquaintances(p.userId, { self: false })).includes(p.record.user.id);
+  const known = async (p: PersonalDispatch) => (await deps.audience.acquaintances(p.userId)).includes(p.record.user.id);
   for (const dispatch of dispatches) {
     const { userId, record, withActivity } = dispatch;
     const other = shown[record.user.id];

@@ -13,10 +13,10 @@ import {
   unverifiedSessionId,
 } from '@chat/kit';
 import cors, { type FastifyCorsOptions, type FastifyCorsOptionsDelegateCallback } from '@fastify/cors';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GatewayConfig } from '../config.ts';
 import { createClientIpResolver, rateSubject } from '../domain/client-ip.ts';
-import { type RateLimiter, rateLimitHeaders } from '../domain/rate-limit.ts';
+import { type EdgeVerdict, type RateCheck, type RateLimiter, rateLimitHeaders } from '../domain/rate-limit.ts';
 import { createRouteTable, type RouteClass } from '../domain/route-table.ts';
 import { SECURITY_HEADERS } from '../domain/security-headers.ts';
 
@@ -68,15 +68,13 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     req.routedService = route.service ?? '';
     const client = rateSubject(req.clientIp);
     const token = route.auth ? bearerToken(req.headers.authorization) : undefined;
-    const verdict = await deps.limiter.hit({
+    const verdict = await countInWindow(deps.limiter, reply, {
       tier: route.tier,
       subject: route.webhookId ?? client,
       client: route.webhookId ? client : undefined,
       // A client reuses its token: the session of one verified before needs no decoding.
       sessionId: token ? (deps.tokens.sessionOf?.(token) ?? unverifiedSessionId(token)) : undefined,
     });
-    reply.headers(rateLimitHeaders(verdict));
-    if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
     req.chargeToClient = verdict.chargeToClient;
     if (route.refused) throw badRequest(route.refused);
     checkBodySize(req, route, deps.config.BODY_LIMIT_BYTES);
@@ -100,6 +98,30 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
       .catch((err) => req.log.warn({ err }, 'could not move a failed webhook execution to the client window'))
       .then(() => done(null, payload));
   });
+}
+
+/**
+ * The router answers a URL that does not decode (and a path parameter over the limit) before any
+ * hook runs, so the edge's check above never sees it: createHttpApp asks this first. Counted in the
+ * client's General window, such an answer carries X-RateLimit-* and is refused 429 like any other
+ * (before, a client could send malformed URLs without limit).
+ */
+export function countRouterAnswers(
+  deps: Pick<EdgeDeps, 'config' | 'limiter'>,
+): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
+  return async (req, reply) => {
+    req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
+    await countInWindow(deps.limiter, reply, { tier: 'general', subject: rateSubject(req.clientIp) });
+  };
+}
+
+/** Counts a request in its window: its answer carries X-RateLimit-*, and one over the limit is refused 429. */
+async function countInWindow(limiter: RateLimiter, reply: FastifyReply, check: RateCheck): Promise<EdgeVerdict> {
+  const verdict = await limiter.hit(check);
+  reply.headers(rateLimitHeaders(verdict));
+  if (!verdict.allowed) throw tooManyRequests((verdict.resetAtMs - verdict.nowMs) / 1000, 'Too many requests, slow down and retry later');
+  return verdict;
 }
 
 /** The methods the proxy forwards, and OPTIONS (cors's route): a request with any other reaches no route. */
