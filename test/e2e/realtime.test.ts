@@ -270,6 +270,17 @@ describe('dispatch and who receives it', () => {
     expect(seen.d).not.toHaveProperty('reactions');
   });
 
+  it('shows a member who joins as the member list does, with what others see of them', async () => {
+    const [owner, joiner] = [await newUser('rtjoin'), await newUser('rtjoin2')];
+    const { serverId } = await serverWith(owner);
+    const o = (await identified(owner)).client;
+    expect((await call('POST', `/v1/servers/${serverId}/join`, { user: joiner })).status).toBe(200);
+    const added = await o.dispatch('SERVER_MEMBER_ADD', (d) => d.userId === joiner.id);
+    const listed = (await call('GET', `/v1/servers/${serverId}/members`, { user: owner })).body as { userId: string }[];
+    expect(added.d).toEqual(listed.find((m) => m.userId === joiner.id));
+    expect(added.d).toMatchObject({ user: { username: joiner.username }, status: 'offline' });
+  });
+
   it('stops the events of a channel at once when an override takes the member’s access mid-session', async () => {
     const [owner, member] = [await newUser('rtown2'), await newUser('rtmem2')];
     const { serverId, channelId } = await serverWith(owner, member);

@@ -3,7 +3,7 @@ import { DefinedPermissionMask, Id, ImageUrl, ListPageQuery, multiLineText, Perm
 import { Activity } from './games.ts';
 import { Permission, type PermissionName } from './permissions.ts';
 import { SeenStatus } from './presence.ts';
-import { Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
+import { Ban, Category, Channel, ChannelType, PermissionOverride, Server } from './records.ts';
 import { defineRpc } from './rpc.ts';
 
 /**
@@ -292,8 +292,25 @@ export const InviteParams = z.object({ code: z.string().regex(/^[A-Za-z0-9]{8,32
 
 export const MemberEventData = z.object({ serverId: Id, userId: Id });
 export const MemberLeftEventData = MemberEventData.extend({ reason: z.enum(['left', 'kicked', 'banned']), by: Id.nullable() });
-export const MemberBannedEventData = MemberEventData.extend({ bannedBy: Id, reason: z.string().nullable() });
-export const MemberUpdatedEventData = MemberEventData.extend({ nickname: z.string().nullable(), roleIds: z.array(Id) });
+/**
+ * A joined or changed member as REST lists it, less what the gateway adds when it dispatches (what
+ * others see of them now: status, activity). Optional where events written before carried less.
+ */
+const { joinedAt, user } = Member.shape;
+export const MemberJoinedEventData = MemberEventData.extend({
+  nickname: z.string().nullable().optional(),
+  roleIds: z.array(Id).optional(),
+  joinedAt: joinedAt.optional(),
+  user: user.optional(),
+});
+export const MemberUpdatedEventData = MemberEventData.extend({
+  nickname: z.string().nullable(),
+  roleIds: z.array(Id),
+  joinedAt: joinedAt.optional(),
+  user: user.optional(),
+});
+/** The ban as GET /v1/servers/{id}/bans lists it; the user's names optional where events written before lacked them. */
+export const MemberBannedEventData = Ban.partial().extend(MemberEventData.shape).extend({ bannedBy: Id, reason: z.string().nullable() });
 /** `memberIds`: who was a member when it was deleted (the socket tells them; the members are gone). */
 export const ServerDeletedEventData = z.object({ id: Id, memberIds: z.array(Id).optional() });
 /** `viewerIds`: who could view the channel when it was deleted (only they are told; older events lack it). */
@@ -336,7 +353,7 @@ export const GUILDS_EVENTS = {
   [GUILDS_SUBJECTS.serverCreated]: Server,
   [GUILDS_SUBJECTS.serverUpdated]: Server,
   [GUILDS_SUBJECTS.serverDeleted]: ServerDeletedEventData,
-  [GUILDS_SUBJECTS.memberJoined]: MemberEventData,
+  [GUILDS_SUBJECTS.memberJoined]: MemberJoinedEventData,
   [GUILDS_SUBJECTS.memberLeft]: MemberLeftEventData,
   [GUILDS_SUBJECTS.memberUpdated]: MemberUpdatedEventData,
   [GUILDS_SUBJECTS.memberBanned]: MemberBannedEventData,

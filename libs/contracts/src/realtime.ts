@@ -3,13 +3,13 @@ import { AUTH_SUBJECTS, SessionRevokedData, UserEventData } from './auth.ts';
 import { CALL_SUBJECTS, Call } from './calls.ts';
 import { Id, oneLineText, PermissionMask, Timestamp } from './common.ts';
 import { ACTIVITY_SUBJECTS, Activity } from './games.ts';
-import { GUILDS_EVENTS, GUILDS_SUBJECTS } from './guilds.ts';
+import { GUILDS_EVENTS, GUILDS_SUBJECTS, Member } from './guilds.ts';
 import { KEYS_SUBJECTS, KeysChangedEvent, KeysLowEvent } from './keys.ts';
 import { MESSAGES_EVENTS, MESSAGES_SUBJECTS } from './messages.ts';
 import { MUSIC_SUBJECTS, PlayerUpdatedEvent } from './music.ts';
 import { ChosenStatus, SeenStatus } from './presence.ts';
 import { Notification, NotificationsAcked, NotificationsDeleted, READ_STATE_SUBJECTS, ReadState } from './read-states.ts';
-import { PendingFriendRequest, SelfUser } from './records.ts';
+import { Ban, PendingFriendRequest, SelfUser } from './records.ts';
 import { defineRpc } from './rpc.ts';
 import {
   BlockedUser,
@@ -280,11 +280,12 @@ export const DISPATCH_PAYLOADS = {
   SERVER_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverCreated],
   SERVER_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverUpdated],
   SERVER_DELETE: GUILDS_EVENTS[GUILDS_SUBJECTS.serverDeleted].omit({ memberIds: true }),
-  SERVER_MEMBER_ADD: GUILDS_EVENTS[GUILDS_SUBJECTS.memberJoined],
+  // The member and the ban as REST lists them; the gateway adds what others see of the member now.
+  SERVER_MEMBER_ADD: Member,
   // Not `by`: who kicked or banned is for those with BAN_MEMBERS (SERVER_BAN_ADD), not every member, as on Discord.
   SERVER_MEMBER_REMOVE: GUILDS_EVENTS[GUILDS_SUBJECTS.memberLeft].omit({ by: true }),
-  SERVER_MEMBER_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.memberUpdated],
-  SERVER_BAN_ADD: GUILDS_EVENTS[GUILDS_SUBJECTS.memberBanned],
+  SERVER_MEMBER_UPDATE: Member,
+  SERVER_BAN_ADD: Ban,
   SERVER_BAN_REMOVE: GUILDS_EVENTS[GUILDS_SUBJECTS.memberUnbanned],
   CATEGORY_CREATE: GUILDS_EVENTS[GUILDS_SUBJECTS.categoryCreated],
   CATEGORY_UPDATE: GUILDS_EVENTS[GUILDS_SUBJECTS.categoryUpdated],

@@ -6,6 +6,7 @@ import {
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
   type DispatchName,
+  GUILDS_SUBJECTS,
   PresenceChosenEvent,
   READ_STATE_SUBJECTS,
   REALTIME_SUBJECTS,
@@ -81,7 +82,7 @@ export function createDispatcher(deps: Deps) {
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
     if (personal) return deliverPersonal(deps, event, name, personal, source);
-    const payload = parsePayload(deps.log, event, name, recordOf(event));
+    const payload = parsePayload(deps.log, event, name, await shownRecord(event));
     if (payload === undefined) return;
     await deliverTo(name, payload, event.id, (fresh) => deps.audience.recipients(event.subject, event.data, { fresh }), source);
     if (event.subject === VOICE_SUBJECTS.moved) await deliverLeftBehind(event, source);
@@ -115,6 +116,15 @@ export function createDispatcher(deps: Deps) {
     await deliverTo('VOICE_STATE_DELETE', payload, `${event.id}:left`, audienceOf, source);
   }
 
+  /** The record the event's dispatch shows; a member with what others see of them now, as REST lists members. */
+  async function shownRecord(event: EventEnvelope): Promise<unknown> {
+    const record = recordOf(event);
+    if (!SHOWS_MEMBER.has(event.subject)) return record;
+    const { userId } = record as { userId: string };
+    const seen = (await deps.presence.shown([userId]))[userId];
+    return { ...(record as object), status: seen?.status ?? 'offline', ...(seen?.activity ? { activity: seen.activity } : {}) };
+  }
+
   /**
    * The account as its owner sees it now, to the owner's sessions alone (USER_UPDATE): asked of
    * auth when dispatched, so the email never travels on the bus, and a burst of changes shows the
@@ -145,7 +155,7 @@ export function createDispatcher(deps: Deps) {
     )
       return undefined;
     const name = dispatchNameOf(subject);
-    const payload = name && parsePayload(deps.log, event, name, recordOf(event));
+    const payload = name && parsePayload(deps.log, event, name, await shownRecord(event));
     if (!name || payload === undefined) return { outcome: Promise.resolve(0) };
     const recipients = await deps.audience.recipients(subject, data);
     const targets = { ...recipients, fence: source.fence, after: source.after };
@@ -154,6 +164,9 @@ export function createDispatcher(deps: Deps) {
 
   return { dispatch, send };
 }
+
+/** The events whose record is a member (SERVER_MEMBER_ADD, SERVER_MEMBER_UPDATE). */
+const SHOWS_MEMBER: ReadonlySet<string> = new Set([GUILDS_SUBJECTS.memberJoined, GUILDS_SUBJECTS.memberUpdated]);
 
 /** The record an event's dispatch shows: its payload, or the field of it that holds the record. */
 function recordOf(event: EventEnvelope): unknown {

@@ -38,7 +38,7 @@ function banKnownUser(d: Domain, ctx: Ctx, serverId: string, userId: string, rea
     for (const request of await rejectPendingOf(tx, serverId, userId, ctx.userId)) {
       await emit(tx, ctx, 'guilds.joinrequest.reviewed', request);
     }
-    await emit(tx, ctx, 'guilds.member.banned', { serverId, userId, bannedBy: ctx.userId, reason });
+    await emit(tx, ctx, 'guilds.member.banned', ban);
     return ban;
   });
 }

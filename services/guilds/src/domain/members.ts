@@ -4,7 +4,7 @@ import { findMember, listMembers as listMemberRows, setNickname } from '../db/me
 import { lockServer } from '../db/servers.ts';
 import { loadServerAccess, memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
-import { removeMember } from './membership.ts';
+import { announcedMember, removeMember } from './membership.ts';
 import { outranks } from './permissions.ts';
 
 export async function listMembers(d: Domain, ctx: Ctx, serverId: string, page: { limit: number; after?: string }): Promise<Member[]> {
@@ -62,7 +62,7 @@ export async function updateNickname(d: Domain, ctx: Ctx, serverId: string, user
     }
     const member = (await setNickname(tx, serverId, userId, nickname)) && (await findMember(tx, serverId, userId));
     if (!member) throw notFound('Member');
-    await emit(tx, ctx, 'guilds.member.updated', { serverId, userId, nickname: member.nickname, roleIds: member.roleIds });
+    await emit(tx, ctx, 'guilds.member.updated', announcedMember(member));
     return member;
   });
   return (await withPresence(d.bus, ctx, [updated]))[0] as Member;

@@ -1,6 +1,7 @@
+import type { Member } from '@chat/contracts';
 import { badRequest, conflict, type Queryable } from '@chat/kit';
 import { approvePendingOf } from '../db/join-requests.ts';
-import { countServersOf, deleteMember, insertMember, lockMembershipsOf } from '../db/members.ts';
+import { countServersOf, deleteMember, findMember, insertMember, lockMembershipsOf } from '../db/members.ts';
 import { addToMemberCount } from '../db/servers.ts';
 import { type Ctx, emit } from './context.ts';
 import { postMemberJoin } from './system-messages.ts';
@@ -28,9 +29,17 @@ export async function addMember(tx: Queryable, ctx: Ctx, serverId: string, userI
   await requireRoomForServer(tx, ctx, userId);
   if (!(await insertMember(tx, serverId, userId))) throw conflict('Already a member of this server');
   await addToMemberCount(tx, serverId, 1);
-  await emit(tx, ctx, 'guilds.member.joined', { serverId, userId });
+  await emit(tx, ctx, 'guilds.member.joined', announcedMember((await findMember(tx, serverId, userId))!));
   await settleJoinRequestOf(tx, ctx, serverId, userId);
   await postMemberJoin(tx, ctx, serverId, userId);
+}
+
+/**
+ * A member as their join and update events carry them: REST's record less what others see of them
+ * now (status, activity), which the gateway adds when it dispatches.
+ */
+export function announcedMember({ serverId, userId, nickname, roleIds, joinedAt, user }: Member) {
+  return { serverId, userId, nickname, roleIds, joinedAt, user };
 }
 
 /**

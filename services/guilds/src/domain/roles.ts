@@ -16,6 +16,7 @@ import {
 import { findServer, lockServer, toServer } from '../db/servers.ts';
 import { memberAccess, requirePermission, type ServerAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
+import { announcedMember } from './membership.ts';
 import { bitsBeyondActor, canManageRoleAt } from './permissions.ts';
 
 export async function listRoles(d: Domain, ctx: Ctx, serverId: string): Promise<Role[]> {
@@ -143,12 +144,6 @@ export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string
       ? await addMemberRole(tx, ids.serverId, ids.userId, ids.roleId)
       : await removeMemberRole(tx, ids.serverId, ids.userId, ids.roleId);
     if (!changed) return;
-    const member = (await findMember(tx, ids.serverId, ids.userId))!;
-    await emit(tx, ctx, 'guilds.member.updated', {
-      serverId: ids.serverId,
-      userId: ids.userId,
-      nickname: member.nickname,
-      roleIds: member.roleIds,
-    });
+    await emit(tx, ctx, 'guilds.member.updated', announcedMember((await findMember(tx, ids.serverId, ids.userId))!));
   });
 }
