@@ -281,6 +281,16 @@ describe('dispatch and who receives it', () => {
     expect(added.d).toMatchObject({ user: { username: joiner.username }, status: 'offline' });
   });
 
+  it('shows a new conversation to a participant as their conversation list does', async () => {
+    const [ann, bob] = [await newUser('rtdm'), await newUser('rtdm2')];
+    const b = (await identified(bob)).client;
+    const opened = await call('POST', '/v1/dm/conversations', { user: ann, body: { userIds: [bob.id] } });
+    expect(opened.status).toBe(201);
+    const created = await b.dispatch('DM_CONVERSATION_CREATE', (d) => d.id === opened.body.id);
+    const listed = await call('GET', `/v1/dm/conversations/${opened.body.id}`, { user: bob });
+    expect(created.d).toEqual(listed.body);
+  });
+
   it('stops the events of a channel at once when an override takes the member’s access mid-session', async () => {
     const [owner, member] = [await newUser('rtown2'), await newUser('rtmem2')];
     const { serverId, channelId } = await serverWith(owner, member);

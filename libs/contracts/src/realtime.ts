@@ -13,7 +13,7 @@ import { Ban, PendingFriendRequest, SelfUser } from './records.ts';
 import { defineRpc } from './rpc.ts';
 import {
   BlockedUser,
-  ConversationCreatedEvent,
+  Conversation,
   ConversationLeftEvent,
   DmDeletedEvent,
   DmMessageEvent,
@@ -306,7 +306,8 @@ export const DISPATCH_PAYLOADS = {
   // `channelEmptied` is for music (it pauses the player), not for clients.
   VOICE_STATE_DELETE: VOICE_EVENTS[VOICE_SUBJECTS.left].omit({ viewerIds: true, channelEmptied: true }),
   MUSIC_PLAYER_UPDATE: PlayerUpdatedEvent,
-  DM_CONVERSATION_CREATE: ConversationCreatedEvent,
+  // The conversation as the recipient's list shows it (GET /v1/dm/conversations).
+  DM_CONVERSATION_CREATE: Conversation,
   // As SERVER_MEMBER_REMOVE: to those who remain and to the one who left (the group is gone for
   // them; `ownerId` null: gone for everyone). Who remains is the gateway's to route by.
   DM_CONVERSATION_MEMBER_REMOVE: ConversationLeftEvent.omit({ participantIds: true }),

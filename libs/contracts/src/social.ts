@@ -151,7 +151,17 @@ export const FriendRemoval = z
   .object({ user: UserSummary, relation: FriendRemovedEvent.shape.relation, reason: FriendRemovedEvent.shape.reason })
   .meta({ id: 'FriendRemoval' });
 
-export const ConversationCreatedEvent = z.object({ conversationId: Id, type: ConversationType, participantIds: z.array(Id) });
+/**
+ * `conversation`: as its participants list it, less what each of them sees differently (the
+ * others' status, which the gateway adds per participant); absent from events written before.
+ */
+export const ConversationCreatedEvent = z.object({
+  conversationId: Id,
+  type: ConversationType,
+  participantIds: z.array(Id),
+  conversation: Conversation.extend({ participants: z.array(UserSummary.omit({ status: true })) }).optional(),
+});
+export type ConversationCreatedEvent = z.infer<typeof ConversationCreatedEvent>;
 /** `userId` left the group; `ownerId` is its owner now and `participantIds` who remain (empty: the group is gone). */
 export const ConversationLeftEvent = z.object({ conversationId: Id, userId: Id, ownerId: Id.nullable(), participantIds: z.array(Id) });
 /**

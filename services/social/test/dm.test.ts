@@ -52,6 +52,9 @@ describe('conversations', () => {
     expect([again.body.id, reverse.body.id]).toEqual([created.body.id, created.body.id]);
     const created_events = (await h.events('social.conversation.created')).filter((e) => e.data.conversationId === created.body.id);
     expect(created_events).toHaveLength(1);
+    // The socket's DM_CONVERSATION_CREATE: the conversation as the list shows it, each participant's status the gateway's.
+    const withoutStatus = (created.body.participants as { status: string }[]).map(({ status: _status, ...user }) => user);
+    expect(created_events[0]?.data.conversation).toEqual({ ...created.body, participants: withoutStatus });
   });
 
   it('creates one conversation when both sides open it at the same moment', async () => {

@@ -3,6 +3,7 @@ import {
   ActivityUpdatedEvent,
   AUTH_SUBJECTS,
   CALL_SUBJECTS,
+  ConversationCreatedEvent,
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
   type DispatchName,
@@ -20,7 +21,7 @@ import type { z } from 'zod';
 import { type Audience, outdatesAudiences, type Recipients } from './audience.ts';
 import type { Fence } from './dispatch-lease.ts';
 import { type PersonalDispatch, personalDispatches } from './personal.ts';
-import type { Presence } from './presence.ts';
+import { type Presence, seenByViewer } from './presence.ts';
 import { FENCED_OFF, type SessionStore, STALE_AUDIENCE } from './session-store.ts';
 
 /** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
@@ -73,11 +74,13 @@ export const dispatchNameOf = (subject: string): DispatchName | undefined => (DI
  * common case, for the stream readers.
  */
 export function createDispatcher(deps: Deps) {
+  const seenBy = seenByViewer(deps.presence, deps.audience.acquaintances);
   async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
     const presenceChange = PRESENCE_CHANGES[event.subject];
     if (presenceChange) return void (await presenceChange(deps.presence, event.data));
     if (event.subject === AUTH_SUBJECTS.accountUpdated) return deliverAccount(event, source);
+    if (event.subject === SOCIAL_SUBJECTS.conversationCreated) return deliverConversation(event, source);
     const name = dispatchNameOf(event.subject);
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
@@ -139,6 +142,28 @@ export function createDispatcher(deps: Deps) {
   }
 
   /**
+   * A new conversation to each participant as their list shows it: the others' status as that
+   * participant may see it (a stranger in a group shows offline), as REST's list answers.
+   */
+  async function deliverConversation(event: EventEnvelope, source: EventSource): Promise<void> {
+    const { conversation, participantIds } = ConversationCreatedEvent.parse(event.data);
+    const userIds = conversation?.participants.map((p) => p.id) ?? [];
+    for (const viewerId of participantIds) {
+      const statuses = await seenBy(userIds, viewerId);
+      const shown = conversation && {
+        ...conversation,
+        participants: conversation.participants.map((p) => ({ ...p, status: statuses[p.id] ?? 'offline' })),
+      };
+      const payload = parsePayload(deps.log, event, 'DM_CONVERSATION_CREATE', shown);
+      if (payload === undefined) return;
+      const targets = { userIds: [viewerId], fence: source.fence };
+      unlessFencedOff(
+        await deps.store.deliver('DM_CONVERSATION_CREATE', payload, targets, `${event.id}:${viewerId}`, source.publishedAtMs),
+      );
+    }
+  }
+
+  /**
    * The event's one delivery, sent without waiting for the answers of those before it: the store
    * refuses it unless the delivery marked `after` landed, so a stream's dispatches keep their order.
    * Undefined for an event that changes something before it delivers (presence, the versions of
@@ -149,7 +174,7 @@ export function createDispatcher(deps: Deps) {
     const { subject, data } = event;
     if (
       subject in PRESENCE_CHANGES ||
-      subject === AUTH_SUBJECTS.accountUpdated ||
+      DELIVERED_PER_RECIPIENT.has(subject) ||
       outdatesAudiences(subject) ||
       personalDispatches(subject, data)
     )
@@ -164,6 +189,9 @@ export function createDispatcher(deps: Deps) {
 
   return { dispatch, send };
 }
+
+/** The events whose dispatch is made for each recipient (deliverAccount, deliverConversation). */
+const DELIVERED_PER_RECIPIENT: ReadonlySet<string> = new Set([AUTH_SUBJECTS.accountUpdated, SOCIAL_SUBJECTS.conversationCreated]);
 
 /** The events whose record is a member (SERVER_MEMBER_ADD, SERVER_MEMBER_UPDATE). */
 const SHOWS_MEMBER: ReadonlySet<string> = new Set([GUILDS_SUBJECTS.memberJoined, GUILDS_SUBJECTS.memberUpdated]);

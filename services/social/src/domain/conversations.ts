@@ -1,4 +1,4 @@
-import { type Conversation, SOCIAL_SUBJECTS } from '@chat/contracts';
+import { type Conversation, type ConversationCreatedEvent, SOCIAL_SUBJECTS } from '@chat/contracts';
 import {
   type Bus,
   badRequest,
@@ -75,17 +75,26 @@ export async function openConversation(
   }
   const { id, created } = await withTx(deps.pool, async (tx) => {
     const opened = others.length === 1 ? await openPair(tx, others[0]!, ctx) : await openGroup(tx, others, ctx);
-    if (opened.created) {
-      await enqueueEvent(
-        tx,
-        SOCIAL_SUBJECTS.conversationCreated,
-        { conversationId: opened.id, type: others.length === 1 ? 'direct' : 'group', participantIds: [ctx.userId, ...others] },
-        ctx.requestId,
-      );
-    }
+    if (opened.created) await announceConversation(tx, ctx, opened.id, [ctx.userId, ...others]);
     return opened;
   });
   return { conversation: await conversationOf(deps, ctx, id), created };
+}
+
+/**
+ * A new conversation, as its participants' lists show it (the socket sends it to each with the
+ * others' status as they may see it): nobody has written in it yet, and no call is in it.
+ */
+async function announceConversation(tx: Queryable, ctx: RequestContext, id: string, participantIds: string[]): Promise<void> {
+  const [{ lastMessageId: _none, ...view }] = (await conversationsOf(tx, ctx.userId, { onlyId: id })) as [ConversationView];
+  const participants = view.participants.map(({ status: _status, ...user }) => user);
+  const data: ConversationCreatedEvent = {
+    conversationId: id,
+    type: view.type,
+    participantIds,
+    conversation: { ...view, participants, lastMessage: null, call: null },
+  };
+  await enqueueEvent(tx, SOCIAL_SUBJECTS.conversationCreated, data, ctx.requestId);
 }
 
 function openPair(tx: Queryable, other: string, ctx: RequestContext) {
