@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, UserComembersRpc, UserFriendsRpc } from '@chat/contracts';
-import { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { type Ask, createAudience } from '../src/domain/audience.ts';
-import { createDispatcher } from '../src/domain/dispatch.ts';
-import type { Presence } from '../src/domain/presence.ts';
-import { createSessionStore } from '../src/domain/session-store.ts';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { dispatchHarness, eventOf as event } from './dispatch-harness.ts';
 
 /**
  * A user's own sessions are sent their account as GET /v1/users/@me shows it whenever it changes
@@ -14,30 +9,17 @@ import { createSessionStore } from '../src/domain/session-store.ts';
  * fields of auth.user.updated, and the user does not get those too. Real Redis.
  */
 
-const redis = new Redis(inject('backing').redisUrl);
-afterAll(() => redis.disconnect());
-
-const prefix = `gwtest:${randomUUID()}:`;
 const friendsOf = new Map<string, string[]>();
-const ask = (async (contract: { subject: string }, data: { userId: string }) => {
-  if (contract.subject === UserFriendsRpc.subject) return { userIds: friendsOf.get(data.userId) ?? [] };
-  if (contract.subject === UserComembersRpc.subject) return { userIds: [] };
-  throw new Error(`unexpected question ${contract.subject}`);
-}) as unknown as Ask;
-const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 10 });
-const audience = createAudience({ ask, redis, prefix });
-const log = { error: vi.fn(), warn: vi.fn(), info: vi.fn(), debug: vi.fn() } as unknown as Logger;
 const accounts = new Map<string, unknown>();
 const account = vi.fn(async (userId: string) => accounts.get(userId) as never);
-const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log, account });
-
-async function sessionOf(userId: string) {
-  const sessionId = randomUUID();
-  await store.create({ sessionId, userId, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
-  return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame) as { t: string; d: unknown });
-}
-
-const event = (subject: string, data: unknown) => ({ id: randomUUID(), subject, occurredAt: new Date().toISOString(), data });
+const { dispatcher, sessionOf, close } = dispatchHarness({
+  answers: {
+    [UserFriendsRpc.subject]: ({ userId }) => ({ userIds: friendsOf.get(userId as string) ?? [] }),
+    [UserComembersRpc.subject]: () => ({ userIds: [] }),
+  },
+  account,
+});
+afterAll(close);
 
 const accountOf = (id: string) => ({
   id,

@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { READ_STATE_SUBJECTS } from '@chat/contracts';
-import { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { type Ask, createAudience } from '../src/domain/audience.ts';
-import { createDispatcher } from '../src/domain/dispatch.ts';
-import type { Presence } from '../src/domain/presence.ts';
-import { createSessionStore } from '../src/domain/session-store.ts';
-import { notAsked } from './helpers.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dispatchHarness, eventOf as event } from './dispatch-harness.ts';
 
 /**
  * The feed's own dispatches: a feed ack (NOTIFICATIONS_ACK) and entries that left the feed
@@ -15,23 +9,8 @@ import { notAsked } from './helpers.ts';
  * NOTIFICATION_CREATE does. Real Redis; nothing is asked of guilds.
  */
 
-const redis = new Redis(inject('backing').redisUrl);
-afterAll(() => redis.disconnect());
-
-const prefix = `gwtest:${randomUUID()}:`;
-const ask = vi.fn(async () => ({ userIds: [] })) as unknown as Ask & ReturnType<typeof vi.fn>;
-const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 10 });
-const audience = createAudience({ ask, redis, prefix });
-const log = { error: vi.fn(), warn: vi.fn(), info: vi.fn(), debug: vi.fn() } as unknown as Logger;
-const dispatcher = createDispatcher({ store, audience, presence: {} as Presence, log, account: notAsked });
-
-async function sessionOf(userId: string) {
-  const sessionId = randomUUID();
-  await store.create({ sessionId, userId, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
-  return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame) as { t: string; d: unknown });
-}
-
-const event = (subject: string, data: unknown) => ({ id: randomUUID(), subject, occurredAt: new Date().toISOString(), data });
+const { ask, dispatcher, sessionOf, close } = dispatchHarness({});
+afterAll(close);
 
 describe('feed dispatches', () => {
   it('tells every session of the user who acked the feed, with the REST answer, and nobody else', async () => {
