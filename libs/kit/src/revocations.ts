@@ -2,7 +2,7 @@ import { AUTH_SUBJECTS, SessionRevokedData, STREAMS } from '@chat/contracts';
 import { DeliverPolicy } from '@nats-io/jetstream';
 import type { JWTVerifyGetKey } from 'jose';
 import type { Logger } from 'pino';
-import { type Bus, type EventEnvelope, ensureStream, PULL_EXPIRES_MS, whenConnected } from './bus.ts';
+import { type Bus, type BusTask, type EventEnvelope, ensureStream, PULL_EXPIRES_MS, whenConnected } from './bus.ts';
 import { revocationRetentionMs, type TokenVerifier, tokenVerifierFor } from './tokens.ts';
 
 /** A revoked session as the processes learn it from `auth.session.revoked`. */
@@ -58,18 +58,22 @@ export async function watchRevocations(options: {
     for (const [sessionId, until] of revoked) if (until <= at) revoked.delete(sessionId);
   };
 
-  // Starts once the bus is there: a process starts and serves without it (until then it knows no
-  // revocation; the gateway's Redis denylist still refuses at the edge).
-  const task = await whenConnected(bus, log, 'session revocations', async () => {
+  // Where the list has read to: a reader opened after a reconnect reads on from the next event.
+  let lastSeq = 0;
+  const read = async (): Promise<BusTask> => {
     await ensureStream(bus, STREAMS.auth);
+    const from =
+      lastSeq > 0
+        ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: lastSeq + 1 }
+        : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(now() - retentionMs).toISOString() };
     const consumer = await bus.js.consumers.get(bus.name(STREAMS.auth.name), {
       filter_subjects: bus.subject(AUTH_SUBJECTS.sessionRevoked),
-      deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: new Date(now() - retentionMs).toISOString(),
+      ...from,
     });
     const messages = await consumer.consume({ expires: PULL_EXPIRES_MS });
     const done = (async () => {
       for await (const msg of messages) {
+        lastSeq = Math.max(lastSeq, msg.seq);
         const revocation = revocationOf(msg.data, retentionMs);
         if (revocation) remember(revocation);
         else log.error({ seq: msg.seq }, 'auth.session.revoked message is not a valid event; ignored');
@@ -81,6 +85,29 @@ export async function watchRevocations(options: {
         await done;
       },
     };
+  };
+
+  // Starts once the bus is there: a process starts and serves without it (until then it knows no
+  // revocation; the gateway's Redis denylist still refuses at the edge).
+  let task = await whenConnected(bus, log, 'session revocations', read);
+  // The library's ordered consumer is meant to recover from a reconnect by itself, but on a loaded
+  // machine one stayed silent for over 50 s after it (a revoked session's socket stayed open): after
+  // every reconnect the list reads on with a consumer of its own, from the event after the last it read.
+  let down = false;
+  let reopening = Promise.resolve();
+  const unsubscribe = bus.onConnection((up) => {
+    if (!up) {
+      down = true;
+      return;
+    }
+    if (!down) return;
+    down = false;
+    // The old reader is not waited for: closing it may hang on what failed to recover.
+    const old = task;
+    void old.stop().catch((err) => log.warn({ err }, 'session revocation reader did not stop cleanly'));
+    reopening = reopening.then(async () => {
+      task = await whenConnected(bus, log, 'session revocations', read);
+    });
   });
 
   return {
@@ -92,7 +119,11 @@ export async function watchRevocations(options: {
       return false;
     },
     onRevoked: (listener) => void listeners.push(listener),
-    stop: () => task.stop(),
+    async stop() {
+      unsubscribe();
+      await reopening;
+      await task.stop();
+    },
   };
 }
 
