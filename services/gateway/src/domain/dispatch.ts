@@ -79,8 +79,8 @@ export function createDispatcher(deps: Deps) {
     await deps.audience.invalidate(event.subject, event.data);
     const presenceChange = PRESENCE_CHANGES[event.subject];
     if (presenceChange) return void (await presenceChange(deps.presence, event.data));
-    if (event.subject === AUTH_SUBJECTS.accountUpdated) return deliverAccount(event, source);
-    if (event.subject === SOCIAL_SUBJECTS.conversationCreated) return deliverConversation(event, source);
+    const perRecipient = perRecipientDelivery[event.subject];
+    if (perRecipient) return perRecipient(event, source);
     const name = dispatchNameOf(event.subject);
     if (!name) return;
     const personal = personalDispatches(event.subject, event.data);
@@ -163,6 +163,12 @@ export function createDispatcher(deps: Deps) {
     }
   }
 
+  /** The events whose dispatch is made for each recipient, from what is asked when it is dispatched. */
+  const perRecipientDelivery: Readonly<Record<string, (event: EventEnvelope, source: EventSource) => Promise<void>>> = {
+    [AUTH_SUBJECTS.accountUpdated]: deliverAccount,
+    [SOCIAL_SUBJECTS.conversationCreated]: deliverConversation,
+  };
+
   /**
    * The event's one delivery, sent without waiting for the answers of those before it: the store
    * refuses it unless the delivery marked `after` landed, so a stream's dispatches keep their order.
@@ -172,12 +178,7 @@ export function createDispatcher(deps: Deps) {
    */
   async function send(event: EventEnvelope, source: EventSource & { after?: string }): Promise<Sent | undefined> {
     const { subject, data } = event;
-    if (
-      subject in PRESENCE_CHANGES ||
-      DELIVERED_PER_RECIPIENT.has(subject) ||
-      outdatesAudiences(subject) ||
-      personalDispatches(subject, data)
-    )
+    if (subject in PRESENCE_CHANGES || subject in perRecipientDelivery || outdatesAudiences(subject) || personalDispatches(subject, data))
       return undefined;
     const name = dispatchNameOf(subject);
     const payload = name && parsePayload(deps.log, event, name, await shownRecord(event));
@@ -189,9 +190,6 @@ export function createDispatcher(deps: Deps) {
 
   return { dispatch, send };
 }
-
-/** The events whose dispatch is made for each recipient (deliverAccount, deliverConversation). */
-const DELIVERED_PER_RECIPIENT: ReadonlySet<string> = new Set([AUTH_SUBJECTS.accountUpdated, SOCIAL_SUBJECTS.conversationCreated]);
 
 /** The events whose record is a member (SERVER_MEMBER_ADD, SERVER_MEMBER_UPDATE). */
 const SHOWS_MEMBER: ReadonlySet<string> = new Set([GUILDS_SUBJECTS.memberJoined, GUILDS_SUBJECTS.memberUpdated]);
