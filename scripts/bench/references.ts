@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { PASSWORD_HASH_OPTIONS } from '@chat/contracts';
-import { createPool } from '@chat/kit';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { MESSAGES_SUBJECTS, PASSWORD_HASH_OPTIONS } from '@chat/contracts';
+import { createPool, migrate, outboxRow } from '@chat/kit';
 import { type Backing, createTestDatabase, removeBucket } from '@chat/testkit';
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
 import { Client } from 'minio';
+import { v7 as uuidv7 } from 'uuid';
 import { perSecond } from './rates.ts';
 import type { BenchContext, ScenarioLoad } from './scenario.ts';
 
@@ -80,6 +82,72 @@ export const rawInsert = defineReference({
     const body = 'x'.repeat(200);
     return {
       operation: () => pool.query('INSERT INTO rows (body) VALUES ($1)', [body]),
+      cleanUp: async () => {
+        await pool.end();
+        await database.drop();
+      },
+    };
+  },
+});
+
+// Read as files, as the guilds service applies them: the bench does not import a service's source.
+const GUILDS_MIGRATIONS = fileURLToPath(new URL('../../services/guilds/migrations', import.meta.url));
+// Named, so prepared once per connection as the service's own is.
+const POST_STATEMENT = {
+  name: 'bench_post_channel_message',
+  text: 'SELECT * FROM post_channel_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)',
+};
+
+/**
+ * The database's part of a channel post alone: guilds' one statement (post_channel_message: the
+ * access version, the channel's lock, the latest id, the message and its outbox row) into one
+ * channel over a pool of 10, on guilds' own migrated schema in a database of its own, with the
+ * arguments the service passes. What a post through the platform adds to it is everything else.
+ */
+export const postStatement = defineReference({
+  name: 'post statement',
+  summary: "guilds' one-statement post (post_channel_message) into one channel over a pool of 10, guilds' schema, no HTTP, no service code",
+  unit: 'posts',
+  async prepare(backing) {
+    const database = await createTestDatabase(backing.postgresUrl, 'bench_post');
+    const pool = createPool(database.url, 10);
+    await migrate(pool, GUILDS_MIGRATIONS);
+    const [serverId, channelId, authorId] = [uuidv7(), uuidv7(), uuidv7()];
+    await pool.query('INSERT INTO users (id, username, display_name, version) VALUES ($1, $2, $2, now())', [authorId, 'bench_post']);
+    await pool.query('INSERT INTO servers (id, name, owner_id) VALUES ($1, $2, $3)', [serverId, 'Bench post', authorId]);
+    await pool.query("INSERT INTO channels (id, server_id, name, channel_type, position) VALUES ($1, $2, 'general', 'text', 0)", [
+      channelId,
+      serverId,
+    ]);
+    const content = 'a message of about the length people type in chat';
+    const mentions = { users: [], roles: [], everyone: false };
+    const post = async () => {
+      const [id, createdAt] = [uuidv7(), new Date().toISOString()];
+      const message = { id, channelId, serverId, authorId, authorName: 'Unknown user', authorAvatar: null, content, attachments: {} };
+      const draft = {
+        ...message,
+        replyToId: null,
+        mentions,
+        pinned: false,
+        editedAt: null,
+        createdAt,
+        webhookId: null,
+        type: 'default',
+        embeds: [],
+      };
+      const event = outboxRow(MESSAGES_SUBJECTS.messageCreated, draft, randomUUID());
+      const { rows } = await pool.query<{ outcome: string }>({
+        ...POST_STATEMENT,
+        values: [
+          ...[0, 0, id, channelId, serverId, authorId, content, {}, null, mentions, 'default', null, null, null, createdAt],
+          ...[event.id, event.subject, event.payload, event.headers],
+        ],
+      });
+      // A refused post (a stale version) would measure the refusal.
+      if (rows[0]?.outcome !== 'posted') throw new Error(`post statement answered ${rows[0]?.outcome}`);
+    };
+    return {
+      operation: post,
       cleanUp: async () => {
         await pool.end();
         await database.drop();
