@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { MESSAGES_SUBJECTS, PASSWORD_HASH_OPTIONS } from '@chat/contracts';
-import { createPool, migrate, outboxRow } from '@chat/kit';
+import { createPool, migrate, outboxRow, type Pool } from '@chat/kit';
 import { type Backing, createTestDatabase, removeBucket } from '@chat/testkit';
 import { type Algorithm, hash, verify } from '@node-rs/argon2';
 import { Client } from 'minio';
@@ -70,23 +70,27 @@ export async function closedLoop(callers: number, durationSeconds: number, opera
   return { perSecond: perSecond(latencies.length / durationSeconds), p50: at(0.5), p99: at(0.99), operations: latencies.length };
 }
 
+/** A database of its own with a pool of 10 (the services' pool size), and the clean-up that drops it. */
+async function databaseOfItsOwn(backing: Backing, label: string): Promise<{ pool: Pool; cleanUp(): Promise<void> }> {
+  const database = await createTestDatabase(backing.postgresUrl, label);
+  const pool = createPool(database.url, 10);
+  const cleanUp = async () => {
+    await pool.end();
+    await database.drop();
+  };
+  return { pool, cleanUp };
+}
+
 /** Single-row INSERTs of a 200-byte body over a pool of 10 (the services' pool size), in a database of its own. */
 export const rawInsert = defineReference({
   name: 'raw INSERT',
   summary: 'single-row INSERT of a 200-byte body over a pool of 10, no HTTP, no service code',
   unit: 'rows',
   async prepare(backing) {
-    const database = await createTestDatabase(backing.postgresUrl, 'bench_insert');
-    const pool = createPool(database.url, 10);
+    const { pool, cleanUp } = await databaseOfItsOwn(backing, 'bench_insert');
     await pool.query('CREATE TABLE rows (id bigserial PRIMARY KEY, body text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())');
     const body = 'x'.repeat(200);
-    return {
-      operation: () => pool.query('INSERT INTO rows (body) VALUES ($1)', [body]),
-      cleanUp: async () => {
-        await pool.end();
-        await database.drop();
-      },
-    };
+    return { operation: () => pool.query('INSERT INTO rows (body) VALUES ($1)', [body]), cleanUp };
   },
 });
 
@@ -109,8 +113,7 @@ export const postStatement = defineReference({
   summary: "guilds' one-statement post (post_channel_message) into one channel over a pool of 10, guilds' schema, no HTTP, no service code",
   unit: 'posts',
   async prepare(backing) {
-    const database = await createTestDatabase(backing.postgresUrl, 'bench_post');
-    const pool = createPool(database.url, 10);
+    const { pool, cleanUp } = await databaseOfItsOwn(backing, 'bench_post');
     await migrate(pool, GUILDS_MIGRATIONS);
     const [serverId, channelId, authorId] = [uuidv7(), uuidv7(), uuidv7()];
     await pool.query('INSERT INTO users (id, username, display_name, version) VALUES ($1, $2, $2, now())', [authorId, 'bench_post']);
@@ -146,13 +149,7 @@ export const postStatement = defineReference({
       // A refused post (a stale version) would measure the refusal.
       if (rows[0]?.outcome !== 'posted') throw new Error(`post statement answered ${rows[0]?.outcome}`);
     };
-    return {
-      operation: post,
-      cleanUp: async () => {
-        await pool.end();
-        await database.drop();
-      },
-    };
+    return { operation: post, cleanUp };
   },
 });
 
