@@ -297,18 +297,13 @@ export const MemberLeftEventData = MemberEventData.extend({ reason: z.enum(['lef
  * others see of them now: status, activity). Optional where events written before carried less.
  */
 const { joinedAt, user } = Member.shape;
-export const MemberJoinedEventData = MemberEventData.extend({
-  nickname: z.string().nullable().optional(),
-  roleIds: z.array(Id).optional(),
-  joinedAt: joinedAt.optional(),
-  user: user.optional(),
-});
 export const MemberUpdatedEventData = MemberEventData.extend({
   nickname: z.string().nullable(),
   roleIds: z.array(Id),
   joinedAt: joinedAt.optional(),
   user: user.optional(),
 });
+export const MemberJoinedEventData = MemberUpdatedEventData.partial({ nickname: true, roleIds: true });
 /** The ban as GET /v1/servers/{id}/bans lists it; the user's names optional where events written before lacked them. */
 export const MemberBannedEventData = Ban.partial().extend(MemberEventData.shape).extend({ bannedBy: Id, reason: z.string().nullable() });
 /** `memberIds`: who was a member when it was deleted (the socket tells them; the members are gone). */

@@ -73,28 +73,33 @@ export async function openConversation(
     // Issue 16: someone who blocked the caller answers like an unknown user, as friend requests do.
     if (relation.blockedMe) throw notFound('User');
   }
-  const { id, created } = await withTx(deps.pool, async (tx) => {
+  const { id, created, view } = await withTx(deps.pool, async (tx) => {
     const opened = others.length === 1 ? await openPair(tx, others[0]!, ctx) : await openGroup(tx, others, ctx);
-    if (opened.created) await announceConversation(tx, ctx, opened.id, [ctx.userId, ...others]);
-    return opened;
+    const view = opened.created ? await announceConversation(tx, ctx, opened.id, [ctx.userId, ...others]) : undefined;
+    return { ...opened, view };
   });
-  return { conversation: await conversationOf(deps, ctx, id), created };
+  // A new conversation was read for its event already; an existing pair is read now.
+  const conversation = view ? (await present(deps, ctx, [view]))[0]! : await conversationOf(deps, ctx, id);
+  return { conversation, created };
 }
 
 /**
  * A new conversation, as its participants' lists show it (the socket sends it to each with the
- * others' status as they may see it): nobody has written in it yet, and no call is in it.
+ * others' status as they may see it): nobody has written in it yet, and no call is in it. Answers
+ * the conversation as read, for the caller's answer.
  */
-async function announceConversation(tx: Queryable, ctx: RequestContext, id: string, participantIds: string[]): Promise<void> {
-  const [{ lastMessageId: _none, ...view }] = (await conversationsOf(tx, ctx.userId, { onlyId: id })) as [ConversationView];
-  const participants = view.participants.map(({ status: _status, ...user }) => user);
+async function announceConversation(tx: Queryable, ctx: RequestContext, id: string, participantIds: string[]): Promise<ConversationView> {
+  const [view] = (await conversationsOf(tx, ctx.userId, { onlyId: id })) as [ConversationView];
+  const { lastMessageId: _none, ...shown } = view;
+  const participants = shown.participants.map(({ status: _status, ...user }) => user);
   const data: ConversationCreatedEvent = {
     conversationId: id,
-    type: view.type,
+    type: shown.type,
     participantIds,
-    conversation: { ...view, participants, lastMessage: null, call: null },
+    conversation: { ...shown, participants, lastMessage: null, call: null },
   };
   await enqueueEvent(tx, SOCIAL_SUBJECTS.conversationCreated, data, ctx.requestId);
+  return view;
 }
 
 function openPair(tx: Queryable, other: string, ctx: RequestContext) {
