@@ -140,12 +140,33 @@ describe('resolved mentions', () => {
 });
 
 describe('@here', () => {
-  it('reaches only the members online as others see them; @everyone (also beside @here) reaches all', async () => {
+  /** Per question: whether a transaction held a message row of the channel while guilds waited for the answer. */
+  const rowsHeldWhileAsked: boolean[] = [];
+  let lastCheck: Promise<unknown> = Promise.resolve();
+  const messageRowsHeld = (): Promise<boolean> => {
+    // One at a time: a big server's questions come together, and two FOR UPDATE NOWAIT of the same rows find each other.
+    const check = lastCheck.then(() =>
+      g.db.query('SELECT 1 FROM messages WHERE channel_id = $1 FOR UPDATE NOWAIT', [channelId]).then(
+        () => false,
+        (err: { code?: string }) => (err.code === '55P03' ? true : Promise.reject(err)),
+      ),
+    );
+    lastCheck = check.catch(() => {});
+    return check;
+  };
+
+  beforeAll(async () => {
     // The gateway as guilds asks it: alice online, bob idle, dave offline (or invisible: the same to others).
-    serveRpc(g.runtime.bus, g.runtime.log, PresenceSeenRpc, async ({ userIds }) => ({
-      statuses: Object.fromEntries(userIds.map((id) => [id, id === alice ? 'online' : id === bob ? 'idle' : 'offline'] as const)),
-    }));
+    serveRpc(g.runtime.bus, g.runtime.log, PresenceSeenRpc, async ({ userIds }) => {
+      rowsHeldWhileAsked.push(await messageRowsHeld());
+      return {
+        statuses: Object.fromEntries(userIds.map((id) => [id, id === alice ? 'online' : id === bob ? 'idle' : 'offline'] as const)),
+      };
+    });
     await g.runtime.bus.nc.flush();
+  });
+
+  it('reaches only the members online as others see them; @everyone (also beside @here) reaches all', async () => {
     const here = await post(owner, '@here standup in 5');
     expect(here.mentions.everyone).toBe(true);
     expect(byVia(await mentionsOf(here.id))).toEqual({ everyone: [alice, bob].sort() });
@@ -154,6 +175,15 @@ describe('@here', () => {
     // A direct mention reaches its user whether online or not.
     const named = await post(owner, `@here <@${dave}>`);
     expect(byVia(await mentionsOf(named.id))).toEqual({ user: [dave], everyone: [alice, bob].sort() });
+  });
+
+  it('asks the gateway before its transaction: a slow answer holds no message row and no connection of the pool', async () => {
+    rowsHeldWhileAsked.length = 0;
+    const here = await post(owner, '@here lunch');
+    expect(byVia(await mentionsOf(here.id))).toEqual({ everyone: [alice, bob].sort() });
+    // The server's crowd makes several questions of one message.
+    expect(rowsHeldWhileAsked.length).toBeGreaterThan(0);
+    expect(new Set(rowsHeldWhileAsked)).toEqual(new Set([false]));
   });
 });
 

@@ -1,7 +1,7 @@
 import { MESSAGES_SUBJECTS, MessageEventData, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
 import type { z } from 'zod';
-import { mayMention, publishMentions } from '../domain/mention-fanout.ts';
+import { mayMention, onlineForHere, publishMentions } from '../domain/mention-fanout.ts';
 
 export const MENTIONS_CONSUMER = { stream: STREAMS.guilds.name, durable: 'guilds-mentions', filter: MESSAGES_SUBJECTS.messageCreated };
 
@@ -16,8 +16,10 @@ export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }):
     spec: MENTIONS_CONSUMER,
     // The kit parsed the payload by its contract before asking: no second parse on every post.
     relevant: (event) => mayMention(event.data as z.output<typeof MessageEventData>),
-    handle: async (event, tx) => {
-      await publishMentions(options, tx, MessageEventData.parse(event.data));
+    // The gateway is asked who is online outside the transaction: a slow answer holds no connection of the pool.
+    prepare: (event) => onlineForHere(options, event.data as z.output<typeof MessageEventData>),
+    handle: async (event, tx, online) => {
+      await publishMentions(tx, MessageEventData.parse(event.data), online);
     },
   });
 }

@@ -17,7 +17,7 @@ import { mentionsHereOnly } from './mentions.ts';
  * own `guilds.message.created`, never on the request path): who is named, reached through a role,
  * @everyone/@here (already allowed or not when posting), or replied to, and may view the channel
  * now by the permission function of REST; through an @here only those of them online as others
- * see them (asked of the gateway: rpc.gateway.presence.seen; invisible is offline). Published as
+ * see them (asked of the gateway before the transaction: onlineForHere). Published as
  * `guilds.message.mentioned` events of at most MENTION_BATCH_SIZE users each, through the outbox
  * of the consumer's transaction: an @everyone in a server of 10,000 members is one members query
  * and 20 outbox rows.
@@ -44,14 +44,31 @@ export function reachesOnlineOnly(message: Pick<PostedMessage, 'mentions' | 'con
   return message.mentions.everyone && mentionsHereOnly(message.content);
 }
 
-/** Of these users, those online as others see them (no answer from the gateway: nobody, as the kit's presence rule says). */
-async function onlineAmong(bus: Bus, userIds: string[], requestId?: string): Promise<string[]> {
-  if (userIds.length === 0) return [];
-  const statusOf = await seenStatuses(bus, userIds, requestId);
-  return userIds.filter((id) => statusOf(id) !== 'offline');
+/**
+ * Who an @here can reach: the channel's viewers online as others see them (rpc.gateway.presence.seen;
+ * invisible is offline, and so is everyone when the gateway does not answer). Asked before the
+ * consumer's transaction opens, so that no transaction waits on the gateway. Undefined when the
+ * message has no @here alone.
+ */
+export async function onlineForHere(deps: { bus: Bus; pool: Queryable }, message: PostedMessage): Promise<ReadonlySet<string> | undefined> {
+  if (!mayMention(message) || !reachesOnlineOnly(message)) return undefined;
+  const viewers = await viewersAmong(deps.pool, message.channelId);
+  const userIds = (viewers?.members ?? []).map((m) => m.userId).filter((id) => id !== message.authorId);
+  if (userIds.length === 0) return new Set();
+  const statusOf = await seenStatuses(deps.bus, userIds);
+  return new Set(userIds.filter((id) => statusOf(id) !== 'offline'));
 }
 
-export async function publishMentions(deps: { bus: Bus }, tx: Queryable, message: PostedMessage, requestId?: string): Promise<number> {
+/**
+ * `online`: what onlineForHere answered before the transaction. A viewer it does not hold (one
+ * who joined since) is not reached by the @here.
+ */
+export async function publishMentions(
+  tx: Queryable,
+  message: PostedMessage,
+  online?: ReadonlySet<string>,
+  requestId?: string,
+): Promise<number> {
   const { mentions } = message;
   if (!mayMention(message)) return 0;
   const source = await lockMentionSource(tx, message.id);
@@ -70,7 +87,11 @@ export async function publishMentions(deps: { bus: Bus }, tx: Queryable, message
     if (group) group.push(member.userId);
     else groups.set(via, [member.userId]);
   }
-  if (reachesOnlineOnly(message)) groups.set('everyone', await onlineAmong(deps.bus, groups.get('everyone') ?? [], requestId));
+  if (reachesOnlineOnly(message))
+    groups.set(
+      'everyone',
+      (groups.get('everyone') ?? []).filter((id) => online?.has(id)),
+    );
   const excerpt = excerptOf(message.content, await mentionNames(tx, mentions.users, mentions.roles));
   let published = 0;
   for (const via of VIA_ORDER) {
