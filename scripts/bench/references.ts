@@ -126,9 +126,8 @@ export const postStatement = defineReference({
     const mentions = { users: [], roles: [], everyone: false };
     const post = async () => {
       const [id, createdAt] = [uuidv7(), new Date().toISOString()];
-      const message = { id, channelId, serverId, authorId, authorName: 'Unknown user', authorAvatar: null, content, attachments: {} };
       const draft = {
-        ...message,
+        ...{ id, channelId, serverId, authorId, authorName: 'Unknown user', authorAvatar: null, content, attachments: {} },
         replyToId: null,
         mentions,
         pinned: false,

@@ -54,7 +54,6 @@ export async function onlineForHere(deps: { bus: Bus; pool: Queryable }, message
   if (!mayMention(message) || !reachesOnlineOnly(message)) return undefined;
   const viewers = await viewersAmong(deps.pool, message.channelId);
   const userIds = (viewers?.members ?? []).map((m) => m.userId).filter((id) => id !== message.authorId);
-  if (userIds.length === 0) return new Set();
   const statusOf = await seenStatuses(deps.bus, userIds);
   return new Set(userIds.filter((id) => statusOf(id) !== 'offline'));
 }
@@ -63,12 +62,7 @@ export async function onlineForHere(deps: { bus: Bus; pool: Queryable }, message
  * `online`: what onlineForHere answered before the transaction. A viewer it does not hold (one
  * who joined since) is not reached by the @here.
  */
-export async function publishMentions(
-  tx: Queryable,
-  message: PostedMessage,
-  online?: ReadonlySet<string>,
-  requestId?: string,
-): Promise<number> {
+export async function publishMentions(tx: Queryable, message: PostedMessage, online?: ReadonlySet<string>): Promise<number> {
   const { mentions } = message;
   if (!mayMention(message)) return 0;
   const source = await lockMentionSource(tx, message.id);
@@ -107,7 +101,7 @@ export async function publishMentions(
         createdAt: message.createdAt,
         userIds: userIds.slice(i, i + MENTION_BATCH_SIZE),
       };
-      await enqueueEvent(tx, READ_STATE_SUBJECTS.messageMentioned, batch, requestId);
+      await enqueueEvent(tx, READ_STATE_SUBJECTS.messageMentioned, batch);
       published++;
     }
   }
