@@ -20,8 +20,9 @@ export const VoiceState = z
     selfDeaf: z.boolean(),
     /**
      * Muted or deafened by a moderator (MUTE_MEMBERS, DEAFEN_MEMBERS), as Discord's `mute` and
-     * `deaf`: the next media grant may not publish, or not subscribe. Kept across moves and joins
-     * within the server while connected; a new connection starts without them.
+     * `deaf`: the next media grant may not publish, or not subscribe. They are the member's: kept
+     * across moves, leaving voice and joining again, until a moderator lifts them (or the member
+     * leaves the server).
      */
     serverMute: z.boolean(),
     serverDeaf: z.boolean(),

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Permission, toMask, VoiceAccessRpc } from '@chat/contracts';
 import { loadConfig, mediaGrantIssuer, requestRpc } from '@chat/kit';
 import { TokenVerifier } from 'livekit-server-sdk';
@@ -646,6 +647,8 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
   };
   const flagsOf = async (userId: string) =>
     (await g.db.query('SELECT server_mute, server_deaf FROM voice_states WHERE user_id = $1', [userId])).rows[0];
+  const memberFlagsOf = async (userId: string) =>
+    (await g.db.query('SELECT voice_mute, voice_deaf FROM members WHERE server_id = $1 AND user_id = $2', [server.id, userId])).rows[0];
   async function grantRole(userId: string, bit: bigint) {
     const role = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { permissions: toMask(bit) })).body;
     expect((await g.call(owner, 'PUT', `/v1/servers/${server.id}/members/${userId}/roles/${role.id}`)).status).toBe(204);
@@ -680,15 +683,49 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
     await leave(target);
   });
 
-  it('a connection that ended starts again without server mute and deafen, even in the same server before the sweep', async () => {
+  it("server mute and deafen are the member's: leaving voice, or the state expiring, and joining again keeps them until lifted", async () => {
     await join(target, voice.id);
     expect((await moderate(owner, { mute: true, deaf: true })).status).toBe(200);
+    expect(await memberFlagsOf(target)).toEqual({ voice_mute: true, voice_deaf: true });
+
     await expireNow(target);
-    const again = await join(target, voice.id);
-    expect(again.status).toBe(200);
-    expect(again.body.state).toMatchObject({ channelId: voice.id, serverMute: false, serverDeaf: false });
-    expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: false });
-    expect(await verifier.verify(again.body.grant.token)).toMatchObject({ video: { canPublish: true, canSubscribe: true } });
+    const afterExpiry = await join(target, voice.id);
+    expect(afterExpiry.status).toBe(200);
+    expect(afterExpiry.body.state).toMatchObject({ channelId: voice.id, serverMute: true, serverDeaf: true });
+    expect(await verifier.verify(afterExpiry.body.grant.token)).toMatchObject({ video: { canPublish: false, canSubscribe: false } });
+
+    expect((await leave(target)).status).toBe(204);
+    const afterLeave = await join(target, voice.id);
+    expect(afterLeave.body.state).toMatchObject({ serverMute: true, serverDeaf: true });
+    expect(await flagsOf(target)).toEqual({ server_mute: true, server_deaf: true });
+    expect(await verifier.verify(afterLeave.body.grant.token)).toMatchObject({ video: { canPublish: false, canSubscribe: false } });
+
+    expect((await moderate(owner, { mute: false })).body).toMatchObject({ serverMute: false, serverDeaf: true });
+    await leave(target);
+    expect((await join(target, voice.id)).body.state).toMatchObject({ serverMute: false, serverDeaf: true });
+    expect((await moderate(owner, { deaf: false })).status).toBe(200);
+    await leave(target);
+    expect((await join(target, voice.id)).body.state).toMatchObject({ serverMute: false, serverDeaf: false });
+    expect(await memberFlagsOf(target)).toEqual({ voice_mute: false, voice_deaf: false });
+    await leave(target);
+  });
+
+  it("are per server, and end with the membership: another server's voice starts without them, and so does a member who left and joined again", async () => {
+    const elsewhere = (await g.call(owner, 'POST', '/v1/servers', { name: 'Elsewhere', isPublic: true })).body as { id: string };
+    expect((await g.call(target, 'POST', `/v1/servers/${elsewhere.id}/join`)).status).toBe(200);
+    const elsewhereVoice = (await g.call(owner, 'GET', `/v1/servers/${elsewhere.id}/channels`)).body.find(
+      (c: Row) => c.channelType === 'voice',
+    );
+    await join(target, voice.id);
+    expect((await moderate(owner, { mute: true })).status).toBe(200);
+
+    expect((await join(target, elsewhereVoice.id)).body.state).toMatchObject({ serverId: elsewhere.id, serverMute: false });
+    expect((await join(target, voice.id)).body.state).toMatchObject({ serverId: server.id, serverMute: true });
+
+    expect((await g.call(target, 'DELETE', `/v1/servers/${server.id}/members/@me`)).status).toBe(204);
+    expect(await memberFlagsOf(target)).toBeUndefined();
+    expect((await g.call(target, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+    expect((await join(target, voice.id)).body.state).toMatchObject({ serverMute: false, serverDeaf: false });
     await leave(target);
   });
 
@@ -766,5 +803,38 @@ describe('moderating voice: server mute, server deafen and disconnect', () => {
     expect(await stateOf(target)).toMatchObject({ channel_id: room.id });
     expect(await flagsOf(target)).toEqual({ server_mute: false, server_deaf: false });
     await leave(target);
+  });
+});
+
+describe('migration 0218', () => {
+  const migration = readFileSync(new URL('../migrations/0218_member_voice_moderation.sql', import.meta.url), 'utf8');
+
+  it("makes a server mute or deafen standing on a voice state the member's", async () => {
+    const [muted, deafened, plain] = [newId(), newId(), newId()];
+    for (const u of [muted, deafened, plain]) {
+      expect((await g.call(u, 'POST', `/v1/servers/${server.id}/join`)).status).toBe(200);
+      expect((await join(u, voice.id)).status).toBe(200);
+    }
+    const users = [muted, deafened, plain];
+    // As the code before it left them: the flags on the state only.
+    await g.db.query('UPDATE voice_states SET server_mute = (user_id = $2), server_deaf = (user_id = $3) WHERE user_id = ANY($1)', [
+      users,
+      muted,
+      deafened,
+    ]);
+    await g.db.query('UPDATE members SET voice_mute = false, voice_deaf = false WHERE user_id = ANY($1)', [users]);
+
+    await g.db.query(migration);
+
+    const rows = await g.db.query('SELECT user_id, voice_mute, voice_deaf FROM members WHERE server_id = $1 AND user_id = ANY($2)', [
+      server.id,
+      users,
+    ]);
+    expect(Object.fromEntries(rows.rows.map((r) => [r.user_id, [r.voice_mute, r.voice_deaf]]))).toEqual({
+      [muted]: [true, false],
+      [deafened]: [false, true],
+      [plain]: [false, false],
+    });
+    for (const u of users) await leave(u);
   });
 });

@@ -95,7 +95,7 @@ export const voiceRoutes = {
     path: '/v1/servers/:serverId/voice-states/:userId',
     service: g,
     summary:
-      "Server-mute (`mute`, MUTE_MEMBERS) or server-deafen (`deaf`, DEAFEN_MEMBERS) a connected member, as Discord's modify-member; the state's serverMute/serverDeaf, and the member's next media grant, follow",
+      "Server-mute (`mute`, MUTE_MEMBERS) or server-deafen (`deaf`, DEAFEN_MEMBERS) a connected member, as Discord's modify-member; the state's serverMute/serverDeaf, and the member's next media grant, follow; both stay on the member across leaving and rejoining voice until lifted",
     params: MemberParams,
     body: VoiceModerationBody,
     status: 200,

@@ -76,9 +76,9 @@ export async function lockChannels(db: Queryable, channelIds: readonly string[])
 }
 
 /**
- * Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf,
- * and a moderator's serverMute/serverDeaf while they stay connected in the same server: an expired
- * state is a connection that ended, so the new one starts without them).
+ * Puts the user in a channel: a new state, or their existing one moved (keeping selfMute/selfDeaf).
+ * Server mute and deafen are the member's (migration 0218): a state takes them from the server's
+ * member row, so a moderator's mute outlasts the connection it was set on.
  */
 export async function upsertVoiceState(
   db: Queryable,
@@ -86,12 +86,15 @@ export async function upsertVoiceState(
 ): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `INSERT INTO voice_states AS v (user_id, server_id, channel_id, expires_at)
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+    // Scalar reads, not INSERT ... SELECT: a user who is no member inserts a row all the same, and
+    // the foreign key refuses it (the join's retry answers that as for a non-member).
+    `INSERT INTO voice_states AS v (user_id, server_id, channel_id, expires_at, server_mute, server_deaf)
+     VALUES ($1, $2, $3, now() + make_interval(secs => $4),
+       COALESCE((SELECT m.voice_mute FROM members m WHERE m.server_id = $2 AND m.user_id = $1), false),
+       COALESCE((SELECT m.voice_deaf FROM members m WHERE m.server_id = $2 AND m.user_id = $1), false))
      ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
        joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now(),
-       server_mute = v.server_mute AND v.server_id = EXCLUDED.server_id AND ${LIVE},
-       server_deaf = v.server_deaf AND v.server_id = EXCLUDED.server_id AND ${LIVE}
+       server_mute = EXCLUDED.server_mute, server_deaf = EXCLUDED.server_deaf
      RETURNING ${RETURNING}`,
     [s.userId, s.serverId, s.channelId, s.ttlSeconds],
   );
@@ -134,16 +137,17 @@ export async function setSelfFlags(db: Queryable, userId: string, flags: { selfM
   return toVoiceState(row!);
 }
 
-/** A moderator's server mute and deafen of a user's state. */
+/** A moderator's server mute and deafen of a member: kept on the member, and on their current state. */
 export async function setServerFlags(
   db: Queryable,
-  userId: string,
+  state: Pick<VoiceState, 'userId' | 'serverId'>,
   flags: { serverMute: boolean; serverDeaf: boolean },
 ): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    `UPDATE voice_states SET server_mute = $2, server_deaf = $3 WHERE user_id = $1 RETURNING ${RETURNING}`,
-    [userId, flags.serverMute, flags.serverDeaf],
+    `WITH member AS (UPDATE members SET voice_mute = $3, voice_deaf = $4 WHERE server_id = $2 AND user_id = $1)
+     UPDATE voice_states SET server_mute = $3, server_deaf = $4 WHERE user_id = $1 AND server_id = $2 RETURNING ${RETURNING}`,
+    [state.userId, state.serverId, flags.serverMute, flags.serverDeaf],
   );
   return toVoiceState(row!);
 }

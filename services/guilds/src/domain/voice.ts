@@ -384,7 +384,7 @@ export function moderateVoiceState(d: Domain, ctx: Ctx, serverId: string, userId
     if (body.deaf !== undefined) requirePermission(mask, Permission.DEAFEN_MEMBERS, 'DEAFEN_MEMBERS');
     const flags = { serverMute: body.mute ?? state.serverMute, serverDeaf: body.deaf ?? state.serverDeaf };
     if (flags.serverMute === state.serverMute && flags.serverDeaf === state.serverDeaf) return state;
-    const updated = await setServerFlags(tx, userId, flags);
+    const updated = await setServerFlags(tx, state, flags);
     await emitEvent(tx, ctx.requestId, 'guilds.voice.updated', updated);
     return updated;
   });
