@@ -141,6 +141,25 @@ describe('edge hygiene', () => {
     });
   });
 
+  it('gives a URL that does not decode the CORS headers of an ordinary answer, so that a page can read why it failed', async () => {
+    const corsOf = (res: { headers: Record<string, unknown> }) => ({
+      origin: res.headers['access-control-allow-origin'],
+      exposed: res.headers['access-control-expose-headers'],
+      vary: res.headers.vary,
+    });
+    for (const origin of ['https://app.example', 'https://evil.example']) {
+      const malformed = await gateway.app.inject({ method: 'GET', url: '/v1/servers/%E0%A4%A', headers: { origin } });
+      const ordinary = await gateway.app.inject({ method: 'GET', url: '/v1/nothing-here', headers: { origin } });
+      expect([malformed.statusCode, ordinary.statusCode]).toEqual([400, 404]);
+      expect(corsOf(malformed)).toEqual(corsOf(ordinary));
+    }
+    const readable = await gateway.app.inject({ method: 'GET', url: '/v1/servers/%E0%A4%A', headers: { origin: 'https://app.example' } });
+    expect(corsOf(readable)).toMatchObject({ origin: 'https://app.example', vary: 'Origin' });
+    expect(String(readable.headers['access-control-expose-headers']).split(/,\s*/)).toEqual(
+      expect.arrayContaining(['x-request-id', 'x-ratelimit-remaining', 'retry-after']),
+    );
+  });
+
   it('answers an unknown area 404 without asking for a token, and an unknown path of a service 401', async () => {
     const unknown = await gateway.app.inject({ method: 'GET', url: '/v1/nothing-here' });
     expect(unknown.statusCode).toBe(404);

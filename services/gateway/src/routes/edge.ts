@@ -110,7 +110,9 @@ export function countRouterAnswers(
   deps: Pick<EdgeDeps, 'config' | 'limiter'>,
 ): (req: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const clientIp = createClientIpResolver(deps.config.TRUSTED_PROXIES, deps.config.FORWARDED_FOR_MODE);
+  const corsHeaders = ordinaryCorsHeaders(deps.config.CORS_ORIGINS);
   return async (req, reply) => {
+    reply.headers(corsHeaders(req.headers.origin));
     req.clientIp = clientIp(req.socket.remoteAddress, req.headers);
     await countInWindow(deps.limiter, reply, { tier: 'general', subject: rateSubject(req.clientIp) });
   };
@@ -149,6 +151,21 @@ function checkBodySize(req: FastifyRequest, route: RouteClass, limit: number): v
   if (!route.multipart && declared > limit) throw new AppError(413, 'Request body is too large');
 }
 
+/** The answer headers a page may read: why it was refused, how long to wait, which request it was. */
+const EXPOSED_HEADERS = ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id', REPLAYED_HEADER];
+
+/**
+ * The CORS headers cors gives an ordinary answer (corsOptions), for the router's own answers, which
+ * no hook sees: without them a browser hides a malformed URL's 400 (and its 429) from the page.
+ */
+function ordinaryCorsHeaders(origins: string[]): (origin: string | undefined) => Record<string, string> {
+  const exposed = { 'access-control-expose-headers': EXPOSED_HEADERS.join(', ') };
+  if (origins.includes('*')) return () => ({ 'access-control-allow-origin': '*', ...exposed });
+  if (origins.length === 0) return () => ({});
+  const always = { ...exposed, vary: 'Origin' };
+  return (origin) => (origin && origins.includes(origin) ? { 'access-control-allow-origin': origin, ...always } : always);
+}
+
 /**
  * A preflight (an OPTIONS naming its Origin and the method it asks for) is answered by cors; any
  * other OPTIONS is an ordinary request, answered by the routes like any other method (a 405 with
@@ -159,7 +176,7 @@ function corsOptions(origins: string[]): { delegator: FastifyCorsOptionsDelegate
     origin: origins.includes('*') ? '*' : origins.length > 0 ? origins : false,
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'x-request-id', IDEMPOTENCY_HEADER],
-    exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'x-request-id', REPLAYED_HEADER],
+    exposedHeaders: EXPOSED_HEADERS,
     maxAge: 600,
   };
   const otherRequests: FastifyCorsOptions = { ...options, preflight: false };
