@@ -17,7 +17,7 @@ const stateOf = (call: { participants: { userId: string; state: string }[] }, us
 const callEventsOf = async (callId: string) =>
   (await h.events()).filter((e) => e.subject.startsWith('social.call.') && (e.data.call as { id: string }).id === callId);
 const missedCalls = async (user: User) =>
-  ((await h.call(user, 'GET', '/v1/notifications')).body.notifications as { kind: string; callId: string }[]).filter(
+  ((await h.call(user, 'GET', '/v1/notifications')).body.notifications as { kind: string; callId: string; createdAt: string }[]).filter(
     (n) => n.kind === 'missed_call',
   );
 
@@ -41,7 +41,8 @@ describe('ringing in an answered group call', () => {
     const events = await callEventsOf(call.id);
     expect(events.map((e) => e.subject)).toEqual(['social.call.created', 'social.call.updated', 'social.call.updated']);
     expect(events[2]?.data).toEqual({ call: now, participantIds: expect.arrayContaining([alice.id, bob.id, carol.id]) });
-    expect(await missedCalls(carol)).toEqual([expect.objectContaining({ callId: call.id })]);
+    // Dated when her ring stopped, as a missed call that ends is dated at its end (not when it started ringing).
+    expect(await missedCalls(carol)).toEqual([expect.objectContaining({ callId: call.id, createdAt: after.toISOString() })]);
     expect([await missedCalls(alice), await missedCalls(bob)]).toEqual([[], []]);
 
     // Done once: a later round finds nothing; carol may still join, and the call ends as completed.

@@ -157,7 +157,7 @@ export async function endUnansweredCalls(deps: Pick<CallDeps, 'pool'>, now: Date
     for (const id of due) {
       const call = (await calls.findCall(tx, id)) as Call;
       if (call.state === 'ringing') await endMissed(tx, call, now);
-      else await stopRinging(tx, call);
+      else await stopRinging(tx, call, now);
     }
     return due.length;
   });
@@ -177,9 +177,9 @@ async function endMissed(tx: Queryable, rung: Call, now: Date): Promise<void> {
  * while ringing them, get their missed_call entry, written here from the call as it rang them (the
  * notifications consumer hears only of ended calls).
  */
-async function stopRinging(tx: Queryable, rung: Call): Promise<void> {
+async function stopRinging(tx: Queryable, rung: Call, now: Date): Promise<void> {
   const audience = await callerAudience(tx, rung, await lockConversation(tx, rung.conversationId));
-  await callEnded(tx, { call: rung, participantIds: audience });
+  await callEnded(tx, { call: rung, participantIds: audience }, now.toISOString());
   await calls.declineStillRinging(tx, rung.id);
   const call = (await calls.findCall(tx, rung.id)) as Call;
   await enqueueEvent(tx, CALL_SUBJECTS.updated, { call, participantIds: audience } satisfies CallEvent);

@@ -382,8 +382,11 @@ export async function joinRequestReviewed(tx: Queryable, request: JoinRequest, a
   });
 }
 
-/** Whoever was still being rung when a call ended missed it (the caller aside). */
-export async function callEnded(tx: Queryable, event: CallEvent): Promise<void> {
+/**
+ * Whoever was still being rung when a call ended missed it (the caller aside), dated when their
+ * ring stopped: the call's end, or `ringStoppedAt` for a ring that stopped in a call going on.
+ */
+export async function callEnded(tx: Queryable, event: CallEvent, ringStoppedAt?: string): Promise<void> {
   const { call } = event;
   const missed = call.participants.filter((p) => p.state === 'ringing' && p.userId !== call.initiatorId).map((p) => p.userId);
   await notify(tx, missed, {
@@ -391,6 +394,6 @@ export async function callEnded(tx: Queryable, event: CallEvent): Promise<void> 
     actorId: call.initiatorId,
     conversationId: call.conversationId,
     callId: call.id,
-    createdAt: call.endedAt ?? call.createdAt,
+    createdAt: call.endedAt ?? ringStoppedAt ?? call.createdAt,
   });
 }
