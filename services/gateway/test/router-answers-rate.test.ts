@@ -38,6 +38,18 @@ describe('a URL that does not decode', () => {
     expect(Number(answers[0]!.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
   });
 
+  it('carries the CORS headers of an ordinary answer when no origin is allowed: Vary only', async () => {
+    const headers = { 'x-forwarded-for': freshIp(), origin: 'https://app.example' };
+    const [malformed, ordinary] = [
+      await gateway.app.inject({ method: 'GET', url: MALFORMED, headers }),
+      await gateway.app.inject({ method: 'GET', url: '/v1/nothing-here', headers }),
+    ];
+    const corsOf = (res: typeof malformed) =>
+      Object.fromEntries(Object.entries(res.headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
+    expect(corsOf(malformed)).toEqual(corsOf(ordinary));
+    expect(corsOf(malformed)).toEqual({ vary: 'Origin' });
+  });
+
   it('fills the window like any request, and is refused 429 with Retry-After once it is full', async () => {
     const ip = freshIp();
     for (let i = 0; i < 300; i++) expect((await get(ip, MALFORMED)).statusCode).toBe(400);

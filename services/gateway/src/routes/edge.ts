@@ -161,7 +161,8 @@ const EXPOSED_HEADERS = ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remain
 function ordinaryCorsHeaders(origins: string[]): (origin: string | undefined) => Record<string, string> {
   const exposed = { 'access-control-expose-headers': EXPOSED_HEADERS.join(', ') };
   if (origins.includes('*')) return () => ({ 'access-control-allow-origin': '*', ...exposed });
-  if (origins.length === 0) return () => ({});
+  // With no origin allowed, cors still marks the answer as depending on Origin.
+  if (origins.length === 0) return () => ({ vary: 'Origin' });
   const always = { ...exposed, vary: 'Origin' };
   return (origin) => (origin && origins.includes(origin) ? { 'access-control-allow-origin': origin, ...always } : always);
 }
