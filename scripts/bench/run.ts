@@ -111,7 +111,8 @@ if (report.sockets) console.log(`\n${formatSocketResults(report.sockets)}`);
 if (report.references.length > 0) console.log(`\n${formatReferences(report)}`);
 if (report.tracing) console.log(`\n${formatTracing(report)}`);
 console.log(`\nwritten to ${await writeReport(report, settings.BENCH_RESULTS_DIR)}`);
-if (profileDir) console.log(`CPU profiles of the platform's processes in ${profileDir}/<process>/`);
+if (profileDir)
+  console.log(`CPU profiles of the platform's processes in ${profileDir}/<process>/ (npm run bench:profiles -- ${profileDir})`);
 const trustworthy = report.measurements.every((m) => !isSuspect(m)) && report.notRun.every((n) => !n.failed);
 if (!trustworthy) console.error('\nsome rows had wrong statuses or errors, or a setup failed: those figures are not comparable');
 process.exitCode = trustworthy ? 0 : 1;
