@@ -127,7 +127,14 @@ export const postStatement = defineReference({
     const post = async () => {
       const [id, createdAt] = [uuidv7(), new Date().toISOString()];
       const draft = {
-        ...{ id, channelId, serverId, authorId, authorName: 'Unknown user', authorAvatar: null, content, attachments: {} },
+        id,
+        channelId,
+        serverId,
+        authorId,
+        authorName: 'Unknown user',
+        authorAvatar: null,
+        content,
+        attachments: {},
         replyToId: null,
         mentions,
         pinned: false,

@@ -1,5 +1,5 @@
-import { MESSAGES_SUBJECTS, MessageEventData, STREAMS } from '@chat/contracts';
-import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type Pool } from '@chat/kit';
+import { MESSAGES_SUBJECTS, type MessageEventData, STREAMS } from '@chat/contracts';
+import { type Bus, type ConsumerHandle, consumeEvents, type EventEnvelope, type Logger, type Pool } from '@chat/kit';
 import type { z } from 'zod';
 import { mayMention, onlineForHere, publishMentions } from '../domain/mention-fanout.ts';
 
@@ -14,12 +14,14 @@ export function consumeMentions(options: { bus: Bus; pool: Pool; log: Logger }):
   return consumeEvents({
     ...options,
     spec: MENTIONS_CONSUMER,
-    // The kit parsed the payload by its contract before asking: no second parse on every post.
-    relevant: (event) => mayMention(event.data as z.output<typeof MessageEventData>),
+    relevant: (event) => mayMention(posted(event)),
     // The gateway is asked who is online outside the transaction: a slow answer holds no connection of the pool.
-    prepare: (event) => onlineForHere(options, event.data as z.output<typeof MessageEventData>),
+    prepare: (event) => onlineForHere(options, posted(event)),
     handle: async (event, tx, online) => {
-      await publishMentions(tx, MessageEventData.parse(event.data), online);
+      await publishMentions(tx, posted(event), online);
     },
   });
 }
+
+// The kit parsed the payload by its contract (EVENT_SCHEMAS) before handing the event on: no second parse.
+const posted = (event: EventEnvelope) => event.data as z.output<typeof MessageEventData>;

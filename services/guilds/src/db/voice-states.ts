@@ -86,12 +86,11 @@ export async function upsertVoiceState(
 ): Promise<VoiceState> {
   const row = await maybeOne<VoiceStateRow>(
     db,
-    // Scalar reads, not INSERT ... SELECT: a user who is no member inserts a row all the same, and
-    // the foreign key refuses it (the join's retry answers that as for a non-member).
+    // A left join: a user who is no member inserts a row all the same, and the foreign key refuses
+    // it (the join's retry answers that as for a non-member).
     `INSERT INTO voice_states AS v (user_id, server_id, channel_id, expires_at, server_mute, server_deaf)
-     VALUES ($1, $2, $3, now() + make_interval(secs => $4),
-       COALESCE((SELECT m.voice_mute FROM members m WHERE m.server_id = $2 AND m.user_id = $1), false),
-       COALESCE((SELECT m.voice_deaf FROM members m WHERE m.server_id = $2 AND m.user_id = $1), false))
+     SELECT $1, $2, $3, now() + make_interval(secs => $4), COALESCE(m.voice_mute, false), COALESCE(m.voice_deaf, false)
+     FROM (SELECT) one LEFT JOIN members m ON m.server_id = $2 AND m.user_id = $1
      ON CONFLICT (user_id) DO UPDATE SET server_id = EXCLUDED.server_id, channel_id = EXCLUDED.channel_id,
        joined_at = now(), expires_at = EXCLUDED.expires_at, last_active_at = now(),
        server_mute = EXCLUDED.server_mute, server_deaf = EXCLUDED.server_deaf
