@@ -72,8 +72,11 @@ const naming = (c: GatewayClient, id: string, from = 0) =>
 
 const describeFrames = (frames: Frame[]) => frames.map((f) => `${f.t} ${JSON.stringify(f.d).slice(0, 120)}`);
 
+/** The dispatches naming the channel from frame `from` on, as `{t, d}`. */
+const aboutChannel = (c: GatewayClient, id: string, from: number) => naming(c, id, from).map((f) => ({ t: f.t, d: f.d }));
+
 describe('a member whose view of a channel changes', () => {
-  it('gets nothing more of a channel once the role that alone granted VIEW_CHANNEL is taken away', async () => {
+  it('is told the channel went, then gets nothing more of it, once the role that alone granted VIEW_CHANNEL is taken away', async () => {
     const [owner, member] = [await newUser('own'), await newUser('mem')];
     const { serverId, textId: general } = await publicServer(owner, [member]);
     const secret = await newChannel(owner, serverId, 'secret');
@@ -90,10 +93,10 @@ describe('a member whose view of a channel changes', () => {
     await everythingIn(owner, secret, 'after the role went');
     await postMessage(owner, general, 'marker');
     await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker', WAIT);
-    expect(describeFrames(naming(c, secret, mark))).toEqual([]);
+    expect(aboutChannel(c, secret, mark)).toEqual([{ t: 'CHANNEL_DELETE', d: { id: secret, serverId } }]);
   });
 
-  it('gets nothing of a channel while @everyone lacks VIEW_CHANNEL, and its messages again once the bit is back', async () => {
+  it('sees a channel go while @everyone lacks VIEW_CHANNEL, gets nothing of it, and sees it and its messages again once the bit is back', async () => {
     const [owner, member] = [await newUser('own'), await newUser('mem')];
     const { serverId, textId } = await publicServer(owner, [member]);
     const c = await identified(member);
@@ -112,10 +115,14 @@ describe('a member whose view of a channel changes', () => {
     await postMessage(owner, textId, 'visible again');
     await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'visible again', WAIT);
     expect(c.dispatches('MESSAGE_CREATE').map((f) => f.d.content)).toEqual(['visible again']);
-    expect(describeFrames(naming(c, textId, mark).filter((f) => f.t !== 'MESSAGE_CREATE'))).toEqual([]);
+    const channel = (await api('GET', `/v1/channels/${textId}`, { user: member })).body;
+    expect(aboutChannel(c, textId, mark).filter((f) => f.t !== 'MESSAGE_CREATE')).toEqual([
+      { t: 'CHANNEL_DELETE', d: { id: textId, serverId } },
+      { t: 'CHANNEL_CREATE', d: channel },
+    ]);
   });
 
-  it('gets a channel at once when a member override grants VIEW_CHANNEL, and nothing posted before', async () => {
+  it('is given a channel (CHANNEL_CREATE) at once when a member override grants VIEW_CHANNEL, and nothing posted before', async () => {
     const [owner, member] = [await newUser('own'), await newUser('mem')];
     const { serverId } = await publicServer(owner, [member]);
     const secret = await newChannel(owner, serverId, 'secret');
@@ -127,9 +134,11 @@ describe('a member whose view of a channel changes', () => {
     await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'after the grant', WAIT);
     expect(c.dispatches('MESSAGE_CREATE').map((f) => f.d.content)).toEqual(['after the grant']);
     expect(c.dispatches('CHANNEL_OVERRIDE_UPDATE').map((f) => f.d.channelId)).toContain(secret);
+    const channel = (await api('GET', `/v1/channels/${secret}`, { user: member })).body;
+    expect(c.dispatches('CHANNEL_CREATE').map((f) => f.d)).toEqual([channel]);
   });
 
-  it('gets nothing more of a channel once it is made hidden', async () => {
+  it('is told the channel went, then gets nothing more of it, once it is made hidden', async () => {
     const [owner, member] = [await newUser('own'), await newUser('mem')];
     const { serverId, textId: general } = await publicServer(owner, [member]);
     const channelId = await newChannel(owner, serverId, 'to-hide');
@@ -141,7 +150,7 @@ describe('a member whose view of a channel changes', () => {
     await everythingIn(owner, channelId, 'hidden now');
     await postMessage(owner, general, 'marker');
     await c.dispatch('MESSAGE_CREATE', (d) => d.content === 'marker', WAIT);
-    expect(describeFrames(naming(c, channelId, mark))).toEqual([]);
+    expect(aboutChannel(c, channelId, mark)).toEqual([{ t: 'CHANNEL_DELETE', d: { id: channelId, serverId } }]);
   });
 
   it('is not told of the deletion of a channel it could not see, and learns no id from it', async () => {

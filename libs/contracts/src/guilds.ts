@@ -310,6 +310,13 @@ export const MemberBannedEventData = Ban.partial().extend(MemberEventData.shape)
 export const ServerDeletedEventData = z.object({ id: Id, memberIds: z.array(Id).optional() });
 /** `viewerIds`: who could view the channel when it was deleted (only they are told; older events lack it). */
 export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id, viewerIds: z.array(Id).optional() });
+/**
+ * Members who gained the view of a channel through a change of roles, overrides or the channel's
+ * hidden flag (the socket tells them CHANNEL_CREATE); a big change comes in several events.
+ */
+export const ChannelRevealedEventData = z.object({ channel: Channel, userIds: z.array(Id) });
+/** Members who lost the view of a channel the same way (the socket tells them CHANNEL_DELETE). */
+export const ChannelHiddenEventData = z.object({ id: Id, serverId: Id, userIds: z.array(Id) });
 export const CategoryDeletedEventData = z.object({ id: Id, serverId: Id });
 export const RoleDeletedEventData = z.object({ id: Id, serverId: Id });
 export const OverrideDeletedEventData = z.object({ id: Id, channelId: Id });
@@ -330,6 +337,8 @@ export const GUILDS_SUBJECTS = {
   channelCreated: 'guilds.channel.created',
   channelUpdated: 'guilds.channel.updated',
   channelDeleted: 'guilds.channel.deleted',
+  channelRevealed: 'guilds.channel.revealed',
+  channelHidden: 'guilds.channel.hidden',
   roleCreated: 'guilds.role.created',
   roleUpdated: 'guilds.role.updated',
   // Only its position moved, as another role was created, moved or deleted: who sees what is unchanged.
@@ -359,6 +368,8 @@ export const GUILDS_EVENTS = {
   [GUILDS_SUBJECTS.channelCreated]: Channel,
   [GUILDS_SUBJECTS.channelUpdated]: Channel,
   [GUILDS_SUBJECTS.channelDeleted]: ChannelDeletedEventData,
+  [GUILDS_SUBJECTS.channelRevealed]: ChannelRevealedEventData,
+  [GUILDS_SUBJECTS.channelHidden]: ChannelHiddenEventData,
   [GUILDS_SUBJECTS.roleCreated]: Role,
   [GUILDS_SUBJECTS.roleUpdated]: Role,
   [GUILDS_SUBJECTS.roleShifted]: Role,

@@ -224,6 +224,9 @@ export const DISPATCH_NAMES = {
   [GUILDS_SUBJECTS.channelCreated]: 'CHANNEL_CREATE',
   [GUILDS_SUBJECTS.channelUpdated]: 'CHANNEL_UPDATE',
   [GUILDS_SUBJECTS.channelDeleted]: 'CHANNEL_DELETE',
+  // To those who gained or lost the view of a channel: the channel appears or goes, as on Discord.
+  [GUILDS_SUBJECTS.channelRevealed]: 'CHANNEL_CREATE',
+  [GUILDS_SUBJECTS.channelHidden]: 'CHANNEL_DELETE',
   [GUILDS_SUBJECTS.roleCreated]: 'ROLE_CREATE',
   [GUILDS_SUBJECTS.roleUpdated]: 'ROLE_UPDATE',
   [GUILDS_SUBJECTS.roleShifted]: 'ROLE_UPDATE',

@@ -26,6 +26,7 @@ import { FENCED_OFF, type SessionStore, STALE_AUDIENCE } from './session-store.t
 
 /** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
 const WRAPPED: Readonly<Record<string, string>> = {
+  [GUILDS_SUBJECTS.channelRevealed]: 'channel',
   [SOCIAL_SUBJECTS.dmCreated]: 'message',
   [SOCIAL_SUBJECTS.dmUpdated]: 'message',
   [CALL_SUBJECTS.created]: 'call',

@@ -78,6 +78,15 @@ export function findServer(db: Queryable, id: string): Promise<ServerRow | undef
 }
 
 /** Locks the server row: joins, leaves and bans of one server take turns on it. */
+/**
+ * Takes the server row's lock that every change of who sees what takes anyway (its access version's
+ * bump): such changes of one server then take turns, and none commits between two reads of ours.
+ * Not FOR UPDATE: inserts that only reference the server (a member joining) go on.
+ */
+export async function holdServerAccess(db: Queryable, id: string): Promise<void> {
+  await db.query('SELECT 1 FROM servers WHERE id = $1 FOR NO KEY UPDATE', [id]);
+}
+
 export function lockServer(db: Queryable, id: string): Promise<ServerRow | undefined> {
   return maybeOne<ServerRow>(db, `SELECT ${SERVER_COLUMNS} FROM servers s WHERE s.id = $1 FOR UPDATE`, [id]);
 }

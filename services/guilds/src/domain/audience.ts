@@ -1,8 +1,8 @@
-import { Permission } from '@chat/contracts';
+import { type Channel, Permission, type PermissionOverride } from '@chat/contracts';
 import { notFound, type Queryable } from '@chat/kit';
 import { findServerBase, listComemberIds, listMemberMasks, listServerIdsOfUser, type MemberMaskRow } from '../db/audience.ts';
-import { findChannel } from '../db/channels.ts';
-import { listOverrides } from '../db/overrides.ts';
+import { findChannel, listChannels } from '../db/channels.ts';
+import { listOverrides, overridesOfServer } from '../db/overrides.ts';
 import { toBigInts } from '../db/sql.ts';
 import { applicableOverrides, type ServerAccess } from './access.ts';
 import { channelPermissions, has, serverPermissions } from './permissions.ts';
@@ -45,19 +45,52 @@ export async function viewersAmong(
   const base = channel && (await findServerBase(db, channel.serverId));
   if (!channel || !base) return undefined;
   const [members, overrides] = await Promise.all([listMemberMasks(db, channel.serverId, only), listOverrides(db, channelId)]);
-  const viewers = members
-    .map((row) => memberAccess(base, row))
-    .filter((m) => {
-      const slots = applicableOverrides({ ...m, server: { id: channel.serverId } }, overrides);
-      // The same visibility as REST: a hidden channel's events reach only those who may see it.
-      const visibility = {
-        isHidden: channel.isHidden,
-        isChannelOwner: channel.ownerId === m.userId,
-        isConnected: m.voiceChannelId === channel.id,
-      };
-      return has(channelPermissions(m.permissions, slots, visibility), Permission.VIEW_CHANNEL);
-    });
+  const viewers = members.map((row) => memberAccess(base, row)).filter((m) => mayView(m, channel, overrides));
   return { serverId: channel.serverId, members: viewers.map((m) => ({ userId: m.userId, roleIds: m.roleIds })) };
+}
+
+type MemberView = ReturnType<typeof memberAccess>;
+
+/** VIEW_CHANNEL by the permission function of REST: a hidden channel's events reach only those who may see it. */
+function mayView(member: MemberView, channel: Channel, overrides: readonly PermissionOverride[]): boolean {
+  const slots = applicableOverrides({ ...member, server: { id: channel.serverId } }, overrides);
+  const visibility = {
+    isHidden: channel.isHidden,
+    isChannelOwner: channel.ownerId === member.userId,
+    isConnected: member.voiceChannelId === channel.id,
+  };
+  return has(channelPermissions(member.permissions, slots, visibility), Permission.VIEW_CHANNEL);
+}
+
+/** Whose views to take: one channel of the server or all of them; the members named or holding one of the roles, or all. */
+export type ViewScope = { channelId?: string; only?: { userIds: string[]; roleIds: string[] } };
+
+/** The members a scope took, and of each channel who among them may view it. */
+export interface ChannelViews {
+  memberIds: string[];
+  channels: Map<string, { channel: Channel; viewerIds: Set<string> }>;
+}
+
+/** Who may view which channels of the server, within the scope, from one snapshot. Empty for an unknown server. */
+export async function channelViews(db: Queryable, serverId: string, scope: ViewScope): Promise<ChannelViews> {
+  const base = await findServerBase(db, serverId);
+  if (!base) return { memberIds: [], channels: new Map() };
+  const { channelId, only } = scope;
+  const [channels, overrides, rows] = await Promise.all([
+    channelId ? findChannel(db, channelId).then((c) => (c?.serverId === serverId ? [c] : [])) : listChannels(db, serverId),
+    channelId ? listOverrides(db, channelId) : overridesOfServer(db, serverId),
+    listMemberMasks(db, serverId, only),
+  ]);
+  const members = rows.map((row) => memberAccess(base, row));
+  const views: ChannelViews = { memberIds: members.map((m) => m.userId), channels: new Map() };
+  const byChannel = new Map<string, PermissionOverride[]>();
+  for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
+  for (const channel of channels) {
+    const own = byChannel.get(channel.id) ?? [];
+    const viewerIds = new Set(members.filter((m) => mayView(m, channel, own)).map((m) => m.userId));
+    views.channels.set(channel.id, { channel, viewerIds });
+  }
+  return views;
 }
 
 /** The members of a server, only those holding `permission` at server level when given. 404 unknown. */

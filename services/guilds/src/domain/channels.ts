@@ -12,6 +12,7 @@ import { type Ctx, type Domain, emit } from './context.ts';
 import { closeChannelGap, lockChannelGroups, lockLayout, placeChannel, reorderChannelsIn, requireRoomForChannel } from './layout.ts';
 import { has } from './permissions.ts';
 import { isOwnerEditOfTemporaryChannel } from './temporary-channels.ts';
+import { watchViews } from './view-changes.ts';
 import { endVoiceInDeletedChannel } from './voice.ts';
 
 /**
@@ -73,6 +74,8 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
     if (patch.userLimit !== undefined && access.channel.channelType !== 'voice') {
       throw badRequest('userLimit applies to voice channels only');
     }
+    const hiding = patch.isHidden !== undefined && patch.isHidden !== access.channel.isHidden;
+    const views = hiding ? await watchViews(tx, access.channel.serverId, { channelId }) : undefined;
     const { position, categoryId, ...fields } = patch;
     const moving = position !== undefined || (categoryId !== undefined && categoryId !== access.channel.categoryId);
     // A move takes its locks before the row's own write (domain/layout.ts says in which order).
@@ -83,6 +86,7 @@ export function updateChannel(d: Domain, ctx: Ctx, channelId: string, patch: Upd
       channel = (await findChannel(tx, channelId))!;
     }
     await emit(tx, ctx, 'guilds.channel.updated', channel);
+    await views?.announce(ctx);
     return channel;
   });
 }

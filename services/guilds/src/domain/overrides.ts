@@ -17,6 +17,7 @@ import { findServerRole } from '../db/roles.ts';
 import { type ChannelAccess, channelAccess, loadServerAccess, requirePermission } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { canEditOverrideOf, type OverrideBits, type OverrideTarget, overrideChangeBeyondActor } from './permissions.ts';
+import { overrideScope, watchViews } from './view-changes.ts';
 
 export async function listOverrides(d: Domain, ctx: Ctx, channelId: string): Promise<PermissionOverride[]> {
   await channelAccess(d.pool, channelId, ctx.userId);
@@ -68,8 +69,10 @@ export function putOverride(d: Domain, ctx: Ctx, channelId: string, body: PutOve
     if (allow & deny) throw badRequest('allowBits and denyBits must not share a bit');
     // Creates of this channel's overrides take turns, so each counts those before it.
     await lockChannelOverrides(tx, channelId);
+    const views = await watchViews(tx, serverId, overrideScope(serverId, channelId, body));
     const override = await writeCheckedOverride(tx, access, target!, channelId, body, { allow, deny });
     await emit(tx, ctx, 'guilds.override.updated', override);
+    await views.announce(ctx);
     return override;
   });
 }
@@ -121,7 +124,9 @@ export async function deleteOverride(d: Domain, ctx: Ctx, channelId: string, ove
     // A role's override goes with its role (cascade) and a departed member ranks lowest: always a target.
     const target = await targetOf(tx, access.channel.serverId, override);
     requireOverrideChange(access, target!, bitsOf(override), undefined);
+    const views = await watchViews(tx, access.channel.serverId, overrideScope(access.channel.serverId, channelId, override));
     await deleteOverrideRow(tx, overrideId);
     await emit(tx, ctx, 'guilds.override.deleted', { id: overrideId, channelId });
+    await views.announce(ctx);
   });
 }

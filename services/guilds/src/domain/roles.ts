@@ -18,6 +18,7 @@ import { memberAccess, requirePermission, type ServerAccess } from './access.ts'
 import { type Ctx, type Domain, emit } from './context.ts';
 import { announcedMember } from './membership.ts';
 import { bitsBeyondActor, canManageRoleAt } from './permissions.ts';
+import { changesViews, roleScope, watchViews } from './view-changes.ts';
 
 export async function listRoles(d: Domain, ctx: Ctx, serverId: string): Promise<Role[]> {
   await memberAccess(d.pool, serverId, ctx.userId);
@@ -93,10 +94,13 @@ export function updateRole(d: Domain, ctx: Ctx, serverId: string, roleId: string
       throw badRequest('@everyone keeps its name and position');
     }
     if (patch.permissions !== undefined) checkGrant(actor, BigInt(role.permissions), BigInt(patch.permissions));
+    const seesOtherwise = patch.permissions !== undefined && changesViews(BigInt(role.permissions), BigInt(patch.permissions));
+    const views = seesOtherwise ? await watchViews(tx, serverId, roleScope(serverId, roleId)) : undefined;
     if (patch.position !== undefined) await reposition(tx, ctx, actor, role, patch.position);
     const { position: _, permissions, ...rest } = patch;
     const updated = await updateRoleRow(tx, roleId, { ...rest, permissions: permissions === undefined ? undefined : String(permissions) });
     await emit(tx, ctx, 'guilds.role.updated', updated);
+    await views?.announce(ctx);
     return updated;
   });
 }
@@ -114,6 +118,7 @@ export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: 
     const actor = await roleManager(tx, serverId, ctx.userId);
     const role = await manageableRole(tx, actor, roleId);
     if (isEveryone(role)) throw badRequest('@everyone cannot be deleted');
+    const views = await watchViews(tx, serverId, roleScope(serverId, roleId));
     const { shifted, overrides, wasDjRole } = await deleteRoleRow(tx, serverId, roleId, role.position);
     // As the override route tells it: a client following the events drops what REST no longer answers.
     await enqueueEvents(
@@ -121,6 +126,7 @@ export async function deleteRole(d: Domain, ctx: Ctx, serverId: string, roleId: 
       overrides.map((override) => outboxRow('guilds.override.deleted', override, ctx.requestId)),
     );
     await emit(tx, ctx, 'guilds.role.deleted', { id: roleId, serverId });
+    await views.announce(ctx);
     await emitShifted(tx, ctx, shifted);
     if (wasDjRole) await emit(tx, ctx, 'guilds.server.updated', toServer((await findServer(tx, serverId))!));
   });
@@ -140,10 +146,12 @@ export async function setMemberRole(d: Domain, ctx: Ctx, ids: { serverId: string
     // found (rather than the insert failing on its foreign key), and none starts before this commits.
     await lockServer(tx, ids.serverId);
     if (!(await findMember(tx, ids.serverId, ids.userId))) throw notFound('Member');
+    const views = await watchViews(tx, ids.serverId, { only: { userIds: [ids.userId], roleIds: [] } });
     const changed = give
       ? await addMemberRole(tx, ids.serverId, ids.userId, ids.roleId)
       : await removeMemberRole(tx, ids.serverId, ids.userId, ids.roleId);
     if (!changed) return;
     await emit(tx, ctx, 'guilds.member.updated', announcedMember((await findMember(tx, ids.serverId, ids.userId))!));
+    await views.announce(ctx);
   });
 }
