@@ -423,6 +423,10 @@ export type Membership = z.infer<typeof Membership>;
 export const MembersPageRequest = z.object({ after: Membership.optional(), limit: PAGE_LIMIT });
 export const MembersPageReply = z.object({ members: z.array(Membership) });
 export type MembersPageReply = z.infer<typeof MembersPageReply>;
+/** Every role's name (social's read-model of role names, for the excerpts of edited messages). */
+export const RolesPageRequest = z.object({ after: Id.optional(), limit: PAGE_LIMIT });
+export const RolesPageReply = z.object({ roles: z.array(z.object({ id: Id, name: z.string() })) });
+export type RolesPageReply = z.infer<typeof RolesPageReply>;
 
 export const GUILDS_RPC = {
   memberCheck: 'rpc.guilds.member.check',
@@ -431,6 +435,7 @@ export const GUILDS_RPC = {
   channelGet: 'rpc.guilds.channel.get',
   serversPage: 'rpc.guilds.servers.page',
   membersPage: 'rpc.guilds.members.page',
+  rolesPage: 'rpc.guilds.roles.page',
 } as const;
 
 export const MemberCheckRpc = defineRpc(GUILDS_RPC.memberCheck, MemberCheckRequest, MemberCheckReply);
@@ -439,3 +444,4 @@ export const ChannelPermissionsRpc = defineRpc(GUILDS_RPC.channelPermissions, Ch
 export const ChannelGetRpc = defineRpc(GUILDS_RPC.channelGet, ChannelGetRequest, ChannelGetReply);
 export const ServersPageRpc = defineRpc(GUILDS_RPC.serversPage, ServersPageRequest, ServersPageReply);
 export const MembersPageRpc = defineRpc(GUILDS_RPC.membersPage, MembersPageRequest, MembersPageReply);
+export const RolesPageRpc = defineRpc(GUILDS_RPC.rolesPage, RolesPageRequest, RolesPageReply);

@@ -7,6 +7,7 @@ import {
   MembersPageRpc,
   Permission,
   PresenceSeenRpc,
+  RolesPageRpc,
   type RpcContract,
   type SeenStatus,
   ServerMembersRpc,
@@ -115,6 +116,20 @@ describe('rpc.guilds.servers.page and rpc.guilds.members.page', () => {
     expect(new Set(keys).size).toBe(keys.length);
     const ours = members.filter((m) => m.serverId === server.id || m.serverId === other.id).map(key);
     expect(ours.sort()).toEqual([...[owner, member, hidden].map((u) => `${server.id}/${u}`), `${other.id}/${member}`].sort());
+  });
+
+  it('rpc.guilds.roles.page walks every role with its name once, in id order', async () => {
+    const named = (await g.call(owner, 'POST', `/v1/servers/${server.id}/roles`, { name: 'paged role' })).body as { id: string };
+    const roles = await walk(
+      async (after: string | undefined, limit: number) =>
+        (await askAs<{ roles: { id: string; name: string }[] }>(RolesPageRpc, { after, limit })).roles,
+      (r) => r.id,
+      2,
+    );
+    expect(roles.map((r) => r.id)).toEqual(roles.map((r) => r.id).sort());
+    expect(new Set(roles.map((r) => r.id)).size).toBe(roles.length);
+    expect(roles).toEqual(expect.arrayContaining([{ id: named.id, name: 'paged role' }]));
+    expect(await statusOf(ask(RolesPageRpc, { limit: 1001 }))).toBe(400);
   });
 
   it('answer 400 for a limit outside 1..1000 or a malformed cursor', async () => {

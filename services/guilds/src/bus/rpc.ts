@@ -5,6 +5,7 @@ import {
   ChannelViewersRpc,
   MemberCheckRpc,
   MembersPageRpc,
+  RolesPageRpc,
   ServerChannelsAmongRpc,
   ServerMembersRpc,
   ServersPageRpc,
@@ -24,6 +25,7 @@ import {
   channelRecord,
   memberCheck,
   membersPage,
+  rolesPage,
   serverChannelsAmong,
   serversPage,
   sharedServers,
@@ -43,6 +45,8 @@ export function serveGuildsRpc(bus: Bus, log: Logger, d: Domain): void {
   // Auth's read-model of servers and members, when it starts after GUILDS dropped its oldest events.
   serveRpc(bus, log, ServersPageRpc, ({ after, limit }) => serversPage(d, after, limit));
   serveRpc(bus, log, MembersPageRpc, ({ after, limit }) => membersPage(d, after, limit));
+  // Social's read-model of role names, when it starts after GUILDS dropped the role events.
+  serveRpc(bus, log, RolesPageRpc, ({ after, limit }) => rolesPage(d, after, limit));
 }
 
 /** What the gateway's socket asks to decide who receives an event; the same permission function as REST. */

@@ -97,6 +97,11 @@ export async function insertRolesAt(db: Queryable, serverId: string, roles: (New
   return rows.map(toRole).sort((a, b) => a.position - b.position);
 }
 
+/** Every role's id and name, a page in id order (rpc.guilds.roles.page). */
+export function listRoleNames(db: Queryable, after: string | undefined, limit: number): Promise<{ id: string; name: string }[]> {
+  return many(db, 'SELECT id, name FROM roles WHERE $1::uuid IS NULL OR id > $1 ORDER BY id LIMIT $2', [after ?? null, limit]);
+}
+
 export async function listRoles(db: Queryable, serverId: string): Promise<Role[]> {
   return (await many<RoleRow>(db, `SELECT ${COLUMNS} FROM roles WHERE server_id = $1 ORDER BY position, id`, [serverId])).map(toRole);
 }

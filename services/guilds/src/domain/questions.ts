@@ -5,6 +5,7 @@ import type {
   MemberCheckReply,
   Membership,
   MembersPageReply,
+  RolesPageReply,
   ServersPageReply,
   VoiceAccessReply,
 } from '@chat/contracts';
@@ -13,6 +14,7 @@ import { notFound } from '@chat/kit';
 import { findChannel, findChannels } from '../db/channels.ts';
 import { listMemberships, usersSharingAServer } from '../db/members.ts';
 import { findMessage } from '../db/messages.ts';
+import { listRoleNames } from '../db/roles.ts';
 import { listServerOwners } from '../db/servers.ts';
 import { loadChannelAccess, loadServerAccess, viewableAmong } from './access.ts';
 import type { Domain } from './context.ts';
@@ -81,4 +83,9 @@ export async function serversPage(d: Domain, after: string | undefined, limit: n
 /** Every membership, a page at a time, for the same read-model. */
 export async function membersPage(d: Domain, after: Membership | undefined, limit: number): Promise<MembersPageReply> {
   return { members: await listMemberships(d.pool, after, limit) };
+}
+
+/** Every role's name, a page at a time, for social's read-model of role names. */
+export async function rolesPage(d: Domain, after: string | undefined, limit: number): Promise<RolesPageReply> {
+  return { roles: await listRoleNames(d.pool, after, limit) };
 }

@@ -15,6 +15,7 @@ import {
   READ_STATE_SUBJECTS,
   Role,
   RoleDeletedEventData,
+  RolesPageRpc,
   ServerDeletedEventData,
   SOCIAL_SUBJECTS,
   STREAMS,
@@ -27,7 +28,9 @@ import {
   type Logger,
   type Pool,
   type Queryable,
+  readOwnerPages,
   type StreamSpec,
+  withTx,
 } from '@chat/kit';
 import {
   callEnded,
@@ -42,6 +45,7 @@ import {
   messageMentioned,
   roleDeleted,
   roleNamed,
+  roleNamesBackfilled,
   serverDeleted,
   serverLeft,
 } from '../domain/notifications.ts';
@@ -133,6 +137,22 @@ const HANDLERS: Record<ConsumerName, Handlers> = {
   },
 };
 
+type Deps = { bus: Bus; pool: Pool; log: Logger };
+
+/**
+ * What a consumer's events would have built, asked of their owner, for a durable that starts after
+ * the stream dropped events it never read (the kit's backfill). Role names: every role's, from guilds.
+ */
+const BACKFILLS: Partial<Record<ConsumerName, (deps: Deps, signal: AbortSignal) => Promise<number>>> = {
+  roles: (deps, signal) =>
+    readOwnerPages(deps.bus, RolesPageRpc, {
+      signal,
+      rows: (page) => page.roles,
+      keyOf: (role) => role.id,
+      take: (roles) => withTx(deps.pool, (tx) => roleNamesBackfilled(tx, roles)),
+    }),
+};
+
 /** The shared work of a batch: for the events of its subject, once. */
 async function applyShared(name: ConsumerName, tx: Queryable, events: EventEnvelope[]): Promise<void> {
   const shared = SHARED[name];
@@ -166,7 +186,7 @@ export function applierOf(name: ConsumerName): ApplyEvent {
 
 /** Starts one consumer (`wrap` lets tests watch each run of its handler). */
 export function consumeForReadStates(
-  deps: { bus: Bus; pool: Pool; log: Logger },
+  deps: Deps,
   name: ConsumerName,
   wrap: (apply: ApplyEvent) => ApplyEvent = (apply) => apply,
 ): Promise<ConsumerHandle> {
@@ -181,10 +201,11 @@ export function consumeForReadStates(
     // Other subjects of the filter (reactions, pins) change nothing here: acked without a transaction.
     relevant: (event) => event.subject in HANDLERS[name] || event.subject === SHARED[name]?.subject,
     ...(batch && { batch, handleBatch: apply }),
+    ...(BACKFILLS[name] && { backfill: (signal: AbortSignal) => BACKFILLS[name]!(deps, signal) }),
   });
 }
 
 /** Every read-state and notification consumer of social. */
-export function startReadStateConsumers(deps: { bus: Bus; pool: Pool; log: Logger }): Promise<ConsumerHandle[]> {
+export function startReadStateConsumers(deps: Deps): Promise<ConsumerHandle[]> {
   return Promise.all((Object.keys(READ_STATE_CONSUMERS) as ConsumerName[]).map((name) => consumeForReadStates(deps, name)));
 }

@@ -12,6 +12,19 @@ export async function saveRoleName(tx: Queryable, role: { id: string; name: stri
   );
 }
 
+/**
+ * Names as guilds holds them now (its pages, when the stream no longer has the events): versioned
+ * before any event, so every event published after the backfill began, applied next, wins.
+ */
+export async function saveOwnersRoleNames(tx: Queryable, roles: { id: string; name: string }[]): Promise<void> {
+  await exec(
+    tx,
+    `INSERT INTO role_names (id, name, version) SELECT id, name, '-infinity' FROM unnest($1::uuid[], $2::text[]) AS r(id, name)
+     ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, version = EXCLUDED.version`,
+    [roles.map((r) => r.id), roles.map((r) => r.name)],
+  );
+}
+
 export async function forgetRoleName(tx: Queryable, id: string): Promise<void> {
   await exec(tx, 'DELETE FROM role_names WHERE id = $1', [id]);
 }

@@ -50,7 +50,7 @@ import {
 } from '../db/notifications.ts';
 import { forgetMentionsOf, forgetMentionsOfUsers, forgetServerMentions, recordMentions } from '../db/read-states.ts';
 import { relationBetween } from '../db/relationships.ts';
-import { forgetRoleName, roleNames, saveRoleName } from '../db/roles.ts';
+import { forgetRoleName, roleNames, saveOwnersRoleNames, saveRoleName } from '../db/roles.ts';
 import { displayNames } from '../db/users.ts';
 import { type ReadStateDeps, viewable } from './read-states.ts';
 
@@ -307,6 +307,11 @@ export async function channelMessageEdited(tx: Queryable, message: z.output<type
 /** A role's name, for the excerpts of edited messages that mention it. */
 export function roleNamed(tx: Queryable, role: z.output<typeof Role>, at: string): Promise<void> {
   return saveRoleName(tx, role, at);
+}
+
+/** A page of every role's name from guilds, for a read-model that missed their events. */
+export function roleNamesBackfilled(tx: Queryable, roles: { id: string; name: string }[]): Promise<void> {
+  return saveOwnersRoleNames(tx, roles);
 }
 
 export function roleDeleted(tx: Queryable, event: z.output<typeof RoleDeletedEventData>): Promise<void> {
