@@ -311,12 +311,12 @@ export const ServerDeletedEventData = z.object({ id: Id, memberIds: z.array(Id).
 /** `viewerIds`: who could view the channel when it was deleted (only they are told; older events lack it). */
 export const ChannelDeletedEventData = z.object({ id: Id, serverId: Id, viewerIds: z.array(Id).optional() });
 /**
- * Members who gained the view of a channel through a change of roles, overrides or the channel's
- * hidden flag (the socket tells them CHANNEL_CREATE); a big change comes in several events.
+ * Members who gained the view of these channels through a change of roles, overrides or a channel's
+ * hidden flag (the socket tells them a CHANNEL_CREATE per channel); a big change comes in several events.
  */
-export const ChannelRevealedEventData = z.object({ channel: Channel, userIds: z.array(Id) });
-/** Members who lost the view of a channel the same way (the socket tells them CHANNEL_DELETE). */
-export const ChannelHiddenEventData = z.object({ id: Id, serverId: Id, userIds: z.array(Id) });
+export const ChannelRevealedEventData = z.object({ channels: z.array(Channel), userIds: z.array(Id) });
+/** Members who lost the view of these channels the same way (the socket tells them a CHANNEL_DELETE per channel). */
+export const ChannelHiddenEventData = z.object({ serverId: Id, ids: z.array(Id), userIds: z.array(Id) });
 export const CategoryDeletedEventData = z.object({ id: Id, serverId: Id });
 export const RoleDeletedEventData = z.object({ id: Id, serverId: Id });
 export const OverrideDeletedEventData = z.object({ id: Id, channelId: Id });

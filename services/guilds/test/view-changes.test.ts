@@ -1,6 +1,6 @@
 import { Permission, toMask } from '@chat/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { USERS_PER_VIEW_EVENT } from '../src/domain/view-changes.ts';
+import { CHANNELS_PER_VIEW_EVENT, USERS_PER_VIEW_EVENT } from '../src/domain/view-changes.ts';
 import { newId, startGuilds } from './harness.ts';
 
 /**
@@ -17,19 +17,31 @@ let serverId: string;
 let everyoneBits: bigint;
 
 type Told = { channelId: string; userIds: string[] };
+type ViewEvent = { channelIds: string[]; userIds: string[] };
 const seen = { revealed: 0, hidden: 0 };
 
-/** The view events written since the last call, per channel, user ids sorted. */
-async function told(): Promise<{ revealed: Told[]; hidden: Told[] }> {
+/** The view events written since the last call, as written: the channels and the users of each. */
+async function events(): Promise<{ revealed: ViewEvent[]; hidden: ViewEvent[] }> {
   const take = async (subject: 'revealed' | 'hidden') => {
-    const events = (await g.outbox(`guilds.channel.${subject}`)).slice(seen[subject]);
-    seen[subject] += events.length;
-    return events.map(({ data }) => ({
-      channelId: subject === 'revealed' ? (data.channel as { id: string }).id : (data.id as string),
-      userIds: [...(data.userIds as string[])].sort(),
+    const written = (await g.outbox(`guilds.channel.${subject}`)).slice(seen[subject]);
+    seen[subject] += written.length;
+    return written.map(({ data }) => ({
+      channelIds: subject === 'revealed' ? (data.channels as { id: string }[]).map((c) => c.id) : (data.ids as string[]),
+      userIds: data.userIds as string[],
     }));
   };
   return { revealed: await take('revealed'), hidden: await take('hidden') };
+}
+
+/** The view events written since the last call, per channel: who gained or lost it, sorted. */
+async function told(): Promise<{ revealed: Told[]; hidden: Told[] }> {
+  const perChannel = (list: ViewEvent[]) => {
+    const users = new Map<string, string[]>();
+    for (const { channelIds, userIds } of list) for (const id of channelIds) users.set(id, [...(users.get(id) ?? []), ...userIds]);
+    return [...users].map(([channelId, userIds]) => ({ channelId, userIds: userIds.sort() }));
+  };
+  const { revealed, hidden } = await events();
+  return { revealed: perChannel(revealed), hidden: perChannel(hidden) };
 }
 
 const sorted = (...ids: string[]) => [...ids].sort();
@@ -67,7 +79,7 @@ describe('an override change', () => {
     await ok(g.call(owner, 'DELETE', `/v1/channels/${channelId}/permissions/${deny.id}`), 204);
     expect(await told()).toEqual({ revealed: [{ channelId, userIds: sorted(alice, bob, manager) }], hidden: [] });
     const [revealed] = (await g.outbox('guilds.channel.revealed')).slice(-1);
-    expect(revealed?.data.channel).toEqual(await ok(g.call(alice, 'GET', `/v1/channels/${channelId}`)));
+    expect(revealed?.data.channels).toEqual([await ok(g.call(alice, 'GET', `/v1/channels/${channelId}`))]);
   });
 
   it('of one member or one role tells only those it concerns, and one that changes no view tells nobody', async () => {
@@ -110,6 +122,7 @@ describe('a role change', () => {
     const { id: open } = await g.newChannel(owner, serverId, 'open');
     const { id: allowed } = await g.newChannel(owner, serverId, 'allowed');
     await putOverride(allowed, { roleId: serverId, allowBits: VIEW, denyBits: 0 });
+    await putOverride(open, { userId: bob, allowBits: VIEW, denyBits: 0 });
     await told();
     const everyone = (bits: bigint) =>
       ok(g.call(owner, 'PATCH', `/v1/servers/${serverId}/roles/${serverId}`, { permissions: toMask(bits) }));
@@ -117,10 +130,11 @@ describe('a role change', () => {
     await everyone(everyoneBits & ~Permission.VIEW_CHANNEL);
     const { revealed, hidden } = await told();
     expect(revealed).toEqual([]);
-    // Every channel but the one whose override allows it; the manager keeps VIEW_CHANNEL from their role.
+    // Every channel but the one whose override allows it; the manager keeps VIEW_CHANNEL from their
+    // role, bob keeps `open` through his own override.
     expect(hidden.map((h) => h.channelId)).toContain(open);
     expect(hidden.map((h) => h.channelId)).not.toContain(allowed);
-    expect(hidden.find((h) => h.channelId === open)?.userIds).toEqual(sorted(alice, bob));
+    expect(hidden.find((h) => h.channelId === open)?.userIds).toEqual([alice]);
 
     await everyone(everyoneBits);
     const back = await told();
@@ -144,20 +158,50 @@ describe("a channel's hidden flag", () => {
     await ok(g.call(owner, 'PATCH', `/v1/channels/${channelId}`, { isHidden: false }));
     expect(await told()).toEqual({ revealed: [{ channelId, userIds: sorted(alice, bob) }], hidden: [] });
   });
+
+  it("keeps a hidden channel for its owner, whatever the owner's roles share with others", async () => {
+    const { id: channelId } = await g.newChannel(owner, serverId, 'bobs-room');
+    await g.db.query('UPDATE channels SET owner_id = $2 WHERE id = $1', [channelId, bob]);
+    await ok(g.call(owner, 'PATCH', `/v1/channels/${channelId}`, { isHidden: true }));
+    expect(await told()).toEqual({ revealed: [], hidden: [{ channelId, userIds: [alice] }] });
+    expect([await canView(alice, channelId), await canView(bob, channelId)]).toEqual([false, true]);
+  });
 });
 
 describe('a change for many members', () => {
-  it(`is told in events of at most ${USERS_PER_VIEW_EVENT} users`, async () => {
+  it(`names each channel once per group of members who gained or lost the same, ${USERS_PER_VIEW_EVENT} users and ${CHANNELS_PER_VIEW_EVENT} channels an event at most`, async () => {
     const crowd = (await ok(g.call(owner, 'POST', '/v1/servers', { name: 'Crowd', isPublic: true }), 201)).id as string;
     const members = Array.from({ length: USERS_PER_VIEW_EVENT + 1 }, () => newId());
     await g.db.query('INSERT INTO members (server_id, user_id) SELECT $1, unnest($2::uuid[])', [crowd, members]);
-    const { id: channelId } = await g.newChannel(owner, crowd, 'crowded');
-    await told();
+    // With the text and voice channels a server starts with: CHANNELS_PER_VIEW_EVENT + 1 channels.
+    const start = (await ok(g.call(owner, 'GET', `/v1/servers/${crowd}/channels`))).length as number;
+    for (let i = start; i <= CHANNELS_PER_VIEW_EVENT; i++) await g.newChannel(owner, crowd, `room-${i}`);
+    const channelIds = (await ok(g.call(owner, 'GET', `/v1/servers/${crowd}/channels`))).map((c: { id: string }) => c.id) as string[];
+    expect(channelIds).toHaveLength(CHANNELS_PER_VIEW_EVENT + 1);
+    // One of them keeps a channel through an override of their own: they lost one channel fewer.
+    const [keeper, ...others] = members;
+    await putOverride(channelIds[0]!, { userId: keeper, allowBits: VIEW, denyBits: 0 });
+    await events();
 
-    await putOverride(channelId, { roleId: crowd, allowBits: 0, denyBits: VIEW });
-    const { hidden } = await told();
-    expect(hidden.map((h) => h.userIds.length)).toEqual([USERS_PER_VIEW_EVENT, 1]);
-    expect(hidden.flatMap((h) => h.userIds).sort()).toEqual(sorted(...members));
+    const rolesOf = await ok(g.call(owner, 'GET', `/v1/servers/${crowd}/roles`));
+    const bits = BigInt(rolesOf.find((r: { id: string }) => r.id === crowd).permissions);
+    await ok(g.call(owner, 'PATCH', `/v1/servers/${crowd}/roles/${crowd}`, { permissions: toMask(bits & ~Permission.VIEW_CHANNEL) }));
+    const { revealed, hidden } = await events();
+    expect(revealed).toEqual([]);
+    expect(hidden.map((e) => [e.userIds.length, e.channelIds.length])).toEqual([
+      [USERS_PER_VIEW_EVENT, CHANNELS_PER_VIEW_EVENT],
+      [USERS_PER_VIEW_EVENT, 1],
+      [1, CHANNELS_PER_VIEW_EVENT],
+    ]);
+    expect(
+      hidden
+        .slice(0, 2)
+        .flatMap((e) => e.channelIds)
+        .sort(),
+    ).toEqual([...channelIds].sort());
+    expect(hidden[0]?.userIds.sort()).toEqual(sorted(...others));
+    expect(hidden[2]?.userIds).toEqual([keeper]);
+    expect(hidden[2]?.channelIds.sort()).toEqual(channelIds.slice(1).sort());
   });
 });
 

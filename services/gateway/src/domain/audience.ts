@@ -227,10 +227,6 @@ export function createAudience(options: { ask: Ask; redis: Redis; prefix: string
       // Only those who could see it learn its id; events from before `viewerIds` go to every member.
       case GUILDS_SUBJECTS.channelDeleted:
         return data.viewerIds ? just(data.viewerIds) : members(data.serverId, fresh);
-      // Those who gained or lost the view of a channel, as guilds computed it in the change's transaction.
-      case GUILDS_SUBJECTS.channelRevealed:
-      case GUILDS_SUBJECTS.channelHidden:
-        return just(data.userIds);
       case GUILDS_SUBJECTS.categoryCreated:
       case GUILDS_SUBJECTS.categoryUpdated:
       case GUILDS_SUBJECTS.categoryDeleted:

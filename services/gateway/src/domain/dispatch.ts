@@ -3,6 +3,8 @@ import {
   ActivityUpdatedEvent,
   AUTH_SUBJECTS,
   CALL_SUBJECTS,
+  ChannelHiddenEventData,
+  ChannelRevealedEventData,
   ConversationCreatedEvent,
   DISPATCH_NAMES,
   DISPATCH_PAYLOADS,
@@ -26,7 +28,6 @@ import { FENCED_OFF, type SessionStore, STALE_AUDIENCE } from './session-store.t
 
 /** The events whose payload carries the record under a field (the rest is who receives it): subject -> field. */
 const WRAPPED: Readonly<Record<string, string>> = {
-  [GUILDS_SUBJECTS.channelRevealed]: 'channel',
   [SOCIAL_SUBJECTS.dmCreated]: 'message',
   [SOCIAL_SUBJECTS.dmUpdated]: 'message',
   [CALL_SUBJECTS.created]: 'call',
@@ -164,10 +165,29 @@ export function createDispatcher(deps: Deps) {
     }
   }
 
+  /**
+   * A change of who sees which channels: each channel its own dispatch (CHANNEL_CREATE with the
+   * channel to those who gained it, CHANNEL_DELETE with its id to those who lost it), to the members
+   * guilds named, one delivery id per channel so that a redelivery changes nothing.
+   */
+  async function deliverViewChange(event: EventEnvelope, source: EventSource): Promise<void> {
+    const revealed = event.subject === GUILDS_SUBJECTS.channelRevealed;
+    const name = revealed ? 'CHANNEL_CREATE' : 'CHANNEL_DELETE';
+    const { userIds, records } = revealed
+      ? viewGain(ChannelRevealedEventData.parse(event.data))
+      : viewLoss(ChannelHiddenEventData.parse(event.data));
+    for (const record of records) {
+      const payload = parsePayload(deps.log, event, name, record);
+      if (payload !== undefined) await deliverTo(name, payload, `${event.id}:${record.id}`, async () => ({ userIds }), source);
+    }
+  }
+
   /** The events whose dispatch is made for each recipient, from what is asked when it is dispatched. */
   const perRecipientDelivery: Readonly<Record<string, (event: EventEnvelope, source: EventSource) => Promise<void>>> = {
     [AUTH_SUBJECTS.accountUpdated]: deliverAccount,
     [SOCIAL_SUBJECTS.conversationCreated]: deliverConversation,
+    [GUILDS_SUBJECTS.channelRevealed]: deliverViewChange,
+    [GUILDS_SUBJECTS.channelHidden]: deliverViewChange,
   };
 
   /**
@@ -190,6 +210,14 @@ export function createDispatcher(deps: Deps) {
   }
 
   return { dispatch, send };
+}
+
+function viewGain({ channels, userIds }: z.output<typeof ChannelRevealedEventData>) {
+  return { userIds, records: channels };
+}
+
+function viewLoss({ serverId, ids, userIds }: z.output<typeof ChannelHiddenEventData>) {
+  return { userIds, records: ids.map((id) => ({ id, serverId })) };
 }
 
 /** The events whose record is a member (SERVER_MEMBER_ADD, SERVER_MEMBER_UPDATE). */

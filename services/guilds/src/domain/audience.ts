@@ -65,32 +65,83 @@ function mayView(member: MemberView, channel: Channel, overrides: readonly Permi
 /** Whose views to take: one channel of the server or all of them; the members named or holding one of the roles, or all. */
 export type ViewScope = { channelId?: string; only?: { userIds: string[]; roleIds: string[] } };
 
-/** The members a scope took, and of each channel who among them may view it. */
+/** The channels a scope took, and for each member it took the ids of those they may view. */
 export interface ChannelViews {
-  memberIds: string[];
-  channels: Map<string, { channel: Channel; viewerIds: Set<string> }>;
+  channels: Map<string, Channel>;
+  /** Members with the same roles and nothing of their own share one set: callers must not change it. */
+  visible: Map<string, ReadonlySet<string>>;
 }
 
-/** Who may view which channels of the server, within the scope, from one snapshot. Empty for an unknown server. */
+/**
+ * Who may view which channels of the server, within the scope, from one snapshot. The permission
+ * function runs once per set of roles and channel, and again per member only for the channels
+ * where something of their own counts (their override, the channel they own or are connected to):
+ * a server of 10,000 members with a few roles costs a few hundred runs, not 10,000 per channel.
+ * Empty for an unknown server.
+ */
 export async function channelViews(db: Queryable, serverId: string, scope: ViewScope): Promise<ChannelViews> {
   const base = await findServerBase(db, serverId);
-  if (!base) return { memberIds: [], channels: new Map() };
+  if (!base) return { channels: new Map(), visible: new Map() };
   const { channelId, only } = scope;
   const [channels, overrides, rows] = await Promise.all([
     channelId ? findChannel(db, channelId).then((c) => (c?.serverId === serverId ? [c] : [])) : listChannels(db, serverId),
     channelId ? listOverrides(db, channelId) : overridesOfServer(db, serverId),
     listMemberMasks(db, serverId, only),
   ]);
-  const members = rows.map((row) => memberAccess(base, row));
-  const views: ChannelViews = { memberIds: members.map((m) => m.userId), channels: new Map() };
-  const byChannel = new Map<string, PermissionOverride[]>();
-  for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
-  for (const channel of channels) {
-    const own = byChannel.get(channel.id) ?? [];
-    const viewerIds = new Set(members.filter((m) => mayView(m, channel, own)).map((m) => m.userId));
-    views.channels.set(channel.id, { channel, viewerIds });
+  const overridesOf = groupBy(overrides, (o) => o.channelId);
+  const ownChannels = ownChannelsOfMembers(channels, overrides);
+  const byRoles = new Map<string, ReadonlySet<string>>();
+  const visible = new Map<string, ReadonlySet<string>>();
+  for (const row of rows) {
+    const member = memberAccess(base, row);
+    const rolesKey = `${member.userId === base.owner_id}:${member.roleIds.join(',')}`;
+    let shared = byRoles.get(rolesKey);
+    if (!shared) {
+      // What the roles alone decide: someone with these roles and nothing of their own.
+      const anyone = { ...member, userId: '', voiceChannelId: null };
+      shared = new Set(channels.filter((c) => mayView(anyone, c, overridesOf.get(c.id) ?? [])).map((c) => c.id));
+      byRoles.set(rolesKey, shared);
+    }
+    const own = [...(ownChannels.get(member.userId) ?? []), ...(member.voiceChannelId ? [member.voiceChannelId] : [])];
+    visible.set(member.userId, own.length === 0 ? shared : withOwn(shared, own, member, channels, overridesOf));
   }
-  return views;
+  return { channels: new Map(channels.map((c) => [c.id, c])), visible };
+}
+
+function withOwn(
+  shared: ReadonlySet<string>,
+  own: string[],
+  member: MemberView,
+  channels: Channel[],
+  overridesOf: Map<string, PermissionOverride[]>,
+): ReadonlySet<string> {
+  const mine = new Set(shared);
+  for (const channel of channels.filter((c) => own.includes(c.id))) {
+    if (mayView(member, channel, overridesOf.get(channel.id) ?? [])) mine.add(channel.id);
+    else mine.delete(channel.id);
+  }
+  return mine;
+}
+
+/** For each user, the channels where something of theirs counts: their own override, a channel they own. */
+function ownChannelsOfMembers(channels: Channel[], overrides: PermissionOverride[]): Map<string, string[]> {
+  const own = groupBy(
+    overrides.filter((o) => o.userId),
+    (o) => o.userId!,
+  );
+  const ids = new Map([...own].map(([userId, of]) => [userId, of.map((o) => o.channelId)]));
+  for (const c of channels.filter((c) => c.ownerId)) ids.set(c.ownerId!, [...(ids.get(c.ownerId!) ?? []), c.id]);
+  return ids;
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(keyOf(item));
+    if (group) group.push(item);
+    else groups.set(keyOf(item), [item]);
+  }
+  return groups;
 }
 
 /** The members of a server, only those holding `permission` at server level when given. 404 unknown. */

@@ -4,8 +4,9 @@ import { holdServerAccess } from '../db/servers.ts';
 import { type ChannelViews, channelViews, type ViewScope } from './audience.ts';
 import type { Ctx } from './context.ts';
 
-/** User ids per event at most: a change in a big server is told in several events, each far below the bus's payload limit. */
+/** User ids and channels per event at most: a change in a big server is told in several events, each far below the bus's payload limit. */
 export const USERS_PER_VIEW_EVENT = 1_000;
+export const CHANNELS_PER_VIEW_EVENT = 100;
 
 /** The server-level bits that decide who sees a channel: a role change that touches none of them changes no view. */
 const VIEW_BITS = Permission.VIEW_CHANNEL | Permission.MANAGE_CHANNELS | Permission.ADMINISTRATOR;
@@ -41,7 +42,7 @@ export async function watchViews(tx: Queryable, serverId: string, scope: ViewSco
   await holdServerAccess(tx, serverId);
   const before = await channelViews(tx, serverId, scope);
   // The same members after: a role deleted meanwhile no longer names its holders.
-  const same = scope.only ? { ...scope, only: { userIds: before.memberIds, roleIds: [] } } : scope;
+  const same = scope.only ? { ...scope, only: { userIds: [...before.visible.keys()], roleIds: [] } } : scope;
   return {
     async announce(ctx) {
       const after = await channelViews(tx, serverId, same);
@@ -50,21 +51,69 @@ export async function watchViews(tx: Queryable, serverId: string, scope: ViewSco
   };
 }
 
+/** Members who gained (or lost) the same channels: one group, told in events of USERS_PER_VIEW_EVENT. */
+type Group = { channelIds: string[]; userIds: string[] };
+
 function viewEvents(serverId: string, before: ChannelViews, after: ChannelViews, requestId: string | undefined): OutboxRow[] {
+  const { gained, lost } = groupedChanges(before, after);
   const rows: OutboxRow[] = [];
-  for (const [id, { channel, viewerIds }] of after.channels) {
-    const gained = [...viewerIds].filter((userId) => !before.channels.get(id)?.viewerIds.has(userId));
-    for (const userIds of chunks(gained)) rows.push(outboxRow('guilds.channel.revealed', { channel, userIds }, requestId));
+  for (const group of gained) {
+    const channels = group.channelIds.map((id) => after.channels.get(id)!);
+    for (const userIds of chunks(group.userIds, USERS_PER_VIEW_EVENT))
+      for (const some of chunks(channels, CHANNELS_PER_VIEW_EVENT))
+        rows.push(outboxRow('guilds.channel.revealed', { channels: some, userIds }, requestId));
   }
-  for (const [id, { viewerIds }] of before.channels) {
-    const lost = [...viewerIds].filter((userId) => !after.channels.get(id)?.viewerIds.has(userId));
-    for (const userIds of chunks(lost)) rows.push(outboxRow('guilds.channel.hidden', { id, serverId, userIds }, requestId));
+  for (const group of lost) {
+    for (const userIds of chunks(group.userIds, USERS_PER_VIEW_EVENT))
+      for (const ids of chunks(group.channelIds, CHANNELS_PER_VIEW_EVENT))
+        rows.push(outboxRow('guilds.channel.hidden', { serverId, ids, userIds }, requestId));
   }
   return rows;
 }
 
-function chunks(ids: string[]): string[][] {
-  const out: string[][] = [];
-  for (let i = 0; i < ids.length; i += USERS_PER_VIEW_EVENT) out.push(ids.slice(i, i + USERS_PER_VIEW_EVENT));
+/**
+ * Each member's gained and lost channels, members grouped by the same ones: a change to @everyone
+ * in a big server is a few events naming each channel once, not one per channel and thousand members.
+ */
+function groupedChanges(before: ChannelViews, after: ChannelViews): { gained: Group[]; lost: Group[] } {
+  const gained = new Map<string, Group>();
+  const lost = new Map<string, Group>();
+  const differenceOf = differences();
+  const empty: ReadonlySet<string> = new Set();
+  for (const [userId, was] of before.visible) {
+    const difference = differenceOf(was, after.visible.get(userId) ?? empty);
+    addTo(gained, difference.gained, userId);
+    addTo(lost, difference.lost, userId);
+  }
+  return { gained: [...gained.values()], lost: [...lost.values()] };
+}
+
+type Difference = { gained: string[]; lost: string[] };
+
+/** The channels gained and lost between two sets; members of one set of roles share their sets, so each pair is compared once. */
+function differences(): (was: ReadonlySet<string>, now: ReadonlySet<string>) => Difference {
+  const known = new Map<ReadonlySet<string>, Map<ReadonlySet<string>, Difference>>();
+  return (was, now) => {
+    const byNow = known.get(was) ?? new Map<ReadonlySet<string>, Difference>();
+    known.set(was, byNow);
+    const found = byNow.get(now);
+    if (found) return found;
+    const difference = { gained: [...now].filter((id) => !was.has(id)), lost: [...was].filter((id) => !now.has(id)) };
+    byNow.set(now, difference);
+    return difference;
+  };
+}
+
+function addTo(groups: Map<string, Group>, channelIds: string[], userId: string): void {
+  if (channelIds.length === 0) return;
+  const key = channelIds.join(',');
+  const group = groups.get(key);
+  if (group) group.userIds.push(userId);
+  else groups.set(key, { channelIds, userIds: [userId] });
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
