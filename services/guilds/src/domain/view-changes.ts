@@ -88,7 +88,10 @@ function groupedChanges(before: ChannelViews, after: ChannelViews): { gained: Gr
   return { gained: [...gained.values()], lost: [...lost.values()] };
 }
 
-type Difference = { gained: string[]; lost: string[] };
+/** Channel ids, and a key naming exactly them (made once per pair of sets, not once per member). */
+type Channels = { ids: string[]; key: string };
+type Difference = { gained: Channels; lost: Channels };
+const channelsOf = (ids: string[]): Channels => ({ ids, key: ids.join(',') });
 
 /** The channels gained and lost between two sets; members of one set of roles share their sets, so each pair is compared once. */
 function differences(): (was: ReadonlySet<string>, now: ReadonlySet<string>) => Difference {
@@ -98,18 +101,20 @@ function differences(): (was: ReadonlySet<string>, now: ReadonlySet<string>) => 
     known.set(was, byNow);
     const found = byNow.get(now);
     if (found) return found;
-    const difference = { gained: [...now].filter((id) => !was.has(id)), lost: [...was].filter((id) => !now.has(id)) };
+    const difference = {
+      gained: channelsOf([...now].filter((id) => !was.has(id))),
+      lost: channelsOf([...was].filter((id) => !now.has(id))),
+    };
     byNow.set(now, difference);
     return difference;
   };
 }
 
-function addTo(groups: Map<string, Group>, channelIds: string[], userId: string): void {
-  if (channelIds.length === 0) return;
-  const key = channelIds.join(',');
-  const group = groups.get(key);
+function addTo(groups: Map<string, Group>, channels: Channels, userId: string): void {
+  if (channels.ids.length === 0) return;
+  const group = groups.get(channels.key);
   if (group) group.userIds.push(userId);
-  else groups.set(key, { channelIds, userIds: [userId] });
+  else groups.set(channels.key, { channelIds: channels.ids, userIds: [userId] });
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
