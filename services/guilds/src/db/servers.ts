@@ -81,7 +81,7 @@ export function findServer(db: Queryable, id: string): Promise<ServerRow | undef
 /**
  * Takes the server row's lock that every change of who sees what takes anyway (its access version's
  * bump): such changes of one server then take turns, and none commits between two reads of ours.
- * Not FOR UPDATE: writes that only reference the server row (a voice join, an invite) go on.
+ * Not FOR UPDATE: writes that only reference the server row (a voice join, an invite created) go on.
  */
 export async function holdServerAccess(db: Queryable, id: string): Promise<void> {
   await db.query('SELECT 1 FROM servers WHERE id = $1 FOR NO KEY UPDATE', [id]);
