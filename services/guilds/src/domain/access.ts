@@ -6,7 +6,7 @@ import { findChannel, findChannels, listChannels } from '../db/channels.ts';
 import { overridesConcerning } from '../db/overrides.ts';
 import type { ServerRow } from '../db/servers.ts';
 import { toBigInts } from '../db/sql.ts';
-import type { ChannelList, ChannelLists } from './channel-list.ts';
+import { type ChannelList, type ChannelLists, groupBy } from './channel-list.ts';
 import {
   type ApplicableOverrides,
   channelPermissions,
@@ -241,12 +241,7 @@ function viewable(
  */
 export async function viewableAmong(db: Queryable, userId: string, channelIds: string[]): Promise<string[]> {
   const channels = await findChannels(db, [...new Set(channelIds)]);
-  const byServer = new Map<string, Channel[]>();
-  for (const c of channels) {
-    const inServer = byServer.get(c.serverId);
-    if (inServer) inServer.push(c);
-    else byServer.set(c.serverId, [c]);
-  }
+  const byServer = groupBy(channels, (c) => c.serverId);
   const visible = await Promise.all(
     [...byServer].map(async ([serverId, inServer]) => {
       const access = await loadServerAccess(db, serverId, userId);

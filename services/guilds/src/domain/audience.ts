@@ -5,6 +5,7 @@ import { findChannel, listChannels } from '../db/channels.ts';
 import { listOverrides, overridesOfServer } from '../db/overrides.ts';
 import { toBigInts } from '../db/sql.ts';
 import { applicableOverrides, type ServerAccess } from './access.ts';
+import { groupBy } from './channel-list.ts';
 import { channelPermissions, has, serverPermissions } from './permissions.ts';
 
 /**
@@ -132,16 +133,6 @@ function ownChannelsOfMembers(channels: Channel[], overrides: PermissionOverride
   const ids = new Map([...own].map(([userId, of]) => [userId, of.map((o) => o.channelId)]));
   for (const c of channels.filter((c) => c.ownerId)) ids.set(c.ownerId!, [...(ids.get(c.ownerId!) ?? []), c.id]);
   return ids;
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const group = groups.get(keyOf(item));
-    if (group) group.push(item);
-    else groups.set(keyOf(item), [item]);
-  }
-  return groups;
 }
 
 /** The members of a server, only those holding `permission` at server level when given. 404 unknown. */

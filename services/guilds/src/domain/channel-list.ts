@@ -72,8 +72,7 @@ export async function loadChannelList(db: Queryable, serverId: string, version: 
 
 /** A list from its rows: channels in list order, and the overrides of any of them. */
 export function channelList(version: number, channels: Channel[], overrides: readonly PermissionOverride[]): ChannelList {
-  const byChannel = new Map<string, PermissionOverride[]>();
-  for (const o of overrides) byChannel.set(o.channelId, [...(byChannel.get(o.channelId) ?? []), o]);
+  const byChannel = groupBy(overrides, (o) => o.channelId);
   const byId = new Map(channels.map((c) => [c.id, c]));
   const answers = new Map<string, unknown>();
   return {
@@ -88,4 +87,15 @@ export function channelList(version: number, channels: Channel[], overrides: rea
       return answer;
     },
   };
+}
+
+/** Items by key, in their order within each group. */
+export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(keyOf(item));
+    if (group) group.push(item);
+    else groups.set(keyOf(item), [item]);
+  }
+  return groups;
 }
