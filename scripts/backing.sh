@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Makes sure PostgreSQL, Redis, NATS with JetStream and MinIO answer on this machine: starts any
-# that is installed but stopped, builds MinIO from its Go module the first time, and creates one
-# database per service. Idempotent: run it as often as you like. `backing.sh nats-server` only
+# Makes sure PostgreSQL, Redis, NATS with JetStream, MinIO and LiveKit answer on this machine:
+# starts any that is installed but stopped, builds MinIO and LiveKit from their Go modules the first
+# time, and creates one database per service. Idempotent: run it as often as you like. `backing.sh nats-server` only
 # prints the path of the nats-server v2.15 that the fault suite's JetStream cluster runs (building it
 # from its Go module the first time), and starts nothing. `backing.sh tune-postgres` gives the local
 # PostgreSQL the memory the deployments give theirs (shared_buffers, PG_SHARED_BUFFERS, default
@@ -79,6 +79,36 @@ nats_server_binary() {
   echo "$gobin/nats-server"
 }
 
+# LiveKit, the media server of voice channels and calls: the services sign its grants and manage its
+# rooms (disconnecting whom a kick or a leave took out, applying a server mute). Built from its Go
+# module on first use: v1.13.5 is the newest release whose module builds as is (later ones replace
+# pion's WebRTC packages with forks that the module proxy does not serve).
+LIVEKIT_VERSION=v1.13.5
+LIVEKIT_PORT=${LIVEKIT_PORT:-7880}
+livekit_binary() {
+  local gobin version=$LIVEKIT_VERSION
+  gobin="$(go env GOBIN 2>/dev/null)"; [ -n "$gobin" ] || gobin="$(go env GOPATH 2>/dev/null)/bin"
+  if ! "$gobin/livekit-server" --version 2>/dev/null | grep -q "version ${version#v}"; then
+    command -v go >/dev/null || { echo "backing: livekit-server $LIVEKIT_VERSION needs Go to build" >&2; return 1; }
+    say "building livekit-server $LIVEKIT_VERSION from its Go module (first use only, a few minutes)" >&2
+    local built; built=$(mktemp -d)
+    # Its command is named `server`: built aside, then named for what it is.
+    GOBIN="$built" go install "github.com/livekit/livekit-server/cmd/server@$LIVEKIT_VERSION" >&2
+    mkdir -p "$gobin" && mv "$built/server" "$gobin/livekit-server" && rmdir "$built"
+  fi
+  echo "$gobin/livekit-server"
+}
+
+# Development mode: the key pair devkey/secret that the services default to, one UDP port, no
+# address discovery (it would ask a STUN server outside this machine).
+ensure_livekit() {
+  port_open "$LIVEKIT_PORT" && return 0
+  local bin; bin=$(livekit_binary)
+  say "starting LiveKit on 127.0.0.1:$LIVEKIT_PORT"
+  setsid nohup "$bin" --dev --bind 127.0.0.1 --node-ip 127.0.0.1 --port "$LIVEKIT_PORT" >"$DATA/logs/livekit.log" 2>&1 &
+  wait_port "$LIVEKIT_PORT" LiveKit
+}
+
 ensure_minio() {
   port_open "$MINIO_PORT" && return 0
   local bin; bin=$(minio_binary)
@@ -149,5 +179,6 @@ ensure_postgres
 ensure_redis
 ensure_nats
 ensure_minio
+ensure_livekit
 ensure_databases
-say "PostgreSQL :5432, Redis :6379, NATS :4222, MinIO :$MINIO_PORT ready"
+say "PostgreSQL :5432, Redis :6379, NATS :4222, MinIO :$MINIO_PORT, LiveKit :$LIVEKIT_PORT ready"

@@ -16,6 +16,11 @@ const platform = await startPlatform({
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     natsUrl: env.NATS_URL ?? 'nats://127.0.0.1:4222',
     minio: parseMinioUrl(env.MINIO_URL ?? 'http://minioadmin:minioadmin@127.0.0.1:9000'),
+    livekit: {
+      url: env.LIVEKIT_URL ?? 'ws://127.0.0.1:7880',
+      apiKey: env.LIVEKIT_API_KEY ?? 'devkey',
+      apiSecret: env.LIVEKIT_API_SECRET ?? 'secret',
+    },
   },
   ports,
   databases: Object.fromEntries(SERVICES.map((s) => [s, `${postgres}/${s}`])) as Record<(typeof SERVICES)[number], string>,

@@ -1,14 +1,19 @@
-import { AccessToken, TrackSource } from 'livekit-server-sdk';
+import { AccessToken, RoomServiceClient, TrackSource, TwirpError } from 'livekit-server-sdk';
 import { z } from 'zod';
 import { env } from './config.ts';
 
 /**
- * Variables of a service that hands out media grants (voice channels in guilds, calls in social):
- * where clients reach the media server (LiveKit) and the API key pair it trusts. The defaults are
+ * Variables of a service that hands out media grants and manages the rooms (voice channels in
+ * guilds, calls in social): where clients reach the media server (LiveKit) and the API key pair it trusts. The defaults are
  * LiveKit's development pair (`livekit-server --dev`); production sets its own.
  */
 export const mediaGrantConfig = z.object({
   LIVEKIT_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:7880'),
+  /**
+   * Where the service reaches LiveKit's room API, when not where clients do (an in-cluster address
+   * beside a public LIVEKIT_URL); LIVEKIT_URL when unset.
+   */
+  LIVEKIT_API_URL: z.url({ protocol: /^(https?|wss?)$/, error: 'must be an http(s):// or ws(s):// URL' }).optional(),
   LIVEKIT_API_KEY: z.string().min(1).default('devkey'),
   LIVEKIT_API_SECRET: z.string().min(1).default('secret'),
   /** How long a grant may be used to connect; a client asks for a new one after that. */
@@ -33,17 +38,24 @@ const TRACK_SOURCES: Readonly<Record<PublishSource, TrackSource>> = {
 };
 
 /**
- * `canSubscribe` (hearing the others) defaults to true; only a deafened voice member loses it.
- * `canPublishSources` limits what `canPublish` allows (a voice member without STREAM: the
- * microphone only); left out, LiveKit lets a publisher publish every source.
+ * What a participant may do in a room. `canSubscribe` (hearing the others) defaults to true; only a
+ * deafened voice member loses it. `canPublishSources` limits what `canPublish` allows (a voice
+ * member without STREAM: the microphone only); left out, LiveKit lets a publisher publish every source.
  */
-export type IssueMediaGrant = (grant: {
-  room: string;
-  identity: string;
+export interface MediaPermissions {
   canPublish: boolean;
   canPublishSources?: readonly PublishSource[];
   canSubscribe?: boolean;
-}) => Promise<MediaGrant>;
+}
+
+export type IssueMediaGrant = (grant: { room: string; identity: string } & MediaPermissions) => Promise<MediaGrant>;
+
+/** LiveKit's names for the permissions, as a token's grant and a connected participant's permission both take them. */
+function liveKitPermissions({ canPublish, canPublishSources, canSubscribe = true }: MediaPermissions) {
+  // LiveKit lets canPublishSources supersede canPublish: sources go only with a grant that may publish.
+  const sources = canPublish && canPublishSources ? canPublishSources.map((s) => TRACK_SOURCES[s]) : undefined;
+  return { canSubscribe, canPublish, canPublishData: canPublish, ...(sources && { canPublishSources: sources }) };
+}
 
 /**
  * LiveKit access tokens signed with the configured key pair (the official server SDK): identity
@@ -51,11 +63,60 @@ export type IssueMediaGrant = (grant: {
  * the sources named, when named), expiring within minutes.
  */
 export function mediaGrantIssuer(config: MediaGrantConfig): IssueMediaGrant {
-  return async ({ room, identity, canPublish, canPublishSources, canSubscribe = true }) => {
+  return async ({ room, identity, ...permissions }) => {
     const token = new AccessToken(config.LIVEKIT_API_KEY, config.LIVEKIT_API_SECRET, { identity, ttl: config.MEDIA_GRANT_TTL_SECONDS });
-    // LiveKit lets canPublishSources supersede canPublish: sources go only with a grant that may publish.
-    const sources = canPublish && canPublishSources && { canPublishSources: canPublishSources.map((s) => TRACK_SOURCES[s]) };
-    token.addGrant({ room, roomJoin: true, canSubscribe, canPublish, canPublishData: canPublish, ...sources });
+    token.addGrant({ room, roomJoin: true, ...liveKitPermissions(permissions) });
     return { url: config.LIVEKIT_URL, token: await token.toJwt() };
   };
+}
+
+/**
+ * The media server's rooms as they are now, for what a grant cannot undo: a grant lets its holder
+ * connect, and once connected they stay until they leave, whatever the grant's expiry. Each call
+ * is done when there is nothing to do (the participant or room is not there), so it may be
+ * repeated. A media server that refuses the connection has nobody connected to it (a single
+ * LiveKit keeps its rooms in memory, so one that restarted has none): that is done too. Any other
+ * failure (a timeout, a 5xx) throws, for the caller to try again.
+ */
+export interface MediaRooms {
+  /** Disconnects the participant from the room. */
+  remove(room: string, identity: string): Promise<void>;
+  /** What a connected participant may do from now on (LiveKit unpublishes what they may no longer publish). */
+  allow(room: string, identity: string, permissions: MediaPermissions): Promise<void>;
+  /** Closes the room, disconnecting everyone in it. */
+  close(room: string): Promise<void>;
+}
+
+/** How long a call to the media server's API may take before it counts as failed (and is tried again). */
+const ROOM_API_TIMEOUT_SECONDS = 10;
+
+/** LiveKit's room API (Twirp over HTTP, the server SDK's client) at LIVEKIT_URL, signed with its key pair. */
+export function mediaRooms(config: MediaGrantConfig): MediaRooms {
+  // Failover tries other regions of LiveKit Cloud hosts: a self-hosted server has none.
+  const client = new RoomServiceClient(config.LIVEKIT_API_URL ?? config.LIVEKIT_URL, config.LIVEKIT_API_KEY, config.LIVEKIT_API_SECRET, {
+    requestTimeout: ROOM_API_TIMEOUT_SECONDS,
+    failover: false,
+  });
+  return {
+    remove: (room, identity) => unlessAbsent(client.removeParticipant(room, identity)),
+    allow: (room, identity, permissions) =>
+      unlessAbsent(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })),
+    close: (room) => unlessAbsent(client.deleteRoom(room)),
+  };
+}
+
+/** Settles a room call whose target is not there (404), or whose server is not running, as done. */
+async function unlessAbsent(call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof TwirpError && err.status === 404) return;
+    if (causeCode(err) === 'ECONNREFUSED') return;
+    throw err;
+  }
+}
+
+/** The code of an error's cause (fetch wraps the socket's error in a TypeError). */
+function causeCode(err: unknown): unknown {
+  return (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
 }

@@ -6,6 +6,7 @@ export * from './child-process.ts';
 export * from './database.ts';
 export * from './gateway-client.ts';
 export * from './isolated-platform.ts';
+export * from './livekit.ts';
 export * from './media-stand-in.ts';
 export * from './messages.ts';
 export * from './minio.ts';

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Backing } from './backing.ts';
+import { type Backing, liveKitEnv } from './backing.ts';
 import { buildBundles, bundlePath, NODE_FLAGS } from './build.ts';
 import { hasExited, stopChild } from './child-process.ts';
 import { minioUrl } from './minio.ts';
@@ -92,8 +92,8 @@ export function processEnv(name: ServiceProcess, o: PlatformOptions): Record<str
       MUSIC_URL: url('music'),
     },
     auth: { DATABASE_URL: o.databases.auth },
-    guilds: { DATABASE_URL: o.databases.guilds },
-    social: { DATABASE_URL: o.databases.social },
+    guilds: { DATABASE_URL: o.databases.guilds, ...liveKitEnv(o.backing.livekit) },
+    social: { DATABASE_URL: o.databases.social, ...liveKitEnv(o.backing.livekit) },
     media: {
       DATABASE_URL: o.databases.media,
       MINIO_URL: minioUrl(o.backing.minio),

@@ -1,6 +1,6 @@
 import type { StreamSpec } from '@chat/kit';
 import { connectBus, createLogger, createPool, ensureStream, migrate, type Runtime, runtimeChecks, startOutboxRelay } from '@chat/kit';
-import type { Backing } from './backing.ts';
+import { type Backing, liveKitEnv } from './backing.ts';
 import { createTestDatabase, testNamespace } from './database.ts';
 
 export interface TestRuntime extends Runtime {
@@ -37,7 +37,14 @@ export async function createTestRuntime(options: {
     checks: runtimeChecks(pool, bus),
     databaseUrl: database.url,
     namespace,
-    env: { NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, NATS_URL: options.backing.natsUrl, BUS_NAMESPACE: namespace },
+    env: {
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: database.url,
+      NATS_URL: options.backing.natsUrl,
+      BUS_NAMESPACE: namespace,
+      ...liveKitEnv(options.backing.livekit),
+    },
     async close() {
       await relay.stop();
       await deleteNamespaceStreams(bus, namespace);

@@ -10,6 +10,7 @@ describe('resolveBacking', () => {
       TEST_NATS_URL: 'nats://bus:4333',
       TEST_REDIS_URL: 'redis://cache:6380',
       TEST_MINIO_URL: 'https://key%2Fid:s3cr%40t@files:9443',
+      TEST_LIVEKIT_URL: 'wss://lk%2Fkey:se%40cret@media:7443',
     });
     expect(resolved.source).toBe('environment');
     expect(resolved.backing).toEqual({
@@ -17,6 +18,7 @@ describe('resolveBacking', () => {
       natsUrl: 'nats://bus:4333',
       redisUrl: 'redis://cache:6380',
       minio: { endPoint: 'files', port: 9443, useSSL: true, accessKey: 'key/id', secretKey: 's3cr@t' },
+      livekit: { url: 'wss://media:7443', apiKey: 'lk/key', apiSecret: 'se@cret' },
     });
   });
 
@@ -49,6 +51,7 @@ describe('processEnv', () => {
       redisUrl: 'redis://127.0.0.1:6379',
       natsUrl: 'nats://127.0.0.1:4222',
       minio: { endPoint: '127.0.0.1', port: 9000, useSSL: false, accessKey: 'min io', secretKey: 'p@ss' },
+      livekit: { url: 'ws://127.0.0.1:7880', apiKey: 'lk', apiSecret: 'lk-secret' },
     },
     ports: DEFAULT_PORTS,
     databases: Object.fromEntries(SERVICES.map((s) => [s, `postgres://postgres@127.0.0.1:5432/${s}_db`])) as Record<
@@ -71,5 +74,12 @@ describe('processEnv', () => {
     expect(processEnv('auth', options).ACCESS_TOKEN_TTL_SECONDS).toBe('5');
     expect(processEnv('media', options).MINIO_URL).toBe('http://min%20io:p%40ss@127.0.0.1:9000');
     expect(processEnv('gateway', options)).toMatchObject({ GUILDS_URL: 'http://127.0.0.1:3002', REDIS_URL: 'redis://127.0.0.1:6379' });
+    // The two services that hand out media grants and manage the rooms, and no other.
+    const livekit = { LIVEKIT_URL: 'ws://127.0.0.1:7880', LIVEKIT_API_KEY: 'lk', LIVEKIT_API_SECRET: 'lk-secret' };
+    for (const service of SERVICES) {
+      const env = processEnv(service, options);
+      if (service === 'guilds' || service === 'social') expect(env).toMatchObject(livekit);
+      else expect(env.LIVEKIT_URL).toBeUndefined();
+    }
   });
 });

@@ -14,7 +14,7 @@ const runtime = await startRuntime({
 });
 const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const app = await buildApp({ ...runtime, config, tokens });
-const consumers = await startBus(runtime);
+const consumers = await startBus({ ...runtime, config });
 const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
 await serve({
   app,

@@ -24,7 +24,7 @@ export async function startGuilds() {
   const config = loadConfig(GuildsConfig, runtime.env);
   const tokens = issuer.verifier();
   const app = await buildApp({ ...runtime, config, tokens });
-  let consumers = await startBus(runtime);
+  let consumers = await startBus({ ...runtime, config });
   const auth = await startAuthLookupStandIn(runtime);
   const tokenCache = new Map<string, string>();
 

@@ -1,6 +1,7 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
+import { configOrExit, mediaRooms, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp, callDeps } from './app.ts';
+import { consumeCallMedia } from './bus/call-media.ts';
 import { consumeDisconnections } from './bus/disconnections.ts';
 import { consumeEmbeds } from './bus/embeds.ts';
 import { startReadStateConsumers } from './bus/read-states.ts';
@@ -24,6 +25,7 @@ const users = await startUserReadModel(runtime);
 const embeds = await consumeEmbeds(runtime);
 const readStates = await startReadStateConsumers(runtime);
 const disconnections = await consumeDisconnections(runtime);
+const callMedia = await consumeCallMedia({ ...runtime, rooms: mediaRooms(config) });
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
@@ -34,6 +36,6 @@ await serve({
   config,
   log: runtime.log,
   runtime,
-  consumers: [users, embeds, ...readStates, disconnections, revocations],
+  consumers: [users, embeds, ...readStates, disconnections, callMedia, revocations],
   onClose: () => callClock.stop(),
 });

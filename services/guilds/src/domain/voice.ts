@@ -10,7 +10,17 @@ import {
   type VoiceState,
   type VoiceStateBody,
 } from '@chat/contracts';
-import { AppError, badRequest, enqueueEvent, forbidden, notFound, type Queryable, withRetryingTx } from '@chat/kit';
+import {
+  AppError,
+  badRequest,
+  enqueueEvent,
+  forbidden,
+  type MediaPermissions,
+  type MediaRooms,
+  notFound,
+  type Queryable,
+  withRetryingTx,
+} from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
 import { deleteChannel, insertChannel } from '../db/channels.ts';
@@ -108,18 +118,40 @@ export async function voiceGrant(d: Domain, ctx: Ctx): Promise<MediaGrant> {
  */
 async function grantFor(d: Domain, state: VoiceState): Promise<MediaGrant> {
   if (!d.issueMediaGrant) throw new AppError(503, 'Voice media is not configured');
-  const access = await loadChannelAccess(d.pool, state.channelId, state.userId);
+  const permissions = await mediaPermissions(d.pool, state);
   // Deleted meanwhile: the state went with it (ON DELETE CASCADE).
-  if (!access) throw notConnected();
+  if (!permissions) throw notConnected();
+  return d.issueMediaGrant({ room: state.channelId, identity: state.userId, ...permissions });
+}
+
+/** What the state's holder may do in its room (see grantFor); undefined when the channel is gone. */
+async function mediaPermissions(db: Queryable, state: VoiceState): Promise<MediaPermissions | undefined> {
+  const access = await loadChannelAccess(db, state.channelId, state.userId);
+  if (!access) return undefined;
   const mask = access.channelPermissions;
-  return d.issueMediaGrant({
-    room: state.channelId,
-    identity: state.userId,
+  return {
     canPublish: has(mask, Permission.SPEAK) && !state.serverMute,
     // Unnamed, LiveKit would let a publisher send every source: STREAM would not be enforced.
     ...(!has(mask, Permission.STREAM) && { canPublishSources: ['microphone'] }),
     canSubscribe: !state.serverDeaf,
-  });
+  };
+}
+
+/**
+ * Brings the media server in line with the user's voice state, for one room: a grant only lets its
+ * holder connect, and once connected they stay, whatever happens to their state. Not live in the
+ * room any more (left, switched, moved, disconnected, kicked, banned, the channel deleted): they
+ * are taken out of it. Still there: they may do what a grant made now would allow (a server mute
+ * or deafen, and lifting it). The state is read under the user's voice lock, held until the
+ * caller's transaction ends: a join racing this waits, so a member who joins the room again is
+ * never taken out by the event of their earlier leave.
+ */
+export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<void> {
+  await lockUserVoice(tx, userId);
+  const state = counting(await findVoiceStateForUpdate(tx, userId));
+  const permissions = state?.channelId === room ? await mediaPermissions(tx, state) : undefined;
+  if (permissions) await rooms.allow(room, userId, permissions);
+  else await rooms.remove(room, userId);
 }
 
 function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {

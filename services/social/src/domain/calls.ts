@@ -4,6 +4,7 @@ import {
   enqueueEvent,
   forbidden,
   type IssueMediaGrant,
+  type MediaRooms,
   notFound,
   type Pool,
   type Queryable,
@@ -283,6 +284,18 @@ const secondsBetween = (from: string, to: string) => Math.max(0, Math.round((Dat
 async function publish(tx: Queryable, ctx: RequestContext, subject: Subject, call: Call, audience: string[]): Promise<Call> {
   await enqueueEvent(tx, subject, { call, participantIds: audience } satisfies CallEvent, ctx.requestId);
   return call;
+}
+
+/**
+ * Brings the media server in line with the call, under the call's row lock (a rejoin racing this
+ * waits, so the event of an earlier leave never takes out someone who came back): an ended call's
+ * room closes, disconnecting anyone still in it; in a live call, whoever left is taken out of the
+ * room. Nobody else can be connected: a grant goes only with joining (starting or accepting).
+ */
+export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: string): Promise<void> {
+  const call = await calls.findCall(tx, callId, { lock: true });
+  if (!call || call.state === 'ended') return rooms.close(callId);
+  for (const { userId, state } of call.participants) if (state === 'left') await rooms.remove(call.id, userId);
 }
 
 const stateOf = (call: Call, userId: string) => call.participants.find((p) => p.userId === userId)?.state;

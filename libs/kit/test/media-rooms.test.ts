@@ -1,0 +1,63 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { joinRoom, liveKitRooms, participantIn, until } from '@chat/testkit';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { mediaGrantConfig, mediaGrantIssuer, mediaRooms } from '../src/media-grants.ts';
+
+/** The room API against the LiveKit scripts/backing.sh starts, and against servers that fail. */
+
+const livekit = inject('backing').livekit;
+const config = mediaGrantConfig.parse({ LIVEKIT_URL: livekit.url, LIVEKIT_API_KEY: livekit.apiKey, LIVEKIT_API_SECRET: livekit.apiSecret });
+const rooms = mediaRooms(config);
+const observed = liveKitRooms(livekit);
+const servers: Server[] = [];
+afterAll(() => Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve)))));
+
+/** An HTTP server on this machine that answers every request with this status. */
+async function answering(status: number): Promise<string> {
+  const server = createServer((_req, res) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end('{"code":"internal","msg":"down"}'),
+  );
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe('media rooms', () => {
+  it('disconnects a connected participant, and is done when they or their room are not there', async () => {
+    const room = `room-${crypto.randomUUID()}`;
+    const participant = await joinRoom(await mediaGrantIssuer(config)({ room, identity: 'alice', canPublish: true }));
+    await until(() => participantIn(observed, room, 'alice'));
+    await rooms.remove(room, 'alice');
+    expect(await participant.disconnected()).toBe(true);
+    await expect(rooms.remove(room, 'alice')).resolves.toBeUndefined();
+    await expect(rooms.allow(`room-${crypto.randomUUID()}`, 'bob', { canPublish: false })).resolves.toBeUndefined();
+    await expect(rooms.close(`room-${crypto.randomUUID()}`)).resolves.toBeUndefined();
+  });
+
+  it('gives a connected participant the permissions a grant would carry', async () => {
+    const room = `room-${crypto.randomUUID()}`;
+    const participant = await joinRoom(await mediaGrantIssuer(config)({ room, identity: 'carol', canPublish: true }));
+    await until(() => participantIn(observed, room, 'carol'));
+    await rooms.allow(room, 'carol', { canPublish: true, canPublishSources: ['microphone'], canSubscribe: false });
+    expect((await participantIn(observed, room, 'carol'))?.permission).toMatchObject({
+      canPublish: true,
+      canPublishData: true,
+      canSubscribe: false,
+      canPublishSources: [2], // TrackSource.MICROPHONE
+    });
+    await rooms.close(room);
+    expect(await participant.disconnected()).toBe(true);
+  });
+
+  it('counts a media server that refuses the connection as one with nobody connected, and throws on its failures', async () => {
+    const closedPort = await answering(200).then(async (url) => {
+      await new Promise((resolve) => servers.pop()?.close(resolve));
+      return url;
+    });
+    await expect(mediaRooms({ ...config, LIVEKIT_API_URL: closedPort }).remove('room', 'alice')).resolves.toBeUndefined();
+    const failing = mediaRooms({ ...config, LIVEKIT_API_URL: await answering(500) });
+    await expect(failing.remove('room', 'alice')).rejects.toThrow();
+    await expect(failing.allow('room', 'alice', { canPublish: true })).rejects.toThrow();
+  });
+});

@@ -1,0 +1,135 @@
+import { loadConfig, mediaRooms } from '@chat/kit';
+import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
+import { GuildsConfig } from '../src/config.ts';
+import { startGuilds } from './harness.ts';
+
+/**
+ * The voice rooms on a real LiveKit (scripts/backing.sh starts one) follow the voice states: a
+ * grant only lets its holder connect, so whoever a change takes out of a channel must be taken out
+ * of its room by guilds, and a server mute must reach a participant who is already connected.
+ */
+
+const g = await startGuilds();
+afterAll(() => g.close());
+const rooms = liveKitRooms(inject('backing').livekit);
+
+let owner: string;
+let serverId: string;
+
+beforeAll(async () => {
+  owner = await g.knownUser('owner');
+  serverId = (await g.call(owner, 'POST', '/v1/servers', { name: 'Voice rooms', isPublic: true })).body.id;
+});
+
+const voiceChannel = async (name = 'room') => (await g.newChannel(owner, serverId, name, 'voice')).id;
+
+/** A new member of the server whom the read-model of users knows (a ban answers the user's record). */
+async function newMember(): Promise<string> {
+  const userId = await g.knownUser('member');
+  expect((await g.call(userId, 'POST', `/v1/servers/${serverId}/join`)).status).toBe(200);
+  return userId;
+}
+
+/** A member (a new one unless given) who joined the voice channel and connected to its room with the grant the join answered. */
+async function connectedMember(channelId: string, userId?: string): Promise<{ userId: string; participant: RoomParticipant }> {
+  const member = userId ?? (await newMember());
+  const joined = await g.call(member, 'POST', '/v1/voice/join', { channelId });
+  expect(joined.status).toBe(200);
+  const participant = await joinRoom(joined.body.grant);
+  await until(() => participantIn(rooms, channelId, member), { what: `${member} is in room ${channelId}` });
+  return { userId: member, participant };
+}
+
+/** Whether LiveKit still lists the user in the room, once it had time to take them out. */
+const stillIn = async (room: string, userId: string) =>
+  Boolean(
+    await lastAttempt(
+      () => participantIn(rooms, room, userId),
+      (p) => !p,
+    ),
+  );
+
+describe('voice rooms follow the voice states', () => {
+  it.each([
+    ['a moderator disconnects them', (userId: string) => g.call(owner, 'DELETE', `/v1/servers/${serverId}/voice-states/${userId}`)],
+    ['they are kicked', (userId: string) => g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${userId}`)],
+    ['they are banned', (userId: string) => g.call(owner, 'PUT', `/v1/servers/${serverId}/bans/${userId}`, {})],
+    ['they leave voice', (userId: string) => g.call(userId, 'POST', '/v1/voice/leave')],
+  ])('a member is taken out of the room when %s', async (_, change) => {
+    const channelId = await voiceChannel();
+    const { userId, participant } = await connectedMember(channelId);
+    expect((await change(userId)).status).toBeLessThan(300);
+    expect(await participant.disconnected()).toBe(true);
+    expect(await stillIn(channelId, userId)).toBe(false);
+  });
+
+  it('a member moved to another channel, or who joins another, leaves the first room (and keeps the room they are in)', async () => {
+    const [first, second, third] = [await voiceChannel('first'), await voiceChannel('second'), await voiceChannel('third')];
+    const moved = await connectedMember(first);
+    expect((await g.call(owner, 'POST', '/v1/voice/move', { userId: moved.userId, channelId: second })).status).toBe(200);
+    expect(await moved.participant.disconnected()).toBe(true);
+    expect(await stillIn(first, moved.userId)).toBe(false);
+
+    const switching = await connectedMember(first);
+    const there = await connectedMember(third, switching.userId);
+    expect(await switching.participant.disconnected()).toBe(true);
+    expect(await stillIn(first, switching.userId)).toBe(false);
+    expect(await participantIn(rooms, third, switching.userId)).toBeDefined();
+    there.participant.leave();
+  });
+
+  it('deleting a voice channel disconnects everyone in its room', async () => {
+    const channelId = await voiceChannel();
+    const members = [await connectedMember(channelId), await connectedMember(channelId)];
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}`)).status).toBe(204);
+    expect(await Promise.all(members.map((m) => m.participant.disconnected()))).toEqual([true, true]);
+    expect((await rooms.listParticipants(channelId)).map((p) => p.identity)).toEqual([]);
+  });
+
+  it('a server mute or deafen reaches the connected participant at once, and so does lifting it', async () => {
+    const channelId = await voiceChannel();
+    const { userId, participant } = await connectedMember(channelId);
+    const permission = async () => (await participantIn(rooms, channelId, userId))?.permission;
+    expect(await permission()).toMatchObject({ canPublish: true, canSubscribe: true });
+    const moderate = (body: object) => g.call(owner, 'PATCH', `/v1/servers/${serverId}/voice-states/${userId}`, body);
+
+    expect((await moderate({ mute: true })).status).toBe(200);
+    expect(await lastAttempt(permission, (p) => p?.canPublish === false)).toMatchObject({ canPublish: false, canSubscribe: true });
+    expect((await moderate({ deaf: true })).status).toBe(200);
+    expect(await lastAttempt(permission, (p) => p?.canSubscribe === false)).toMatchObject({ canPublish: false, canSubscribe: false });
+    expect((await moderate({ mute: false, deaf: false })).status).toBe(200);
+    expect(await lastAttempt(permission, (p) => p?.canPublish === true && p.canSubscribe)).toMatchObject({
+      canPublish: true,
+      canPublishData: true,
+      canSubscribe: true,
+    });
+    // Still connected: a mute changes what they may do, not where they are.
+    expect(await participantIn(rooms, channelId, userId)).toBeDefined();
+    participant.leave();
+  });
+
+  it('the late event of an earlier leave does not take out a member who joined the room again', async () => {
+    const channelId = await voiceChannel();
+    const first = await connectedMember(channelId);
+    await g.pauseConsumers();
+    expect((await g.call(first.userId, 'POST', '/v1/voice/leave')).status).toBe(204);
+    first.participant.leave();
+    const again = await connectedMember(channelId, first.userId);
+    // The leave's event is applied only now, after the member is back in the room.
+    const config = loadConfig(GuildsConfig, g.runtime.env);
+    const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: mediaRooms(config) });
+    try {
+      const { rows } = await g.db.query("SELECT id FROM outbox WHERE subject = 'guilds.voice.left' ORDER BY seq DESC LIMIT 1");
+      const applied = async () =>
+        (await g.db.query("SELECT 1 FROM processed_events WHERE consumer = 'guilds-voice-media' AND event_id = $1", [rows[0].id]))
+          .rowCount === 1;
+      await until(applied, { what: 'the leave event is applied' });
+      expect(await participantIn(rooms, channelId, first.userId)).toBeDefined();
+    } finally {
+      await consumer.stop();
+      again.participant.leave();
+    }
+  });
+});

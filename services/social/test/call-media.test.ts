@@ -1,0 +1,109 @@
+import { type ConsumerHandle, mediaRooms } from '@chat/kit';
+import { joinRoom, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { consumeCallMedia } from '../src/bus/call-media.ts';
+import { createHarness } from './harness.ts';
+
+/**
+ * The call rooms on a real LiveKit (scripts/backing.sh starts one) follow the calls: a grant only
+ * lets its holder connect, so social takes whoever leaves a call out of its room, and closes the
+ * room of a call that ended.
+ */
+
+const h = await createHarness();
+const rooms = liveKitRooms(inject('backing').livekit);
+let consumer: ConsumerHandle | undefined;
+const startConsumer = async () => {
+  consumer = await consumeCallMedia({ ...h.runtime, rooms: mediaRooms(h.deps.config) });
+};
+beforeAll(startConsumer);
+afterAll(async () => {
+  await consumer?.stop();
+  await h.close();
+});
+
+type User = Awaited<ReturnType<typeof h.addUser>>;
+
+async function conversation(owner: User, ...others: User[]): Promise<string> {
+  const res = await h.call(owner, 'POST', '/v1/dm/conversations', { userIds: others.map((o) => o.id) });
+  expect([200, 201]).toContain(res.status);
+  return res.body.id;
+}
+
+/** Connects the user to the call's room with the grant a start or an accept answered. */
+async function connect(user: User, answer: { status: number; body: { id: string; grant: { url: string; token: string } } }) {
+  expect(answer.status).toBeLessThan(300);
+  const participant = await joinRoom(answer.body.grant);
+  await until(() => participantIn(rooms, answer.body.id, user.id), { what: `${user.id} is in the call's room` });
+  return participant;
+}
+
+const act = (user: User, callId: string, action: 'accept' | 'leave') => h.call(user, 'POST', `/v1/calls/${callId}/${action}`);
+const inRoom = async (callId: string) => (await rooms.listParticipants(callId)).map((p) => p.identity).sort();
+
+describe('call rooms follow the calls', () => {
+  it('takes whoever hangs up out of the room, and closes it when the call ends', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
+    const callId = started.body.id;
+    const aliceIn = await connect(alice, started);
+    const bobIn = await connect(bob, await act(bob, callId, 'accept'));
+
+    expect((await act(alice, callId, 'leave')).body.state).toBe('active');
+    expect(await aliceIn.disconnected()).toBe(true);
+    expect(await inRoom(callId)).toEqual([bob.id]);
+
+    expect((await act(bob, callId, 'leave')).body.state).toBe('ended');
+    expect(await bobIn.disconnected()).toBe(true);
+    expect(await inRoom(callId)).toEqual([]);
+  });
+
+  it('takes a member who leaves the group out of its call room, and one who blocks the other out of a 1:1 call', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const group = await conversation(alice, bob, carol);
+    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${group}/call`);
+    const callId = started.body.id;
+    const connected: RoomParticipant[] = [await connect(alice, started), await connect(bob, await act(bob, callId, 'accept'))];
+    const carolIn = await connect(carol, await act(carol, callId, 'accept'));
+    expect((await h.call(carol, 'DELETE', `/v1/dm/conversations/${group}/members/@me`)).status).toBe(204);
+    expect(await carolIn.disconnected()).toBe(true);
+    expect(await inRoom(callId)).toEqual([alice.id, bob.id].sort());
+
+    const direct = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, carol)}/call`);
+    connected.push(await connect(alice, direct));
+    const carolInDirect = await connect(carol, await act(carol, direct.body.id, 'accept'));
+    expect((await h.call(carol, 'POST', '/v1/friends/block', { userId: alice.id })).status).toBe(201);
+    expect(await carolInDirect.disconnected()).toBe(true);
+    expect(await inRoom(direct.body.id)).toEqual([alice.id]);
+    for (const participant of connected) participant.leave();
+  });
+
+  it('the late event of an earlier hang-up does not take out someone who came back to the call', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
+    const callId = started.body.id;
+    const aliceIn = await connect(alice, started);
+    const bobIn = await connect(bob, await act(bob, callId, 'accept'));
+    await consumer?.stop();
+    expect((await act(bob, callId, 'leave')).status).toBe(200);
+    bobIn.leave();
+    const bobBack = await connect(bob, await act(bob, callId, 'accept'));
+    // The hang-up's event is applied only now, after bob is back in the room.
+    await startConsumer();
+    const { rows } = await h.runtime.pool.query(
+      "SELECT id FROM outbox WHERE subject = 'social.call.updated' AND payload->'data'->'call'->>'id' = $1 ORDER BY seq",
+      [callId],
+    );
+    const applied = async () =>
+      (
+        await h.runtime.pool.query(
+          "SELECT count(*)::int AS n FROM processed_events WHERE consumer = 'social-call-media' AND event_id = ANY($1)",
+          [rows.map((r) => r.id)],
+        )
+      ).rows[0].n === rows.length;
+    await until(applied, { what: "the call's events are applied" });
+    expect(await inRoom(callId)).toEqual([alice.id, bob.id].sort());
+    aliceIn.leave();
+    bobBack.leave();
+  });
+});
