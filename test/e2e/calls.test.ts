@@ -1,11 +1,12 @@
+import { joinRoom, lastAttempt, liveKitRooms, participantIn, until } from '@chat/testkit';
 import { TokenVerifier } from 'livekit-server-sdk';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { api, conversationOnceKnown, fileSockets, newUser } from './helpers.ts';
 
 const { identified: socketOf } = fileSockets();
 
 describe('calls through the gateway', () => {
-  it('rings, answers with a media grant for the call room, and ends when both leave', async () => {
+  it('rings, answers with a media grant for the call room, and ends when both leave, disconnected from the room', async () => {
     const [alice, bob, eve] = await Promise.all([newUser('caller'), newUser('callee'), newUser('outsider')]);
     const conversationId = await conversationOnceKnown(alice, bob);
     const started = await api('POST', `/v1/dm/conversations/${conversationId}/call`, { user: alice });
@@ -17,10 +18,23 @@ describe('calls through the gateway', () => {
     expect(accepted.status).toBe(200);
     const grant = await new TokenVerifier('devkey', 'secret').verify(accepted.body.grant.token);
     expect(grant).toMatchObject({ sub: bob.id, video: { room: started.body.id, canPublish: true } });
+    // Both connect to the room on the LiveKit the platform uses; leaving the call disconnects them.
+    const rooms = liveKitRooms(inject('backing').livekit);
+    const [aliceIn, bobIn] = [await joinRoom(started.body.grant), await joinRoom(accepted.body.grant)];
+    await until(async () => (await rooms.listParticipants(started.body.id)).length === 2, { what: 'both are in the room' });
 
     await api('POST', `/v1/calls/${started.body.id}/leave`, { user: alice });
+    expect(await aliceIn.disconnected(20_000)).toBe(true);
+    expect(await participantIn(rooms, started.body.id, bob.id)).toBeDefined();
     const ended = await api('POST', `/v1/calls/${started.body.id}/leave`, { user: bob });
     expect(ended.body).toMatchObject({ state: 'ended', endReason: 'completed' });
+    expect(await bobIn.disconnected(20_000)).toBe(true);
+    expect(
+      await lastAttempt(
+        () => rooms.listParticipants(started.body.id),
+        (p) => p.length === 0,
+      ),
+    ).toEqual([]);
   });
 
   it('shows the live call on the conversation and leaves call_started and call_ended messages, dispatched as DM_MESSAGE_CREATE', async () => {

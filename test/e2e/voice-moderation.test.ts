@@ -1,17 +1,22 @@
-import { GatewayClient } from '@chat/testkit';
+import { GatewayClient, joinRoom, lastAttempt, liveKitRooms, participantIn, until } from '@chat/testkit';
 import { TokenVerifier } from 'livekit-server-sdk';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { api, gateway, newUser, publicServer, randomIp, type TestUser } from './helpers.ts';
 
 /** Server mute and disconnect through the gateway: the voice state changes, and the next media grant follows it. */
 describe('voice moderation through the gateway', () => {
-  it('server-mutes a member (their next grant cannot publish) and disconnects them (no grant after)', async () => {
+  it('server-mutes a member (their next grant, and their connection, cannot publish) and disconnects them (from the room; no grant after)', async () => {
     const [owner, member] = await Promise.all([newUser('vmowner'), newUser('vmmember')]);
     const server = (await api('POST', '/v1/servers', { user: owner, body: { name: 'Moderated', isPublic: true } })).body;
     expect((await api('POST', `/v1/servers/${server.id}/join`, { user: member })).status).toBe(200);
     const channels = (await api('GET', `/v1/servers/${server.id}/channels`, { user: owner })).body as { id: string; channelType: string }[];
     const voice = channels.find((c) => c.channelType === 'voice') as { id: string };
-    expect((await api('POST', '/v1/voice/join', { user: member, body: { channelId: voice.id } })).status).toBe(200);
+    const joined = await api('POST', '/v1/voice/join', { user: member, body: { channelId: voice.id } });
+    expect(joined.status).toBe(200);
+    // Connected to the voice room on the LiveKit the platform uses.
+    const rooms = liveKitRooms(inject('backing').livekit);
+    const connection = await joinRoom(joined.body.grant);
+    await until(() => participantIn(rooms, voice.id, member.id), { what: 'the member is in the room' });
     const path = `/v1/servers/${server.id}/voice-states/${member.id}`;
 
     const selfMute = await api('PATCH', path, { user: member, body: { mute: true } });
@@ -23,8 +28,11 @@ describe('voice moderation through the gateway', () => {
     const grant = await api('POST', '/v1/voice/grant', { user: member });
     const claims = await new TokenVerifier('devkey', 'secret').verify(grant.body.token);
     expect(claims).toMatchObject({ sub: member.id, video: { room: voice.id, canPublish: false, canSubscribe: true } });
+    const permission = () => participantIn(rooms, voice.id, member.id).then((p) => p?.permission);
+    expect(await lastAttempt(permission, (p) => p?.canPublish === false, 20_000)).toMatchObject({ canPublish: false, canSubscribe: true });
 
     expect((await api('DELETE', path, { user: owner })).status).toBe(204);
+    expect(await connection.disconnected(20_000)).toBe(true);
     const states = (await api('GET', `/v1/servers/${server.id}/voice-states`, { user: owner })).body as { userId: string }[];
     expect(states.map((s) => s.userId)).not.toContain(member.id);
     expect((await api('POST', '/v1/voice/grant', { user: member })).status).toBe(404);
