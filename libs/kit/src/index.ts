@@ -12,6 +12,7 @@ export * from './media-grants.ts';
 export * from './metrics.ts';
 export * from './migrate.ts';
 export * from './paging.ts';
+export * from './periodic.ts';
 export * from './presence.ts';
 export * from './revocations.ts';
 export * from './service.ts';

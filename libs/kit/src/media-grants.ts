@@ -85,6 +85,8 @@ export interface MediaRooms {
   allow(room: string, identity: string, permissions: MediaPermissions): Promise<void>;
   /** Closes the room, disconnecting everyone in it. */
   close(room: string): Promise<void>;
+  /** Every open room with the identities of those connected to it. */
+  occupied(): Promise<{ room: string; identities: string[] }[]>;
 }
 
 /** How long a call to the media server's API may take before it counts as failed (and is tried again). */
@@ -102,19 +104,33 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
     allow: (room, identity, permissions) =>
       unlessAbsent(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })),
     close: (room) => unlessAbsent(client.deleteRoom(room)),
+    occupied: async () => {
+      const open = await orNothing(client.listRooms(), []);
+      const listed = open.map(async ({ name }) => ({
+        room: name,
+        identities: (await orNothing(client.listParticipants(name), [])).map((p) => p.identity),
+      }));
+      return Promise.all(listed);
+    },
   };
+}
+
+/** What a room call answers, or `none` when its target or its server is not there. */
+async function orNothing<T>(call: Promise<T>, none: T): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isAbsent(err)) return none;
+    throw err;
+  }
 }
 
 /** Settles a room call whose target is not there (404), or whose server is not running, as done. */
 async function unlessAbsent(call: Promise<unknown>): Promise<void> {
-  try {
-    await call;
-  } catch (err) {
-    if (err instanceof TwirpError && err.status === 404) return;
-    if (causeCode(err) === 'ECONNREFUSED') return;
-    throw err;
-  }
+  await orNothing(call, undefined);
 }
+
+const isAbsent = (err: unknown) => (err instanceof TwirpError && err.status === 404) || causeCode(err) === 'ECONNREFUSED';
 
 /** The code of an error's cause (fetch wraps the socket's error in a TypeError). */
 function causeCode(err: unknown): unknown {

@@ -28,6 +28,7 @@ describe('media rooms', () => {
     const room = `room-${crypto.randomUUID()}`;
     const participant = await joinRoom(await mediaGrantIssuer(config)({ room, identity: 'alice', canPublish: true }));
     await until(() => participantIn(observed, room, 'alice'));
+    expect((await rooms.occupied()).find((o) => o.room === room)).toEqual({ room, identities: ['alice'] });
     await rooms.remove(room, 'alice');
     expect(await participant.disconnected()).toBe(true);
     await expect(rooms.remove(room, 'alice')).resolves.toBeUndefined();
@@ -55,9 +56,12 @@ describe('media rooms', () => {
       await new Promise((resolve) => servers.pop()?.close(resolve));
       return url;
     });
-    await expect(mediaRooms({ ...config, LIVEKIT_API_URL: closedPort }).remove('room', 'alice')).resolves.toBeUndefined();
+    const stopped = mediaRooms({ ...config, LIVEKIT_API_URL: closedPort });
+    await expect(stopped.remove('room', 'alice')).resolves.toBeUndefined();
+    await expect(stopped.occupied()).resolves.toEqual([]);
     const failing = mediaRooms({ ...config, LIVEKIT_API_URL: await answering(500) });
     await expect(failing.remove('room', 'alice')).rejects.toThrow();
     await expect(failing.allow('room', 'alice', { canPublish: true })).rejects.toThrow();
+    await expect(failing.occupied()).rejects.toThrow();
   });
 });

@@ -1,9 +1,9 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
+import { configOrExit, mediaRooms, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { startBus } from './bus/index.ts';
 import { GuildsConfig } from './config.ts';
-import { startVoiceSweeper } from './domain/voice-sweeper.ts';
+import { startVoiceRoomCheck, startVoiceSweeper } from './domain/voice-sweeper.ts';
 
 const config = configOrExit(GuildsConfig, 'guilds');
 const runtime = await startRuntime({
@@ -16,11 +16,14 @@ const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.
 const app = await buildApp({ ...runtime, config, tokens });
 const consumers = await startBus({ ...runtime, config });
 const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
+const voiceRoomCheck = startVoiceRoomCheck(runtime, mediaRooms(config), runtime.log);
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
   consumers: [...consumers, revocations],
-  onClose: () => voiceSweeper.stop(),
+  onClose: async () => {
+    await Promise.all([voiceSweeper.stop(), voiceRoomCheck.stop()]);
+  },
 });

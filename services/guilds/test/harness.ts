@@ -112,6 +112,11 @@ export async function startGuilds() {
     consumers = [];
   }
 
+  /** Starts the consumers again after pauseConsumers. */
+  async function resumeConsumers() {
+    consumers = await startBus({ ...runtime, config });
+  }
+
   async function close() {
     await Promise.all(consumers.map((c) => c.stop()));
     await app.close();
@@ -130,6 +135,7 @@ export async function startGuilds() {
     newMemberOf,
     outbox,
     pauseConsumers,
+    resumeConsumers,
     auth,
     close,
     db: runtime.pool,

@@ -1,8 +1,11 @@
-import { loadConfig, mediaRooms } from '@chat/kit';
+import { randomUUID } from 'node:crypto';
+import type { MediaGrant } from '@chat/contracts';
+import { loadConfig, mediaGrantIssuer, mediaRooms } from '@chat/kit';
 import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
 import { GuildsConfig } from '../src/config.ts';
+import { checkVoiceRooms } from '../src/domain/voice.ts';
 import { startGuilds } from './harness.ts';
 
 /**
@@ -33,13 +36,16 @@ async function newMember(): Promise<string> {
 }
 
 /** A member (a new one unless given) who joined the voice channel and connected to its room with the grant the join answered. */
-async function connectedMember(channelId: string, userId?: string): Promise<{ userId: string; participant: RoomParticipant }> {
+async function connectedMember(
+  channelId: string,
+  userId?: string,
+): Promise<{ userId: string; participant: RoomParticipant; grant: MediaGrant }> {
   const member = userId ?? (await newMember());
   const joined = await g.call(member, 'POST', '/v1/voice/join', { channelId });
   expect(joined.status).toBe(200);
   const participant = await joinRoom(joined.body.grant);
   await until(() => participantIn(rooms, channelId, member), { what: `${member} is in room ${channelId}` });
-  return { userId: member, participant };
+  return { userId: member, participant, grant: joined.body.grant };
 }
 
 /** Whether LiveKit still lists the user in the room, once it had time to take them out. */
@@ -118,8 +124,7 @@ describe('voice rooms follow the voice states', () => {
     first.participant.leave();
     const again = await connectedMember(channelId, first.userId);
     // The leave's event is applied only now, after the member is back in the room.
-    const config = loadConfig(GuildsConfig, g.runtime.env);
-    const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: mediaRooms(config) });
+    const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: mediaRooms(loadConfig(GuildsConfig, g.runtime.env)) });
     try {
       const { rows } = await g.db.query("SELECT id FROM outbox WHERE subject = 'guilds.voice.left' ORDER BY seq DESC LIMIT 1");
       const applied = async () =>
@@ -130,6 +135,32 @@ describe('voice rooms follow the voice states', () => {
     } finally {
       await consumer.stop();
       again.participant.leave();
+      await g.resumeConsumers();
     }
+  });
+});
+
+describe('the voice room check', () => {
+  it('takes out whoever connected again with a grant from before they were taken out, and leaves members in their rooms and rooms that are no voice channel alone', async () => {
+    const config = loadConfig(GuildsConfig, g.runtime.env);
+    const channelId = await voiceChannel();
+    const [kicked, staying] = [await connectedMember(channelId), await connectedMember(channelId)];
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
+    expect(await kicked.participant.disconnected()).toBe(true);
+    // The kicked client kept its grant (or a token LiveKit refreshed for it), and connects again.
+    const back = await joinRoom(kicked.grant);
+    await until(() => participantIn(rooms, channelId, kicked.userId), { what: 'the kicked member is back in the room' });
+    // A room named by an id that is no channel here (a call's, social's), with someone in it.
+    const [callRoom, caller] = [randomUUID(), randomUUID()];
+    const inCall = await joinRoom(await mediaGrantIssuer(config)({ room: callRoom, identity: caller, canPublish: true }));
+    await until(() => participantIn(rooms, callRoom, caller), { what: 'the caller is in the call room' });
+
+    expect(await checkVoiceRooms(mediaRooms(config), g.db)).toBeGreaterThanOrEqual(1);
+    expect(await back.disconnected()).toBe(true);
+    expect(await stillIn(channelId, kicked.userId)).toBe(false);
+    expect(await participantIn(rooms, channelId, staying.userId)).toBeDefined();
+    expect(await participantIn(rooms, callRoom, caller)).toBeDefined();
+    staying.participant.leave();
+    inCall.leave();
   });
 });

@@ -8,7 +8,7 @@ import { startReadStateConsumers } from './bus/read-states.ts';
 import { serveSocialRpc } from './bus/rpc.ts';
 import { startUserReadModel } from './bus/users.ts';
 import { SocialConfig } from './config.ts';
-import { startCallClock } from './domain/calls.ts';
+import { startCallClock, startCallRoomCheck } from './domain/calls.ts';
 import { loadCatalogue } from './domain/game-catalogue.ts';
 
 const config = configOrExit(SocialConfig, 'social');
@@ -25,17 +25,21 @@ const users = await startUserReadModel(runtime);
 const embeds = await consumeEmbeds(runtime);
 const readStates = await startReadStateConsumers(runtime);
 const disconnections = await consumeDisconnections(runtime);
-const callMedia = await consumeCallMedia({ ...runtime, rooms: mediaRooms(config) });
+const rooms = mediaRooms(config);
+const callMedia = await consumeCallMedia({ ...runtime, rooms });
 serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
 // Unanswered calls end as missed on time; every replica runs the clock, each call ends once.
 const callClock = startCallClock({ ...callDeps(deps), log: runtime.log });
+const callRoomCheck = startCallRoomCheck(runtime.pool, rooms, runtime.log);
 await serve({
   app,
   config,
   log: runtime.log,
   runtime,
   consumers: [users, embeds, ...readStates, disconnections, callMedia, revocations],
-  onClose: () => callClock.stop(),
+  onClose: async () => {
+    await Promise.all([callClock.stop(), callRoomCheck.stop()]);
+  },
 });

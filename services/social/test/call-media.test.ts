@@ -2,6 +2,7 @@ import { type ConsumerHandle, mediaRooms } from '@chat/kit';
 import { joinRoom, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeCallMedia } from '../src/bus/call-media.ts';
+import { checkCallRooms } from '../src/domain/calls.ts';
 import { createHarness } from './harness.ts';
 
 /**
@@ -105,5 +106,25 @@ describe('call rooms follow the calls', () => {
     expect(await inRoom(callId)).toEqual([alice.id, bob.id].sort());
     aliceIn.leave();
     bobBack.leave();
+  });
+});
+
+describe('the call room check', () => {
+  it('takes out whoever connected again with a grant from before they left, and leaves those in the call', async () => {
+    const [alice, bob] = [await h.addUser(), await h.addUser()];
+    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
+    const callId = started.body.id;
+    const aliceIn = await connect(alice, started);
+    const accepted = await act(bob, callId, 'accept');
+    const bobIn = await connect(bob, accepted);
+    expect((await act(bob, callId, 'leave')).body.state).toBe('active');
+    expect(await bobIn.disconnected()).toBe(true);
+    // Bob's client kept its grant (or a token LiveKit refreshed for it), and connects again.
+    const back = await connect(bob, accepted);
+
+    expect(await checkCallRooms(mediaRooms(h.deps.config), h.runtime.pool)).toBeGreaterThanOrEqual(1);
+    expect(await back.disconnected()).toBe(true);
+    expect(await inRoom(callId)).toEqual([alice.id]);
+    aliceIn.leave();
   });
 });

@@ -207,6 +207,21 @@ export async function isLiveIn(db: Queryable, userId: string, channelId: string)
   );
 }
 
+/** Which of these channels are voice channels, and who has a live state in each (`<channel id>:<user id>`). */
+export async function voiceChannelsAmong(db: Queryable, channelIds: string[]): Promise<{ voice: Set<string>; live: Set<string> }> {
+  const rows = await many<{ channel_id: string; user_id: string | null }>(
+    db,
+    `SELECT c.id AS channel_id, v.user_id FROM channels c
+       LEFT JOIN voice_states v ON v.channel_id = c.id AND ${LIVE}
+      WHERE c.id = ANY($1::uuid[]) AND c.channel_type = 'voice'`,
+    [channelIds],
+  );
+  return {
+    voice: new Set(rows.map((r) => r.channel_id)),
+    live: new Set(rows.flatMap((r) => (r.user_id ? [`${r.channel_id}:${r.user_id}`] : []))),
+  };
+}
+
 /** The server's live states, by channel then by who came first. */
 export async function listLiveStates(db: Queryable, serverId: string): Promise<VoiceState[]> {
   const rows = await many<VoiceStateRow>(

@@ -18,8 +18,10 @@ import {
   type MediaPermissions,
   type MediaRooms,
   notFound,
+  type Pool,
   type Queryable,
   withRetryingTx,
+  withTx,
 } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -48,6 +50,7 @@ import {
   setSelfFlags,
   setServerFlags,
   upsertVoiceState,
+  voiceChannelsAmong,
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { channelViewers } from './audience.ts';
@@ -144,14 +147,41 @@ async function mediaPermissions(db: Queryable, state: VoiceState): Promise<Media
  * are taken out of it. Still there: they may do what a grant made now would allow (a server mute
  * or deafen, and lifting it). The state is read under the user's voice lock, held until the
  * caller's transaction ends: a join racing this waits, so a member who joins the room again is
- * never taken out by the event of their earlier leave.
+ * never taken out by the event of their earlier leave. Answers whether it took them out.
  */
-export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<void> {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Takes out of the voice rooms whoever LiveKit has there without a live voice state in the channel.
+ * The events take people out at once (syncVoiceMedia); this catches a client that connects again
+ * afterwards with a grant from before the change (a kick, a ban, a disconnect): LiveKit cannot
+ * revoke a token, and refreshes a connected participant's every 5 minutes for 10. Only rooms of this
+ * service's voice channels are looked at (a call's room is social's), and only identities that are
+ * user ids (ours are). Each is checked again under the user's voice lock before it goes, as an
+ * event would be. Answers how many it took out.
+ */
+export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
+  const occupied = (await rooms.occupied()).filter(({ room }) => UUID.test(room));
+  const { voice, live } = await voiceChannelsAmong(
+    pool,
+    occupied.map((o) => o.room),
+  );
+  let removed = 0;
+  for (const { room, identities } of occupied.filter((o) => voice.has(o.room))) {
+    for (const userId of identities.filter((id) => UUID.test(id) && !live.has(`${room}:${id}`))) {
+      if (await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, userId, room))) removed++;
+    }
+  }
+  return removed;
+}
+
+export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<boolean> {
   await lockUserVoice(tx, userId);
   const state = counting(await findVoiceStateForUpdate(tx, userId));
   const permissions = state?.channelId === room ? await mediaPermissions(tx, state) : undefined;
   if (permissions) await rooms.allow(room, userId, permissions);
   else await rooms.remove(room, userId);
+  return !permissions;
 }
 
 function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {

@@ -54,6 +54,11 @@ export async function findCall(db: Queryable, id: string, options: { lock?: bool
   return row && toCall(row);
 }
 
+/** The calls among these ids, in one query (ids that are no call are left out). */
+export async function findCalls(db: Queryable, ids: string[]): Promise<Call[]> {
+  return (await many<CallRow>(db, `SELECT ${COLUMNS} FROM calls c WHERE c.id = ANY($1::uuid[])`, [ids])).map(toCall);
+}
+
 // Beside every list of conversations: prepared.
 const LIVE_CALLS_OF = prepared(`SELECT ${COLUMNS} FROM calls c WHERE c.conversation_id = ANY($1::uuid[]) AND c.state <> 'ended'`);
 

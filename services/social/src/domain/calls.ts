@@ -4,11 +4,14 @@ import {
   enqueueEvent,
   forbidden,
   type IssueMediaGrant,
+  type Logger,
   type MediaRooms,
   notFound,
+  type Periodic,
   type Pool,
   type Queryable,
   type RequestContext,
+  repeatEvery,
   withTx,
 } from '@chat/kit';
 import { v7 as uuidv7 } from 'uuid';
@@ -200,6 +203,17 @@ export function startCallClock(deps: Pick<CallDeps, 'pool' | 'now'> & { log?: { 
   };
 }
 
+/** How often the call rooms are checked against the calls. */
+const ROOM_CHECK_INTERVAL_MS = 30_000;
+
+/**
+ * Brings the call rooms into line every 30 s (checkCallRooms). Every replica may run one: a removal
+ * one made, the others no longer find.
+ */
+export function startCallRoomCheck(pool: Pool, rooms: MediaRooms, log: Logger): Periodic {
+  return repeatEvery(ROOM_CHECK_INTERVAL_MS, () => checkCallRooms(rooms, pool), log, 'call room check');
+}
+
 /**
  * A change to a call under its row lock, by a participant of its conversation (404 for anyone else);
  * `apply` answers the event's subject, or undefined when it changed nothing (no event, the call as it is).
@@ -289,13 +303,42 @@ async function publish(tx: Queryable, ctx: RequestContext, subject: Subject, cal
 /**
  * Brings the media server in line with the call, under the call's row lock (a rejoin racing this
  * waits, so the event of an earlier leave never takes out someone who came back): an ended call's
- * room closes, disconnecting anyone still in it; in a live call, whoever left is taken out of the
- * room. Nobody else can be connected: a grant goes only with joining (starting or accepting).
+ * room closes, disconnecting anyone still in it; in a live call, whoever of `connected` is not in
+ * the call is taken out of the room. Without `connected`, whoever left: a grant goes only with
+ * joining (starting or accepting), so nobody else can be connected.
  */
-export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: string): Promise<void> {
+export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: string, connected?: readonly string[]): Promise<void> {
   const call = await calls.findCall(tx, callId, { lock: true });
   if (!call || call.state === 'ended') return rooms.close(callId);
-  for (const { userId, state } of call.participants) if (state === 'left') await rooms.remove(call.id, userId);
+  const candidates = connected ?? call.participants.filter((p) => p.state === 'left').map((p) => p.userId);
+  for (const userId of candidates) if (stateOf(call, userId) !== 'joined') await rooms.remove(call.id, userId);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Brings into line every call room where LiveKit has someone who is not in the call (or a call that
+ * ended): the events do it at once (syncCallMedia); this catches a client that connects again
+ * afterwards with a grant from before, since LiveKit cannot revoke a token and refreshes a connected
+ * participant's every 5 minutes for 10. Rooms that are no call (a voice channel's, guilds') are left
+ * alone. Answers how many rooms it brought into line.
+ */
+export async function checkCallRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
+  const occupied = (await rooms.occupied()).filter(({ room }) => UUID.test(room));
+  const known = new Map(
+    (
+      await calls.findCalls(
+        pool,
+        occupied.map((o) => o.room),
+      )
+    ).map((call) => [call.id, call]),
+  );
+  const strays = occupied.filter(({ room, identities }) => {
+    const call = known.get(room);
+    return call && identities.some((id) => call.state === 'ended' || stateOf(call, id) !== 'joined');
+  });
+  for (const { room, identities } of strays) await withTx(pool, (tx) => syncCallMedia(rooms, tx, room, identities));
+  return strays.length;
 }
 
 const stateOf = (call: Call, userId: string) => call.participants.find((p) => p.userId === userId)?.state;
