@@ -8,6 +8,9 @@ import { ALL_PERMISSIONS } from './permissions.ts';
  */
 export const Id = z.uuid({ error: 'must be a UUID' }).toLowerCase();
 
+/** Whether a name from elsewhere (a media room, a participant's identity) is one of our ids. */
+export const isId = (value: string): boolean => Id.safeParse(value).success;
+
 /** Characters that change how the text around them shows: controls, line and paragraph separators, bidi embeddings, overrides and isolates. */
 const LAYOUT_CONTROL = /[\p{Cc}\u2028\u2029\u202A-\u202E\u2066-\u2069]/u;
 /**

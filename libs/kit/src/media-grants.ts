@@ -4,8 +4,8 @@ import { env } from './config.ts';
 
 /**
  * Variables of a service that hands out media grants and manages the rooms (voice channels in
- * guilds, calls in social): where clients reach the media server (LiveKit) and the API key pair it trusts. The defaults are
- * LiveKit's development pair (`livekit-server --dev`); production sets its own.
+ * guilds, calls in social): where clients reach the media server (LiveKit) and the API key pair it
+ * trusts. The defaults are LiveKit's development pair (`livekit-server --dev`); production sets its own.
  */
 export const mediaGrantConfig = z.object({
   LIVEKIT_URL: z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' }).default('ws://127.0.0.1:7880'),
@@ -92,7 +92,7 @@ export interface MediaRooms {
 /** How long a call to the media server's API may take before it counts as failed (and is tried again). */
 const ROOM_API_TIMEOUT_SECONDS = 10;
 
-/** LiveKit's room API (Twirp over HTTP, the server SDK's client) at LIVEKIT_URL, signed with its key pair. */
+/** LiveKit's room API (Twirp over HTTP, the server SDK's client) at LIVEKIT_API_URL or LIVEKIT_URL, signed with its key pair. */
 export function mediaRooms(config: MediaGrantConfig): MediaRooms {
   // Failover tries other regions of LiveKit Cloud hosts: a self-hosted server has none.
   const client = new RoomServiceClient(config.LIVEKIT_API_URL ?? config.LIVEKIT_URL, config.LIVEKIT_API_KEY, config.LIVEKIT_API_SECRET, {

@@ -2,10 +2,6 @@ import { type Logger, type MediaRooms, type Periodic, repeatEvery } from '@chat/
 import type { Domain } from './context.ts';
 import { checkVoiceRooms, moveIdleMembersToAfk, sweepVoiceStates } from './voice.ts';
 
-export interface VoiceSweeper {
-  stop(): Promise<void>;
-}
-
 const BATCH = 100;
 
 /**
@@ -14,39 +10,14 @@ const BATCH = 100;
  * an expired state, so the sweep's timing only decides when its guilds.voice.left event goes out
  * and its emptied temporary channel is deleted. Every replica may run one (see sweepVoiceStates).
  */
-export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSeconds: number): VoiceSweeper {
+export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSeconds: number): Periodic {
   const intervalMs = Math.min(15_000, Math.max(1_000, (ttlSeconds * 1_000) / 4));
-  let running: Promise<void> = Promise.resolve();
-  let lastFailureLog = 0;
-
   const sweep = async () => {
-    try {
-      // A full batch means more may be waiting: keep going rather than wait for the next tick.
-      while ((await sweepVoiceStates(d, new Date(), BATCH)) === BATCH) {}
-      while ((await moveIdleMembersToAfk(d, new Date(), BATCH)) === BATCH) {}
-    } catch (err) {
-      if (Date.now() - lastFailureLog < 60_000) return;
-      lastFailureLog = Date.now();
-      log.warn({ err }, 'voice sweep failed; will retry');
-    }
+    // A full batch means more may be waiting: keep going rather than wait for the next tick.
+    while ((await sweepVoiceStates(d, new Date(), BATCH)) === BATCH) {}
+    while ((await moveIdleMembersToAfk(d, new Date(), BATCH)) === BATCH) {}
   };
-  let busy = false;
-  // A tick that finds the previous sweep still running skips, so slow sweeps never pile up.
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    running = sweep().finally(() => {
-      busy = false;
-    });
-  }, intervalMs);
-  timer.unref();
-
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return repeatEvery(intervalMs, sweep, log, 'voice sweep');
 }
 
 /** How often the voice rooms are checked against the voice states. */

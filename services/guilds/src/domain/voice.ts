@@ -1,6 +1,7 @@
 import type { Channel } from '@chat/contracts';
 import {
   GUILDS_EVENTS,
+  isId,
   type MediaGrant,
   Permission,
   VOICE_EVENTS,
@@ -149,7 +150,14 @@ async function mediaPermissions(db: Queryable, state: VoiceState): Promise<Media
  * caller's transaction ends: a join racing this waits, so a member who joins the room again is
  * never taken out by the event of their earlier leave. Answers whether it took them out.
  */
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<boolean> {
+  await lockUserVoice(tx, userId);
+  const state = counting(await findVoiceStateForUpdate(tx, userId));
+  const permissions = state?.channelId === room ? await mediaPermissions(tx, state) : undefined;
+  if (permissions) await rooms.allow(room, userId, permissions);
+  else await rooms.remove(room, userId);
+  return !permissions;
+}
 
 /**
  * Takes out of the voice rooms whoever LiveKit has there without a live voice state in the channel.
@@ -161,27 +169,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * event would be. Answers how many it took out.
  */
 export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
-  const occupied = (await rooms.occupied()).filter(({ room }) => UUID.test(room));
+  const occupied = (await rooms.occupied()).filter(({ room }) => isId(room));
   const { voice, live } = await voiceChannelsAmong(
     pool,
     occupied.map((o) => o.room),
   );
   let removed = 0;
   for (const { room, identities } of occupied.filter((o) => voice.has(o.room))) {
-    for (const userId of identities.filter((id) => UUID.test(id) && !live.has(`${room}:${id}`))) {
+    for (const userId of identities.filter((id) => isId(id) && !live.has(`${room}:${id}`))) {
       if (await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, userId, room))) removed++;
     }
   }
   return removed;
-}
-
-export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<boolean> {
-  await lockUserVoice(tx, userId);
-  const state = counting(await findVoiceStateForUpdate(tx, userId));
-  const permissions = state?.channelId === room ? await mediaPermissions(tx, state) : undefined;
-  if (permissions) await rooms.allow(room, userId, permissions);
-  else await rooms.remove(room, userId);
-  return !permissions;
 }
 
 function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {

@@ -1,4 +1,4 @@
-import { CALL_SUBJECTS, type Call, type CallEvent, type JoinedCall } from '@chat/contracts';
+import { CALL_SUBJECTS, type Call, type CallEvent, isId, type JoinedCall } from '@chat/contracts';
 import {
   conflict,
   enqueueEvent,
@@ -314,8 +314,6 @@ export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: st
   for (const userId of candidates) if (stateOf(call, userId) !== 'joined') await rooms.remove(call.id, userId);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /**
  * Brings into line every call room where LiveKit has someone who is not in the call (or a call that
  * ended): the events do it at once (syncCallMedia); this catches a client that connects again
@@ -324,7 +322,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * alone. Answers how many rooms it brought into line.
  */
 export async function checkCallRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
-  const occupied = (await rooms.occupied()).filter(({ room }) => UUID.test(room));
+  const occupied = (await rooms.occupied()).filter(({ room }) => isId(room));
   const known = new Map(
     (
       await calls.findCalls(
