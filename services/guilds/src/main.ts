@@ -14,9 +14,11 @@ const runtime = await startRuntime({
 });
 const { tokens, revocations } = await startTokenVerifier({ config, bus: runtime.bus, log: runtime.log });
 const app = await buildApp({ ...runtime, config, tokens });
-const consumers = await startBus({ ...runtime, config });
+// One client of LiveKit's room API for the voice consumer and the room check.
+const rooms = mediaRooms(config);
+const consumers = await startBus({ ...runtime, rooms });
 const voiceSweeper = startVoiceSweeper(runtime, runtime.log, config.VOICE_STATE_TTL_SECONDS);
-const voiceRoomCheck = startVoiceRoomCheck(runtime, mediaRooms(config), runtime.log);
+const voiceRoomCheck = startVoiceRoomCheck(runtime, rooms, runtime.log);
 await serve({
   app,
   config,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AUTH_SUBJECTS, STREAMS, type UserEventData } from '@chat/contracts';
-import { ensureStream, loadConfig } from '@chat/kit';
+import { ensureStream, loadConfig, mediaRooms } from '@chat/kit';
 import { createTestIssuer, createTestRuntime, startAuthLookupStandIn, until } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { inject } from 'vitest';
@@ -24,7 +24,8 @@ export async function startGuilds() {
   const config = loadConfig(GuildsConfig, runtime.env);
   const tokens = issuer.verifier();
   const app = await buildApp({ ...runtime, config, tokens });
-  let consumers = await startBus({ ...runtime, config });
+  const rooms = mediaRooms(config);
+  let consumers = await startBus({ ...runtime, rooms });
   const auth = await startAuthLookupStandIn(runtime);
   const tokenCache = new Map<string, string>();
 
@@ -114,7 +115,7 @@ export async function startGuilds() {
 
   /** Starts the consumers again after pauseConsumers. */
   async function resumeConsumers() {
-    consumers = await startBus({ ...runtime, config });
+    consumers = await startBus({ ...runtime, rooms });
   }
 
   async function close() {
@@ -126,6 +127,8 @@ export async function startGuilds() {
 
   return {
     runtime,
+    config,
+    rooms,
     app,
     call,
     replica,

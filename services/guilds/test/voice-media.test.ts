@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { MediaGrant } from '@chat/contracts';
-import { loadConfig, mediaGrantIssuer, mediaRooms } from '@chat/kit';
+import { mediaGrantIssuer } from '@chat/kit';
 import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
-import { GuildsConfig } from '../src/config.ts';
 import { checkVoiceRooms } from '../src/domain/voice.ts';
 import { startGuilds } from './harness.ts';
 
@@ -124,7 +123,7 @@ describe('voice rooms follow the voice states', () => {
     first.participant.leave();
     const again = await connectedMember(channelId, first.userId);
     // The leave's event is applied only now, after the member is back in the room.
-    const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: mediaRooms(loadConfig(GuildsConfig, g.runtime.env)) });
+    const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: g.rooms });
     try {
       const { rows } = await g.db.query("SELECT id FROM outbox WHERE subject = 'guilds.voice.left' ORDER BY seq DESC LIMIT 1");
       const applied = async () =>
@@ -142,7 +141,6 @@ describe('voice rooms follow the voice states', () => {
 
 describe('the voice room check', () => {
   it('takes out whoever connected again with a grant from before they were taken out, and leaves members in their rooms and rooms that are no voice channel alone', async () => {
-    const config = loadConfig(GuildsConfig, g.runtime.env);
     const channelId = await voiceChannel();
     const [kicked, staying] = [await connectedMember(channelId), await connectedMember(channelId)];
     expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
@@ -152,10 +150,10 @@ describe('the voice room check', () => {
     await until(() => participantIn(rooms, channelId, kicked.userId), { what: 'the kicked member is back in the room' });
     // A room named by an id that is no channel here (a call's, social's), with someone in it.
     const [callRoom, caller] = [randomUUID(), randomUUID()];
-    const inCall = await joinRoom(await mediaGrantIssuer(config)({ room: callRoom, identity: caller, canPublish: true }));
+    const inCall = await joinRoom(await mediaGrantIssuer(g.config)({ room: callRoom, identity: caller, canPublish: true }));
     await until(() => participantIn(rooms, callRoom, caller), { what: 'the caller is in the call room' });
 
-    expect(await checkVoiceRooms(mediaRooms(config), g.db)).toBeGreaterThanOrEqual(1);
+    expect(await checkVoiceRooms(g.rooms, g.db)).toBeGreaterThanOrEqual(1);
     expect(await back.disconnected()).toBe(true);
     expect(await stillIn(channelId, kicked.userId)).toBe(false);
     expect(await participantIn(rooms, channelId, staying.userId)).toBeDefined();

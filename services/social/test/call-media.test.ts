@@ -42,13 +42,19 @@ async function connect(user: User, answer: { status: number; body: { id: string;
 const act = (user: User, callId: string, action: 'accept' | 'leave') => h.call(user, 'POST', `/v1/calls/${callId}/${action}`);
 const inRoom = async (callId: string) => (await rooms.listParticipants(callId)).map((p) => p.identity).sort();
 
+/** A 1:1 call that alice started and bob accepted, both connected to its room with the grants they got. */
+async function callWithBothIn() {
+  const [alice, bob] = [await h.addUser(), await h.addUser()];
+  const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
+  const callId: string = started.body.id;
+  const aliceIn = await connect(alice, started);
+  const accepted = await act(bob, callId, 'accept');
+  return { alice, bob, callId, aliceIn, accepted, bobIn: await connect(bob, accepted) };
+}
+
 describe('call rooms follow the calls', () => {
   it('takes whoever hangs up out of the room, and closes it when the call ends', async () => {
-    const [alice, bob] = [await h.addUser(), await h.addUser()];
-    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
-    const callId = started.body.id;
-    const aliceIn = await connect(alice, started);
-    const bobIn = await connect(bob, await act(bob, callId, 'accept'));
+    const { alice, bob, callId, aliceIn, bobIn } = await callWithBothIn();
 
     expect((await act(alice, callId, 'leave')).body.state).toBe('active');
     expect(await aliceIn.disconnected()).toBe(true);
@@ -80,11 +86,7 @@ describe('call rooms follow the calls', () => {
   });
 
   it('the late event of an earlier hang-up does not take out someone who came back to the call', async () => {
-    const [alice, bob] = [await h.addUser(), await h.addUser()];
-    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
-    const callId = started.body.id;
-    const aliceIn = await connect(alice, started);
-    const bobIn = await connect(bob, await act(bob, callId, 'accept'));
+    const { alice, bob, callId, aliceIn, bobIn } = await callWithBothIn();
     await consumer?.stop();
     expect((await act(bob, callId, 'leave')).status).toBe(200);
     bobIn.leave();
@@ -111,12 +113,7 @@ describe('call rooms follow the calls', () => {
 
 describe('the call room check', () => {
   it('takes out whoever connected again with a grant from before they left, and leaves those in the call', async () => {
-    const [alice, bob] = [await h.addUser(), await h.addUser()];
-    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${await conversation(alice, bob)}/call`);
-    const callId = started.body.id;
-    const aliceIn = await connect(alice, started);
-    const accepted = await act(bob, callId, 'accept');
-    const bobIn = await connect(bob, accepted);
+    const { alice, bob, callId, aliceIn, accepted, bobIn } = await callWithBothIn();
     expect((await act(bob, callId, 'leave')).body.state).toBe('active');
     expect(await bobIn.disconnected()).toBe(true);
     // Bob's client kept its grant (or a token LiveKit refreshed for it), and connects again.

@@ -1,4 +1,4 @@
-import { type ConsumerHandle, mediaRooms } from '@chat/kit';
+import type { ConsumerHandle, MediaRooms } from '@chat/kit';
 import type { GuildsDeps } from '../deps.ts';
 import { consumeActivityEvents } from './activities.ts';
 import { consumeEmbeds } from './embeds.ts';
@@ -8,7 +8,7 @@ import { consumeUserEvents } from './users.ts';
 import { consumeVoiceMedia } from './voice-media.ts';
 
 /** Everything guilds does on the bus besides publishing: its RPC answers and its consumers. */
-export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log' | 'config'>): Promise<ConsumerHandle[]> {
+export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log'> & { rooms: MediaRooms }): Promise<ConsumerHandle[]> {
   serveGuildsRpc(deps.bus, deps.log, { pool: deps.pool, bus: deps.bus });
   serveAudienceRpc(deps.bus, deps.log, deps);
   return [
@@ -16,6 +16,6 @@ export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log' | '
     await consumeActivityEvents(deps),
     await consumeEmbeds(deps),
     await consumeMentions(deps),
-    await consumeVoiceMedia({ ...deps, rooms: mediaRooms(deps.config) }),
+    await consumeVoiceMedia(deps),
   ];
 }

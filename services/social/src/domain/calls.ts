@@ -323,14 +323,11 @@ export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: st
  */
 export async function checkCallRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
   const occupied = (await rooms.occupied()).filter(({ room }) => isId(room));
-  const known = new Map(
-    (
-      await calls.findCalls(
-        pool,
-        occupied.map((o) => o.room),
-      )
-    ).map((call) => [call.id, call]),
+  const found = await calls.findCalls(
+    pool,
+    occupied.map((o) => o.room),
   );
+  const known = new Map(found.map((call) => [call.id, call]));
   const strays = occupied.filter(({ room, identities }) => {
     const call = known.get(room);
     return call && identities.some((id) => call.state === 'ended' || stateOf(call, id) !== 'joined');
