@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { MediaGrant } from '@chat/contracts';
+import { DEFAULT_EVERYONE_PERMISSIONS, type MediaGrant, Permission, toMask } from '@chat/contracts';
 import { mediaGrantIssuer } from '@chat/kit';
 import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
+import { TrackSource } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
 import { checkVoiceRooms } from '../src/domain/voice.ts';
@@ -136,6 +137,83 @@ describe('voice rooms follow the voice states', () => {
       again.participant.leave();
       await g.resumeConsumers();
     }
+  });
+});
+
+describe('what a connected member may publish follows their permissions', () => {
+  const [SPEAK, STREAM] = [toMask(Permission.SPEAK), toMask(Permission.STREAM)];
+  const permission = async (room: string, userId: string) => (await participantIn(rooms, room, userId))?.permission;
+  const publishes = (room: string, userId: string, may: boolean) =>
+    lastAttempt(
+      () => permission(room, userId),
+      (p) => p?.canPublish === may,
+    );
+  const setEveryone = (permissions: number) => g.call(owner, 'PATCH', `/v1/servers/${serverId}/roles/${serverId}`, { permissions });
+
+  it("a change of @everyone's SPEAK reaches a member already connected, both ways", async () => {
+    const channelId = await voiceChannel();
+    const { userId, participant } = await connectedMember(channelId);
+    expect(await permission(channelId, userId)).toMatchObject({ canPublish: true });
+    try {
+      expect((await setEveryone(toMask(DEFAULT_EVERYONE_PERMISSIONS & ~Permission.SPEAK))).status).toBe(200);
+      expect(await publishes(channelId, userId, false)).toMatchObject({ canPublish: false, canSubscribe: true });
+    } finally {
+      expect((await setEveryone(toMask(DEFAULT_EVERYONE_PERMISSIONS))).status).toBe(200);
+    }
+    expect(await publishes(channelId, userId, true)).toMatchObject({ canPublish: true, canSubscribe: true });
+    participant.leave();
+  });
+
+  it('role overrides, and taking the role that gave SPEAK from a member, giving it back and deleting the role, each reach the connection', async () => {
+    const channelId = await voiceChannel();
+    const speakers = await g.call(owner, 'POST', `/v1/servers/${serverId}/roles`, { name: 'speakers' });
+    expect(speakers.status).toBe(201);
+    const { userId, participant } = await connectedMember(channelId);
+    const memberRole = `/v1/servers/${serverId}/members/${userId}/roles/${speakers.body.id}`;
+    expect((await g.call(owner, 'PUT', memberRole)).status).toBe(204);
+    // In this channel only the role's override lets anyone speak.
+    const overrides = `/v1/channels/${channelId}/permissions`;
+    expect((await g.call(owner, 'PUT', overrides, { roleId: serverId, allowBits: 0, denyBits: SPEAK })).status).toBe(200);
+    expect(await publishes(channelId, userId, false)).toMatchObject({ canPublish: false });
+    expect((await g.call(owner, 'PUT', overrides, { roleId: speakers.body.id, allowBits: SPEAK, denyBits: 0 })).status).toBe(200);
+    expect(await publishes(channelId, userId, true)).toMatchObject({ canPublish: true });
+
+    expect((await g.call(owner, 'DELETE', memberRole)).status).toBe(204);
+    expect(await publishes(channelId, userId, false)).toMatchObject({ canPublish: false });
+    expect((await g.call(owner, 'PUT', memberRole)).status).toBe(204);
+    expect(await publishes(channelId, userId, true)).toMatchObject({ canPublish: true });
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/roles/${speakers.body.id}`)).status).toBe(204);
+    expect(await publishes(channelId, userId, false)).toMatchObject({ canPublish: false });
+    participant.leave();
+  });
+
+  it("a member's override in the channel taking SPEAK, then STREAM, and its removal reach the connection; members elsewhere keep theirs", async () => {
+    const [channelId, elsewhere] = [await voiceChannel(), await voiceChannel('elsewhere')];
+    const { userId, participant } = await connectedMember(channelId);
+    const other = await connectedMember(elsewhere);
+    const override = (denyBits: number) =>
+      g.call(owner, 'PUT', `/v1/channels/${channelId}/permissions`, { userId, allowBits: 0, denyBits });
+
+    expect((await override(SPEAK)).status).toBe(200);
+    expect(await publishes(channelId, userId, false)).toMatchObject({ canPublish: false });
+    const streaming = await override(STREAM);
+    expect(streaming.status).toBe(200);
+    // Speaking again, but the microphone only.
+    const microphoneOnly = await lastAttempt(
+      () => permission(channelId, userId),
+      (p) => p?.canPublish === true && p.canPublishSources.length === 1,
+    );
+    expect(microphoneOnly).toMatchObject({ canPublish: true, canPublishSources: [TrackSource.MICROPHONE] });
+    expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}/permissions/${streaming.body.id}`)).status).toBe(204);
+    expect(
+      await lastAttempt(
+        () => permission(channelId, userId),
+        (p) => p?.canPublishSources.length === 0,
+      ),
+    ).toMatchObject({ canPublish: true, canPublishSources: [] });
+    expect(await permission(elsewhere, other.userId)).toMatchObject({ canPublish: true, canPublishSources: [] });
+    participant.leave();
+    other.participant.leave();
   });
 });
 

@@ -51,6 +51,7 @@ import {
   setSelfFlags,
   setServerFlags,
   upsertVoiceState,
+  type VoiceScope,
   voiceChannelsAmong,
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
@@ -157,6 +158,19 @@ export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: s
   if (permissions) await rooms.allow(room, userId, permissions);
   else await rooms.remove(room, userId);
   return !permissions;
+}
+
+/**
+ * Brings the rooms in line with a change of access (a role's permissions, a member's roles, a
+ * channel override): every member live in voice within `scope` may do from now on
+ * what a grant made now would allow. Losing SPEAK or STREAM stops their publishing at once, not at
+ * their next grant; getting it back lets them publish again. Each in its own transaction, under
+ * their own voice lock (see syncVoiceMedia), so no join waits on the others' media calls.
+ */
+export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: VoiceScope): Promise<void> {
+  for (const { userId, channelId } of await listLiveStates(pool, scope)) {
+    await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, userId, channelId));
+  }
 }
 
 /**
@@ -472,7 +486,7 @@ export function disconnectMember(d: Domain, ctx: Ctx, serverId: string, userId: 
 export async function listVoiceStates(d: Domain, ctx: Ctx, serverId: string): Promise<VoiceState[]> {
   const access = await memberAccess(d.pool, serverId, ctx.userId);
   const visible = new Set((await visibleChannels(d.pool, access)).map((c) => c.channel.id));
-  return (await listLiveStates(d.pool, serverId)).filter((s) => visible.has(s.channelId) || s.userId === ctx.userId);
+  return (await listLiveStates(d.pool, { serverId })).filter((s) => visible.has(s.channelId) || s.userId === ctx.userId);
 }
 
 /** Whether the user's live voice state is in this channel (what music asks before a control). */
