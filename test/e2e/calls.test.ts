@@ -6,7 +6,7 @@ import { api, conversationOnceKnown, fileSockets, newUser } from './helpers.ts';
 const { identified: socketOf } = fileSockets();
 
 describe('calls through the gateway', () => {
-  it('rings, answers with a media grant for the call room, and ends when both leave, disconnected from the room', async () => {
+  it('rings, answers with a media grant for the call room, and ends when both leave, disconnected from the room (again, when one comes back with a kept grant)', async () => {
     const [alice, bob, eve] = await Promise.all([newUser('caller'), newUser('callee'), newUser('outsider')]);
     const conversationId = await conversationOnceKnown(alice, bob);
     const started = await api('POST', `/v1/dm/conversations/${conversationId}/call`, { user: alice });
@@ -25,6 +25,10 @@ describe('calls through the gateway', () => {
 
     await api('POST', `/v1/calls/${started.body.id}/leave`, { user: alice });
     expect(await aliceIn.disconnected(20_000)).toBe(true);
+    // The grant alice kept still connects (LiveKit cannot revoke it); social, which watches the room
+    // it took her out of, takes her out again within seconds, well before its 30 s check of every room.
+    const aliceBack = await joinRoom(started.body.grant);
+    expect(await aliceBack.disconnected(10_000)).toBe(true);
     expect(await participantIn(rooms, started.body.id, bob.id)).toBeDefined();
     const ended = await api('POST', `/v1/calls/${started.body.id}/leave`, { user: bob });
     expect(ended.body).toMatchObject({ state: 'ended', endReason: 'completed' });

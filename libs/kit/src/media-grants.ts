@@ -1,6 +1,8 @@
 import { AccessToken, RoomServiceClient, TrackSource, TwirpError } from 'livekit-server-sdk';
 import { z } from 'zod';
 import { env } from './config.ts';
+import type { Logger } from './logger.ts';
+import { type Periodic, repeatEvery } from './periodic.ts';
 
 /**
  * Variables of a service that hands out media grants and manages the rooms (voice channels in
@@ -85,9 +87,20 @@ export interface MediaRooms {
   allow(room: string, identity: string, permissions: MediaPermissions): Promise<void>;
   /** Closes the room, disconnecting everyone in it. */
   close(room: string): Promise<void>;
-  /** Every open room with the identities of those connected to it. */
-  occupied(): Promise<{ room: string; identities: string[] }[]>;
+  /**
+   * Every open room with the identities of those connected to it; with `recentRemovals`, only the
+   * rooms this client took someone out of (or closed) within REJOIN_WINDOW_MS, where a client taken
+   * out may come back with what it kept.
+   */
+  occupied(options?: { recentRemovals?: boolean }): Promise<{ room: string; identities: string[] }[]>;
 }
+
+/**
+ * How long a client taken out of a room may come back to it: LiveKit cannot revoke a token, and
+ * refreshes a connected participant's every 5 minutes for 10, so what it kept lets it in for up to
+ * 10 minutes (and a minute of clock skew) after it was taken out.
+ */
+export const REJOIN_WINDOW_MS = 11 * 60_000;
 
 /** How long a call to the media server's API may take before it counts as failed (and is tried again). */
 const ROOM_API_TIMEOUT_SECONDS = 10;
@@ -99,18 +112,32 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
     requestTimeout: ROOM_API_TIMEOUT_SECONDS,
     failover: false,
   });
+  // Room name -> when someone was last taken out of it here.
+  const removals = new Map<string, number>();
+  const removedFrom = (room: string) => removals.set(room, Date.now());
+  const recentlyEmptied = () => {
+    for (const [room, at] of removals) if (Date.now() - at > REJOIN_WINDOW_MS) removals.delete(room);
+    return [...removals.keys()];
+  };
   return {
-    remove: (room, identity) => unlessAbsent(client.removeParticipant(room, identity)),
+    // Marked first: a client that comes back at once is then already watched for.
+    remove: (room, identity) => {
+      removedFrom(room);
+      return unlessAbsent(client.removeParticipant(room, identity));
+    },
     allow: (room, identity, permissions) =>
       unlessAbsent(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })),
-    close: (room) => unlessAbsent(client.deleteRoom(room)),
-    occupied: async () => {
-      const open = await orNothing(client.listRooms(), []);
-      const listed = open.map(async ({ name }) => ({
-        room: name,
-        identities: (await orNothing(client.listParticipants(name), [])).map((p) => p.identity),
+    close: (room) => {
+      removedFrom(room);
+      return unlessAbsent(client.deleteRoom(room));
+    },
+    occupied: async ({ recentRemovals = false } = {}) => {
+      const names = recentRemovals ? recentlyEmptied() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
+      const listed = names.map(async (room) => ({
+        room,
+        identities: (await orNothing(client.listParticipants(room), [])).map((p) => p.identity),
       }));
-      return Promise.all(listed);
+      return (await Promise.all(listed)).filter((r) => r.identities.length > 0);
     },
   };
 }
@@ -135,4 +162,30 @@ const isAbsent = (err: unknown) => (err instanceof TwirpError && err.status === 
 /** The code of an error's cause (fetch wraps the socket's error in a TypeError). */
 function causeCode(err: unknown): unknown {
   return (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
+}
+
+/** How often every room is checked, and how often the rooms someone was lately taken out of. */
+const ROOM_CHECK_INTERVAL_MS = 30_000;
+const RECENT_ROOM_CHECK_INTERVAL_MS = 2_000;
+
+/**
+ * Runs a service's room check (which takes out whoever is in one of its rooms without the right to
+ * be) every 30 s over every room, and every 2 s over the rooms this replica took someone out of
+ * within REJOIN_WINDOW_MS: a client taken out that connects again with what it kept is out again
+ * within seconds, and a replica that took nobody out asks the media server nothing in between.
+ */
+export function checkRoomsPeriodically(
+  check: (options: { recentRemovals: boolean }) => Promise<unknown>,
+  log: Pick<Logger, 'warn'>,
+  what: string,
+): Periodic {
+  const checks = [
+    repeatEvery(ROOM_CHECK_INTERVAL_MS, () => check({ recentRemovals: false }), log, what),
+    repeatEvery(RECENT_ROOM_CHECK_INTERVAL_MS, () => check({ recentRemovals: true }), log, `${what} of recent removals`),
+  ];
+  return {
+    async stop() {
+      await Promise.all(checks.map((c) => c.stop()));
+    },
+  };
 }

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { joinRoom, liveKitRooms, participantIn, until } from '@chat/testkit';
-import { afterAll, describe, expect, inject, it } from 'vitest';
-import { mediaGrantConfig, mediaGrantIssuer, mediaRooms } from '../src/media-grants.ts';
+import { afterAll, describe, expect, inject, it, vi } from 'vitest';
+import { mediaGrantConfig, mediaGrantIssuer, mediaRooms, REJOIN_WINDOW_MS } from '../src/media-grants.ts';
 
 /** The room API against the LiveKit scripts/backing.sh starts, and against servers that fail. */
 
@@ -49,6 +49,47 @@ describe('media rooms', () => {
     });
     await rooms.close(room);
     expect(await participant.disconnected()).toBe(true);
+  });
+
+  it('lists, for the recent removals, only the rooms it took someone out of or closed, for as long as a kept token may bring them back', async () => {
+    const [emptied, untouched, closed] = ['emptied', 'untouched', 'closed'].map((name) => `${name}-${crypto.randomUUID()}`) as [
+      string,
+      string,
+      string,
+    ];
+    const issue = mediaGrantIssuer(config);
+    const grants = {
+      alice: await issue({ room: emptied, identity: 'alice', canPublish: true }),
+      bob: await issue({ room: untouched, identity: 'bob', canPublish: true }),
+      carol: await issue({ room: closed, identity: 'carol', canPublish: true }),
+    };
+    const connected = await Promise.all(Object.values(grants).map((grant) => joinRoom(grant)));
+    await until(async () => Boolean((await participantIn(observed, emptied, 'alice')) && (await participantIn(observed, closed, 'carol'))));
+    const replica = mediaRooms(config);
+    await replica.remove(emptied, 'alice');
+    await replica.close(closed);
+    // Both come back with the grant they kept.
+    const back = [await joinRoom(grants.alice), await joinRoom(grants.carol)];
+    await until(async () => Boolean((await participantIn(observed, emptied, 'alice')) && (await participantIn(observed, closed, 'carol'))));
+
+    const recent = await replica.occupied({ recentRemovals: true });
+    expect(recent.sort((a, b) => a.room.localeCompare(b.room))).toEqual(
+      [
+        { room: emptied, identities: ['alice'] },
+        { room: closed, identities: ['carol'] },
+      ].sort((a, b) => a.room.localeCompare(b.room)),
+    );
+    // Another replica took nobody out.
+    expect(await mediaRooms(config).occupied({ recentRemovals: true })).toEqual([]);
+    // Once a kept token can no longer let anyone in, the rooms are no longer watched.
+    const now = Date.now();
+    vi.spyOn(Date, 'now').mockReturnValue(now + REJOIN_WINDOW_MS + 1);
+    try {
+      expect(await replica.occupied({ recentRemovals: true })).toEqual([]);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    for (const participant of [...connected, ...back]) participant.leave();
   });
 
   it('counts a media server that refuses the connection as one with nobody connected, and throws on its failures', async () => {

@@ -239,4 +239,28 @@ describe('the voice room check', () => {
     staying.participant.leave();
     inCall.leave();
   });
+
+  it('of recent removals looks only at the rooms this replica took someone out of', async () => {
+    const [emptied, untouched] = [await voiceChannel('emptied'), await voiceChannel('untouched')];
+    const kicked = await connectedMember(emptied);
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
+    expect(await kicked.participant.disconnected()).toBe(true);
+    const back = await joinRoom(kicked.grant);
+    // Someone in the other room without a voice state, whom no removal of this replica concerns.
+    const stray = await newMember();
+    const strayIn = await joinRoom(await mediaGrantIssuer(g.config)({ room: untouched, identity: stray, canPublish: true }));
+    await until(
+      async () => Boolean((await participantIn(rooms, emptied, kicked.userId)) && (await participantIn(rooms, untouched, stray))),
+      {
+        what: 'both are in the rooms',
+      },
+    );
+
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await back.disconnected()).toBe(true);
+    expect(await participantIn(rooms, untouched, stray)).toBeDefined();
+    // The check of every room finds the stray.
+    expect(await checkVoiceRooms(g.rooms, g.db)).toBeGreaterThanOrEqual(1);
+    expect(await strayIn.disconnected()).toBe(true);
+  });
 });

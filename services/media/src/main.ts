@@ -1,5 +1,5 @@
 import { STREAMS } from '@chat/contracts';
-import { configOrExit, serve, startRuntime, startTokenVerifier } from '@chat/kit';
+import { configOrExit, repeatEvery, serve, startRuntime, startTokenVerifier } from '@chat/kit';
 import { buildApp } from './app.ts';
 import { consumeMessagesForEmbeds } from './bus/embeds.ts';
 import { serveMediaRpc } from './bus/rpc.ts';
@@ -33,14 +33,15 @@ const sweeper = startMediaSweeper(deps, runtime.log, {
 });
 // Expired cached previews are dead weight, and so are the images only they showed; an hourly sweep
 // keeps the table to about a day of links and the bucket to the images messages show.
-const purge = setInterval(
-  () => {
-    purgeExpiredPreviews(deps)
-      .then((purged) => purged.images > 0 && runtime.log.info(purged, 'purged expired link previews and their images'))
-      .catch((err) => runtime.log.warn({ err }, 'could not purge expired link previews'));
-  },
+const purge = repeatEvery(
   60 * 60 * 1000,
-).unref();
+  async () => {
+    const purged = await purgeExpiredPreviews(deps);
+    if (purged.images > 0) runtime.log.info(purged, 'purged expired link previews and their images');
+  },
+  runtime.log,
+  'link preview purge',
+);
 await serve({
   app,
   config,
@@ -48,7 +49,6 @@ await serve({
   runtime,
   consumers: [...consumers, revocations],
   onClose: async () => {
-    clearInterval(purge);
-    await sweeper.stop();
+    await Promise.all([purge.stop(), sweeper.stop()]);
   },
 });

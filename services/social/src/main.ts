@@ -31,7 +31,7 @@ serveSocialRpc(runtime.bus, runtime.log, runtime.pool);
 const deps = { ...runtime, config, tokens };
 const app = await buildApp(deps);
 // Unanswered calls end as missed on time; every replica runs the clock, each call ends once.
-const callClock = startCallClock({ ...callDeps(deps), log: runtime.log });
+const callClock = startCallClock(callDeps(deps), runtime.log);
 const callRoomCheck = startCallRoomCheck(runtime.pool, rooms, runtime.log);
 await serve({
   app,

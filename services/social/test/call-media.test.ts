@@ -13,9 +13,11 @@ import { createHarness } from './harness.ts';
 
 const h = await createHarness();
 const rooms = liveKitRooms(inject('backing').livekit);
+// The room API the consumer uses: what it took people out of is what the check of recent removals looks at.
+const replicaRooms = mediaRooms(h.deps.config);
 let consumer: ConsumerHandle | undefined;
 const startConsumer = async () => {
-  consumer = await consumeCallMedia({ ...h.runtime, rooms: mediaRooms(h.deps.config) });
+  consumer = await consumeCallMedia({ ...h.runtime, rooms: replicaRooms });
 };
 beforeAll(startConsumer);
 afterAll(async () => {
@@ -123,5 +125,30 @@ describe('the call room check', () => {
     expect(await back.disconnected()).toBe(true);
     expect(await inRoom(callId)).toEqual([alice.id]);
     aliceIn.leave();
+  });
+
+  it('of recent removals looks only at the rooms this replica took someone out of', async () => {
+    const left = await callWithBothIn();
+    expect((await act(left.bob, left.callId, 'leave')).body.state).toBe('active');
+    expect(await left.bobIn.disconnected()).toBe(true);
+    const back = await connect(left.bob, left.accepted);
+    // The same in a call whose leave another replica applied: this one took nobody out of that room.
+    const elsewhere = await callWithBothIn();
+    await consumer?.stop();
+    try {
+      expect((await act(elsewhere.bob, elsewhere.callId, 'leave')).body.state).toBe('active');
+      elsewhere.bobIn.leave();
+      const strayBack = await connect(elsewhere.bob, elsewhere.accepted);
+
+      expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+      expect(await back.disconnected()).toBe(true);
+      expect(await inRoom(left.callId)).toEqual([left.alice.id]);
+      expect(await inRoom(elsewhere.callId)).toEqual([elsewhere.alice.id, elsewhere.bob.id].sort());
+      strayBack.leave();
+    } finally {
+      await startConsumer();
+    }
+    left.aliceIn.leave();
+    elsewhere.aliceIn.leave();
   });
 });

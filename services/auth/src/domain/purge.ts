@@ -1,10 +1,7 @@
+import { type Periodic, repeatEvery } from '@chat/kit';
 import { type PurgeCounts, purgeExpired } from '../db/purge.ts';
 import type { AuthDomainDeps } from '../deps.ts';
 import { LOGIN_FAILURE_WINDOW_MS } from './login-limit.ts';
-
-export interface Purger {
-  stop(): Promise<void>;
-}
 
 /** One purge of expired registrations, tokens, sessions, codes and counters (see purgeExpired). */
 export async function purgeOnce(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Promise<PurgeCounts> {
@@ -17,16 +14,6 @@ export async function purgeOnce(deps: Pick<AuthDomainDeps, 'pool' | 'config' | '
  * Purges every PURGE_INTERVAL_SECONDS. Every replica may run one: the deletes are idempotent, and
  * a failure waits for the next tick.
  */
-export function startPurger(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Purger {
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(() => purgeOnce(deps)).catch((err) => deps.log.warn({ err }, 'purge failed; will retry'));
-  }, deps.config.PURGE_INTERVAL_SECONDS * 1_000);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+export function startPurger(deps: Pick<AuthDomainDeps, 'pool' | 'config' | 'log'>): Periodic {
+  return repeatEvery(deps.config.PURGE_INTERVAL_SECONDS * 1_000, () => purgeOnce(deps), deps.log, 'purge');
 }

@@ -5,6 +5,7 @@ import { consumeEmbeds } from './embeds.ts';
 import { consumeMentions } from './mentions.ts';
 import { serveAudienceRpc, serveGuildsRpc } from './rpc.ts';
 import { consumeUserEvents } from './users.ts';
+import { consumeVoiceAccess } from './voice-access.ts';
 import { consumeVoiceMedia } from './voice-media.ts';
 
 /** Everything guilds does on the bus besides publishing: its RPC answers and its consumers. */
@@ -17,5 +18,6 @@ export async function startBus(deps: Pick<GuildsDeps, 'bus' | 'pool' | 'log'> & 
     await consumeEmbeds(deps),
     await consumeMentions(deps),
     await consumeVoiceMedia(deps),
+    ...(await consumeVoiceAccess(deps)),
   ];
 }

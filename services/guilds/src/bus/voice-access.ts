@@ -1,7 +1,6 @@
 import { GUILDS_SUBJECTS, STREAMS } from '@chat/contracts';
 import { type Bus, type ConsumerHandle, consumeEvents, type Logger, type MediaRooms, type Pool } from '@chat/kit';
-import type { VoiceScope } from '../db/voice-states.ts';
-import { syncVoiceAccess } from '../domain/voice.ts';
+import { syncVoiceAccess, type VoiceScope } from '../domain/voice.ts';
 
 /** The ids a scope reads of a payload (the kit parsed it by its contract). */
 type Data = Record<'serverId' | 'userId' | 'channelId', string>;

@@ -1,4 +1,4 @@
-import { type Logger, type MediaRooms, type Periodic, repeatEvery } from '@chat/kit';
+import { checkRoomsPeriodically, type Logger, type MediaRooms, type Periodic, repeatEvery } from '@chat/kit';
 import type { Domain } from './context.ts';
 import { checkVoiceRooms, moveIdleMembersToAfk, sweepVoiceStates } from './voice.ts';
 
@@ -20,14 +20,11 @@ export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSecon
   return repeatEvery(intervalMs, sweep, log, 'voice sweep');
 }
 
-/** How often the voice rooms are checked against the voice states. */
-const ROOM_CHECK_INTERVAL_MS = 30_000;
-
 /**
- * Takes out of the voice rooms, every 30 s, whoever connected again with a grant from before they
- * were taken out (checkVoiceRooms). Every replica may run one: a removal one made, the others no
- * longer find.
+ * Takes out of the voice rooms whoever connected again with a grant from before they were taken out
+ * (checkVoiceRooms, see checkRoomsPeriodically). Every replica may run one: a removal one made, the
+ * others no longer find.
  */
 export function startVoiceRoomCheck(d: Pick<Domain, 'pool'>, rooms: MediaRooms, log: Logger): Periodic {
-  return repeatEvery(ROOM_CHECK_INTERVAL_MS, () => checkVoiceRooms(rooms, d.pool), log, 'voice room check');
+  return checkRoomsPeriodically((options) => checkVoiceRooms(rooms, d.pool, options), log, 'voice room check');
 }

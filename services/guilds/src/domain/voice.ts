@@ -160,6 +160,8 @@ export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: s
   return !permissions;
 }
 
+export type { VoiceScope };
+
 /**
  * Brings the rooms in line with a change of access (a role's permissions, a member's roles, a
  * channel override): every member live in voice within `scope` may do from now on
@@ -180,10 +182,11 @@ export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: Voic
  * revoke a token, and refreshes a connected participant's every 5 minutes for 10. Only rooms of this
  * service's voice channels are looked at (a call's room is social's), and only identities that are
  * user ids (ours are). Each is checked again under the user's voice lock before it goes, as an
- * event would be. Answers how many it took out.
+ * event would be. With `recentRemovals`, only the rooms this replica took someone out of lately
+ * (see MediaRooms.occupied). Answers how many it took out.
  */
-export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
-  const occupied = (await rooms.occupied()).filter(({ room }) => isId(room));
+export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
+  const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
   const { voice, live } = await voiceChannelsAmong(
     pool,
     occupied.map((o) => o.room),

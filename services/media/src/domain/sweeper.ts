@@ -1,4 +1,4 @@
-import type { Logger } from '@chat/kit';
+import { type Logger, type Periodic, repeatEvery } from '@chat/kit';
 import { deleteRecordCreatedBefore, hasRecordForKey, recordsByKey } from '../db/media-files.ts';
 import type { StoredObject } from '../db/storage.ts';
 import type { MediaDeps } from '../deps.ts';
@@ -90,38 +90,15 @@ async function abortStaleUploads(deps: Deps, cutoff: Date): Promise<number> {
   return stale.size;
 }
 
-export interface MediaSweeper {
-  stop(): Promise<void>;
-}
-
 /** Sweeps every `intervalSeconds`; a tick that finds the previous sweep still running skips. */
 export function startMediaSweeper(
   deps: Deps & Pick<MediaDeps, 'now'>,
   log: Logger,
   settings: { intervalSeconds: number; orphanAgeSeconds: number },
-): MediaSweeper {
-  let running: Promise<void> = Promise.resolve();
-  let busy = false;
+): Periodic {
   const sweep = async () => {
-    try {
-      const result = await sweepOrphans(deps, { now: deps.now(), olderThanMs: settings.orphanAgeSeconds * 1_000 });
-      if (result.objectsRemoved || result.recordsRemoved || result.uploadsAborted) log.info(result, 'media sweep removed orphans');
-    } catch (err) {
-      log.warn({ err }, 'media sweep failed; will retry');
-    }
+    const result = await sweepOrphans(deps, { now: deps.now(), olderThanMs: settings.orphanAgeSeconds * 1_000 });
+    if (result.objectsRemoved || result.recordsRemoved || result.uploadsAborted) log.info(result, 'media sweep removed orphans');
   };
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    running = sweep().finally(() => {
-      busy = false;
-    });
-  }, settings.intervalSeconds * 1_000);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return repeatEvery(settings.intervalSeconds * 1_000, sweep, log, 'media sweep');
 }

@@ -1,5 +1,6 @@
 import { CALL_SUBJECTS, type Call, type CallEvent, isId, type JoinedCall } from '@chat/contracts';
 import {
+  checkRoomsPeriodically,
   conflict,
   enqueueEvent,
   forbidden,
@@ -190,28 +191,16 @@ async function stopRinging(tx: Queryable, rung: Call, now: Date): Promise<void> 
 }
 
 /** Runs endUnansweredCalls every `intervalMs` until stopped. */
-export function startCallClock(deps: Pick<CallDeps, 'pool' | 'now'> & { log?: { error(o: object, m: string): void } }, intervalMs = 1_000) {
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = running.then(() => endUnansweredCalls(deps, deps.now())).catch((err) => deps.log?.error({ err }, 'call clock round failed'));
-  }, intervalMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+export function startCallClock(deps: Pick<CallDeps, 'pool' | 'now'>, log: Logger, intervalMs = 1_000): Periodic {
+  return repeatEvery(intervalMs, () => endUnansweredCalls(deps, deps.now()), log, 'call clock round');
 }
 
-/** How often the call rooms are checked against the calls. */
-const ROOM_CHECK_INTERVAL_MS = 30_000;
-
 /**
- * Brings the call rooms into line every 30 s (checkCallRooms). Every replica may run one: a removal
- * one made, the others no longer find.
+ * Brings the call rooms into line (checkCallRooms, see checkRoomsPeriodically). Every replica may
+ * run one: a removal one made, the others no longer find.
  */
 export function startCallRoomCheck(pool: Pool, rooms: MediaRooms, log: Logger): Periodic {
-  return repeatEvery(ROOM_CHECK_INTERVAL_MS, () => checkCallRooms(rooms, pool), log, 'call room check');
+  return checkRoomsPeriodically((options) => checkCallRooms(rooms, pool, options), log, 'call room check');
 }
 
 /**
@@ -319,10 +308,11 @@ export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: st
  * ended): the events do it at once (syncCallMedia); this catches a client that connects again
  * afterwards with a grant from before, since LiveKit cannot revoke a token and refreshes a connected
  * participant's every 5 minutes for 10. Rooms that are no call (a voice channel's, guilds') are left
- * alone. Answers how many rooms it brought into line.
+ * alone. With `recentRemovals`, only the rooms this replica took someone out of or closed lately
+ * (see MediaRooms.occupied). Answers how many rooms it brought into line.
  */
-export async function checkCallRooms(rooms: MediaRooms, pool: Pool): Promise<number> {
-  const occupied = (await rooms.occupied()).filter(({ room }) => isId(room));
+export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
+  const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
   const found = await calls.findCalls(
     pool,
     occupied.map((o) => o.room),
