@@ -1,4 +1,4 @@
-import { AccessToken, RoomServiceClient, TrackSource, TwirpError } from 'livekit-server-sdk';
+import { AccessToken, type ParticipantPermission, RoomServiceClient, TrackSource, TwirpError } from 'livekit-server-sdk';
 import { z } from 'zod';
 import { env } from './config.ts';
 import type { Logger } from './logger.ts';
@@ -59,6 +59,30 @@ function liveKitPermissions({ canPublish, canPublishSources, canSubscribe = true
   return { canSubscribe, canPublish, canPublishData: canPublish, ...(sources && { canPublishSources: sources }) };
 }
 
+const SOURCE_NAMES = Object.fromEntries(Object.entries(TRACK_SOURCES).map(([name, source]) => [source, name])) as Record<
+  TrackSource,
+  PublishSource
+>;
+
+/** What a connected participant may do, as LiveKit reports it (no sources named: every source). */
+function fromLiveKit(permission: ParticipantPermission | undefined): MediaPermissions {
+  const sources = (permission?.canPublishSources ?? []).map((s) => SOURCE_NAMES[s]);
+  return {
+    canPublish: permission?.canPublish ?? false,
+    canSubscribe: permission?.canSubscribe ?? false,
+    ...(sources.length > 0 && { canPublishSources: sources }),
+  };
+}
+
+/** Whether two sets of permissions let a participant do the same (sources in any order). */
+export function samePermissions(a: MediaPermissions, b: MediaPermissions): boolean {
+  const canonical = (p: MediaPermissions) => {
+    const { canPublishSources, ...rest } = liveKitPermissions(p);
+    return JSON.stringify({ ...rest, sources: canPublishSources?.toSorted() ?? 'all' });
+  };
+  return canonical(a) === canonical(b);
+}
+
 /**
  * LiveKit access tokens signed with the configured key pair (the official server SDK): identity
  * the user id, one room, subscribing unless told otherwise, publishing only when allowed (and only
@@ -88,19 +112,27 @@ export interface MediaRooms {
   /** Closes the room, disconnecting everyone in it. */
   close(room: string): Promise<void>;
   /**
-   * Every open room with the identities of those connected to it; with `recentRemovals`, only the
-   * rooms this client took someone out of (or closed) within REJOIN_WINDOW_MS, where a client taken
-   * out may come back with what it kept.
+   * Every open room with someone connected to it, and what each may do there; with
+   * `recentRemovals`, only the rooms where this client took someone out, narrowed what someone may
+   * do, or closed the room, within the rejoin window (rejoinWindowMs): there, a client may come back
+   * with a token it kept, which lets it in with what it allowed then.
    */
-  occupied(options?: { recentRemovals?: boolean }): Promise<{ room: string; identities: string[] }[]>;
+  occupied(options?: { recentRemovals?: boolean }): Promise<{ room: string; occupants: Occupant[] }[]>;
+}
+
+/** Someone connected to a room, and what they may do there now. */
+export interface Occupant {
+  identity: string;
+  permissions: MediaPermissions;
 }
 
 /**
- * How long a client taken out of a room may come back to it: LiveKit cannot revoke a token, and
- * refreshes a connected participant's every 5 minutes for 10, so what it kept lets it in for up to
- * 10 minutes (and a minute of clock skew) after it was taken out.
+ * How long a client may connect with a token it kept: LiveKit cannot revoke one, and refreshes a
+ * connected participant's every 5 minutes for 10; a grant lasts MEDIA_GRANT_TTL_SECONDS. A minute
+ * more for clock skew.
  */
-export const REJOIN_WINDOW_MS = 11 * 60_000;
+export const rejoinWindowMs = (config: Pick<MediaGrantConfig, 'MEDIA_GRANT_TTL_SECONDS'>): number =>
+  Math.max(config.MEDIA_GRANT_TTL_SECONDS * 1_000, 10 * 60_000) + 60_000;
 
 /** How long a call to the media server's API may take before it counts as failed (and is tried again). */
 const ROOM_API_TIMEOUT_SECONDS = 10;
@@ -112,32 +144,30 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
     requestTimeout: ROOM_API_TIMEOUT_SECONDS,
     failover: false,
   });
-  // Room name -> when someone was last taken out of it here.
-  const removals = new Map<string, number>();
-  const removedFrom = (room: string) => removals.set(room, Date.now());
-  const recentlyEmptied = () => {
-    for (const [room, at] of removals) if (Date.now() - at > REJOIN_WINDOW_MS) removals.delete(room);
-    return [...removals.keys()];
+  // Room name -> when this client last changed who is in it or what they may do (watched until the rejoin window ends).
+  const changed = new Map<string, number>();
+  const rejoinMs = rejoinWindowMs(config);
+  const watch = (room: string) => (done: boolean) => void (done && changed.set(room, Date.now()));
+  const watched = () => {
+    for (const [room, at] of changed) if (Date.now() - at > rejoinMs) changed.delete(room);
+    return [...changed.keys()];
   };
   return {
-    // Marked first: a client that comes back at once is then already watched for.
-    remove: (room, identity) => {
-      removedFrom(room);
-      return unlessAbsent(client.removeParticipant(room, identity));
-    },
+    remove: (room, identity) => succeeded(client.removeParticipant(room, identity)).then(watch(room)),
+    // A narrowing only needs watching, but telling it from a widening would cost a call more.
     allow: (room, identity, permissions) =>
-      unlessAbsent(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })),
-    close: (room) => {
-      removedFrom(room);
-      return unlessAbsent(client.deleteRoom(room));
-    },
+      succeeded(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })).then(watch(room)),
+    close: (room) => succeeded(client.deleteRoom(room)).then(watch(room)),
     occupied: async ({ recentRemovals = false } = {}) => {
-      const names = recentRemovals ? recentlyEmptied() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
+      const names = recentRemovals ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
       const listed = names.map(async (room) => ({
         room,
-        identities: (await orNothing(client.listParticipants(room), [])).map((p) => p.identity),
+        occupants: (await orNothing(client.listParticipants(room), [])).map((p) => ({
+          identity: p.identity,
+          permissions: fromLiveKit(p.permission),
+        })),
       }));
-      return (await Promise.all(listed)).filter((r) => r.identities.length > 0);
+      return (await Promise.all(listed)).filter((r) => r.occupants.length > 0);
     },
   };
 }
@@ -152,9 +182,12 @@ async function orNothing<T>(call: Promise<T>, none: T): Promise<T> {
   }
 }
 
-/** Settles a room call whose target is not there (404), or whose server is not running, as done. */
-async function unlessAbsent(call: Promise<unknown>): Promise<void> {
-  await orNothing(call, undefined);
+/** Settles a room call whose target is not there (404), or whose server is not running, as done; answers whether it did something. */
+function succeeded(call: Promise<unknown>): Promise<boolean> {
+  return orNothing(
+    call.then(() => true),
+    false,
+  );
 }
 
 const isAbsent = (err: unknown) => (err instanceof TwirpError && err.status === 404) || causeCode(err) === 'ECONNREFUSED';
@@ -166,13 +199,14 @@ function causeCode(err: unknown): unknown {
 
 /** How often every room is checked, and how often the rooms someone was lately taken out of. */
 const ROOM_CHECK_INTERVAL_MS = 30_000;
-const RECENT_ROOM_CHECK_INTERVAL_MS = 2_000;
+const RECENT_ROOM_CHECK_INTERVAL_MS = 1_000;
 
 /**
  * Runs a service's room check (which takes out whoever is in one of its rooms without the right to
- * be) every 30 s over every room, and every 2 s over the rooms this replica took someone out of
- * within REJOIN_WINDOW_MS: a client taken out that connects again with what it kept is out again
- * within seconds, and a replica that took nobody out asks the media server nothing in between.
+ * be) every 30 s over every room, and every second over the rooms this replica took someone out of
+ * within the rejoin window (see MediaRooms.occupied): a client taken out that connects again with what it kept is out again
+ * about as soon as its media could flow, and a replica that took nobody out asks the media server
+ * nothing in between.
  */
 export function checkRoomsPeriodically(
   check: (options: { recentRemovals: boolean }) => Promise<unknown>,

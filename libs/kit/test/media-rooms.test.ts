@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { joinRoom, liveKitRooms, participantIn, until } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
-import { mediaGrantConfig, mediaGrantIssuer, mediaRooms, REJOIN_WINDOW_MS } from '../src/media-grants.ts';
+import { mediaGrantConfig, mediaGrantIssuer, mediaRooms, rejoinWindowMs, samePermissions } from '../src/media-grants.ts';
 
 /** The room API against the LiveKit scripts/backing.sh starts, and against servers that fail. */
 
@@ -28,7 +28,10 @@ describe('media rooms', () => {
     const room = `room-${crypto.randomUUID()}`;
     const participant = await joinRoom(await mediaGrantIssuer(config)({ room, identity: 'alice', canPublish: true }));
     await until(() => participantIn(observed, room, 'alice'));
-    expect((await rooms.occupied()).find((o) => o.room === room)).toEqual({ room, identities: ['alice'] });
+    expect((await rooms.occupied()).find((o) => o.room === room)).toEqual({
+      room,
+      occupants: [{ identity: 'alice', permissions: { canPublish: true, canSubscribe: true } }],
+    });
     await rooms.remove(room, 'alice');
     expect(await participant.disconnected()).toBe(true);
     await expect(rooms.remove(room, 'alice')).resolves.toBeUndefined();
@@ -51,45 +54,71 @@ describe('media rooms', () => {
     expect(await participant.disconnected()).toBe(true);
   });
 
-  it('lists, for the recent removals, only the rooms it took someone out of or closed, for as long as a kept token may bring them back', async () => {
-    const [emptied, untouched, closed] = ['emptied', 'untouched', 'closed'].map((name) => `${name}-${crypto.randomUUID()}`) as [
-      string,
-      string,
-      string,
-    ];
+  it('lists, for the recent removals, only the rooms where it took someone out, narrowed what they may do or closed the room, for as long as a kept token may bring them back', async () => {
+    const [emptied, muted, untouched, closed] = ['emptied', 'muted', 'untouched', 'closed'].map(
+      (name) => `${name}-${crypto.randomUUID()}`,
+    ) as [string, string, string, string];
     const issue = mediaGrantIssuer(config);
     const grants = {
       alice: await issue({ room: emptied, identity: 'alice', canPublish: true }),
+      dave: await issue({ room: muted, identity: 'dave', canPublish: true }),
       bob: await issue({ room: untouched, identity: 'bob', canPublish: true }),
       carol: await issue({ room: closed, identity: 'carol', canPublish: true }),
     };
     const connected = await Promise.all(Object.values(grants).map((grant) => joinRoom(grant)));
-    await until(async () => Boolean((await participantIn(observed, emptied, 'alice')) && (await participantIn(observed, closed, 'carol'))));
+    const allIn = async () =>
+      Boolean((await participantIn(observed, emptied, 'alice')) && (await participantIn(observed, closed, 'carol')));
+    await until(async () => (await allIn()) && Boolean(await participantIn(observed, muted, 'dave')));
     const replica = mediaRooms(config);
     await replica.remove(emptied, 'alice');
+    await replica.allow(muted, 'dave', { canPublish: false });
     await replica.close(closed);
-    // Both come back with the grant they kept.
+    // Taking out, or muting, someone who is not there changes nothing to watch.
+    await replica.remove(untouched, 'nobody');
+    await replica.allow(untouched, 'nobody', { canPublish: false });
+    // Both taken out come back with the grant they kept.
     const back = [await joinRoom(grants.alice), await joinRoom(grants.carol)];
-    await until(async () => Boolean((await participantIn(observed, emptied, 'alice')) && (await participantIn(observed, closed, 'carol'))));
+    await until(allIn);
 
     const recent = await replica.occupied({ recentRemovals: true });
-    expect(recent.sort((a, b) => a.room.localeCompare(b.room))).toEqual(
+    const byRoom = (a: { room: string }, b: { room: string }) => a.room.localeCompare(b.room);
+    expect(recent.map((r) => ({ room: r.room, identities: r.occupants.map((o) => o.identity) })).sort(byRoom)).toEqual(
       [
         { room: emptied, identities: ['alice'] },
+        { room: muted, identities: ['dave'] },
         { room: closed, identities: ['carol'] },
-      ].sort((a, b) => a.room.localeCompare(b.room)),
+      ].sort(byRoom),
     );
+    expect(recent.find((r) => r.room === muted)?.occupants[0]?.permissions).toEqual({ canPublish: false, canSubscribe: true });
     // Another replica took nobody out.
     expect(await mediaRooms(config).occupied({ recentRemovals: true })).toEqual([]);
     // Once a kept token can no longer let anyone in, the rooms are no longer watched.
     const now = Date.now();
-    vi.spyOn(Date, 'now').mockReturnValue(now + REJOIN_WINDOW_MS + 1);
+    vi.spyOn(Date, 'now').mockReturnValue(now + rejoinWindowMs(config) + 1);
     try {
       expect(await replica.occupied({ recentRemovals: true })).toEqual([]);
     } finally {
       vi.restoreAllMocks();
     }
     for (const participant of [...connected, ...back]) participant.leave();
+  });
+
+  it('tells permissions that allow the same from those that do not', () => {
+    expect(samePermissions({ canPublish: true }, { canPublish: true, canSubscribe: true })).toBe(true);
+    expect(
+      samePermissions(
+        { canPublish: true, canPublishSources: ['microphone', 'camera'] },
+        { canPublish: true, canPublishSources: ['camera', 'microphone'] },
+      ),
+    ).toBe(true);
+    // Sources mean nothing for one who may not publish.
+    expect(samePermissions({ canPublish: false, canPublishSources: ['microphone'] }, { canPublish: false })).toBe(true);
+    expect(samePermissions({ canPublish: true }, { canPublish: false })).toBe(false);
+    expect(samePermissions({ canPublish: true }, { canPublish: true, canPublishSources: ['microphone'] })).toBe(false);
+    expect(samePermissions({ canPublish: false }, { canPublish: false, canSubscribe: false })).toBe(false);
+    // A grant lasts MEDIA_GRANT_TTL_SECONDS; LiveKit's refreshed tokens 10 minutes.
+    expect(rejoinWindowMs({ MEDIA_GRANT_TTL_SECONDS: 300 })).toBe(11 * 60_000);
+    expect(rejoinWindowMs({ MEDIA_GRANT_TTL_SECONDS: 3600 })).toBe(61 * 60_000);
   });
 
   it('counts a media server that refuses the connection as one with nobody connected, and throws on its failures', async () => {

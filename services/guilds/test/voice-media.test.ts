@@ -86,12 +86,65 @@ describe('voice rooms follow the voice states', () => {
     there.participant.leave();
   });
 
-  it('deleting a voice channel disconnects everyone in its room', async () => {
+  it('deleting a voice channel disconnects everyone in its room, and again whoever comes back with a kept grant', async () => {
     const channelId = await voiceChannel();
     const members = [await connectedMember(channelId), await connectedMember(channelId)];
     expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}`)).status).toBe(204);
     expect(await Promise.all(members.map((m) => m.participant.disconnected()))).toEqual([true, true]);
     expect((await rooms.listParticipants(channelId)).map((p) => p.identity)).toEqual([]);
+
+    // Both leave events applied (the second closes the room again), then LiveKit opens the room again
+    // for a kept grant: no channel, no state, yet the room is this replica's.
+    const applied = async () =>
+      (
+        await g.db.query(
+          `SELECT 1 FROM processed_events p JOIN outbox o ON o.id = p.event_id
+            WHERE p.consumer = 'guilds-voice-media' AND o.subject = 'guilds.voice.left' AND o.payload->'data'->>'channelId' = $1`,
+          [channelId],
+        )
+      ).rowCount === 2;
+    await until(applied, { what: 'both leave events are applied' });
+    const back = await joinRoom(members[0]!.grant);
+    await until(() => participantIn(rooms, channelId, members[0]!.userId), { what: 'the member is back in the room' });
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await back.disconnected()).toBe(true);
+  });
+
+  it('deleting the server disconnects everyone in its voice rooms, and tells its members they left', async () => {
+    const doomed = (await g.call(owner, 'POST', '/v1/servers', { name: 'Doomed', isPublic: true })).body.id as string;
+    const channelId = (await g.newChannel(owner, doomed, 'room', 'voice')).id;
+    const member = await g.knownUser('member');
+    expect((await g.call(member, 'POST', `/v1/servers/${doomed}/join`)).status).toBe(200);
+    const { participant } = await connectedMember(channelId, member);
+    const ownerIn = await connectedMember(channelId, owner);
+
+    expect((await g.call(owner, 'DELETE', `/v1/servers/${doomed}`)).status).toBe(204);
+    expect(await Promise.all([participant.disconnected(), ownerIn.participant.disconnected()])).toEqual([true, true]);
+    const { rows } = await g.db.query(
+      "SELECT payload->'data'->>'userId' AS user_id, payload->'data'->'viewerIds' AS viewers FROM outbox WHERE subject = 'guilds.voice.left' AND payload->'data'->>'channelId' = $1",
+      [channelId],
+    );
+    expect(rows.map((r) => r.user_id).sort()).toEqual([member, owner].sort());
+    expect(rows[0].viewers.sort()).toEqual([member, owner].sort());
+  });
+
+  it('a member who connects again with the grant from before a server mute is muted again by the room check', async () => {
+    const channelId = await voiceChannel();
+    const { userId, participant, grant } = await connectedMember(channelId);
+    const permission = async () => (await participantIn(rooms, channelId, userId))?.permission;
+    expect((await g.call(owner, 'PATCH', `/v1/servers/${serverId}/voice-states/${userId}`, { mute: true })).status).toBe(200);
+    expect(await lastAttempt(permission, (p) => p?.canPublish === false)).toMatchObject({ canPublish: false });
+    participant.leave();
+    await until(async () => !(await participantIn(rooms, channelId, userId)), { what: 'the member left the room' });
+    // The join's grant still lets them publish.
+    const back = await joinRoom(grant);
+    expect(await lastAttempt(permission, (p) => p !== undefined)).toMatchObject({ canPublish: true });
+
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBe(1);
+    expect(await permission()).toMatchObject({ canPublish: false, canSubscribe: true });
+    // In line now: the next check changes nothing.
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBe(0);
+    back.leave();
   });
 
   it('a server mute or deafen reaches the connected participant at once, and so does lifting it', async () => {

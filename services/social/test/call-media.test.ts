@@ -151,4 +151,23 @@ describe('the call room check', () => {
     left.aliceIn.leave();
     elsewhere.aliceIn.leave();
   });
+
+  it('of recent removals closes again the room of a call whose group is gone, and the check of every room leaves such a room alone', async () => {
+    const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
+    const group = await conversation(alice, bob, carol);
+    const started = await h.call(alice, 'POST', `/v1/dm/conversations/${group}/call`);
+    const callId: string = started.body.id;
+    const aliceIn = await connect(alice, started);
+    for (const user of [alice, bob, carol])
+      expect((await h.call(user, 'DELETE', `/v1/dm/conversations/${group}/members/@me`)).status).toBe(204);
+    expect(await aliceIn.disconnected()).toBe(true);
+    // The group, and the call with it, are gone; alice's kept grant opens the room again.
+    const back = await connect(alice, started);
+
+    // A room named by no call could be anyone's (a voice channel's): the check of every room leaves it.
+    await checkCallRooms(mediaRooms(h.deps.config), h.runtime.pool);
+    expect(await inRoom(callId)).toEqual([alice.id]);
+    expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await back.disconnected()).toBe(true);
+  });
 });

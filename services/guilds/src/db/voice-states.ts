@@ -175,6 +175,18 @@ export async function deleteVoiceStatesOf(db: Queryable, channelId: string): Pro
   return rows.map((row) => ({ ...toVoiceState(row), endedReason: row.ended_reason }));
 }
 
+/** The server's voice channels that hold states (live or not yet swept). */
+export async function voiceChannelsWithStates(db: Queryable, serverId: string): Promise<Channel[]> {
+  const rows = await many<Parameters<typeof toChannel>[0]>(
+    db,
+    `SELECT c.* FROM channels c
+      WHERE c.server_id = $1 AND c.channel_type = 'voice' AND EXISTS (SELECT 1 FROM voice_states v WHERE v.channel_id = c.id)
+      ORDER BY c.id`,
+    [serverId],
+  );
+  return rows.map(toChannel);
+}
+
 /** How many other users are live in the channel: what its userLimit is compared with. */
 export async function countOthersIn(db: Queryable, channelId: string, userId: string): Promise<number> {
   const row = await maybeOne<{ n: number }>(
@@ -207,25 +219,18 @@ export async function isLiveIn(db: Queryable, userId: string, channelId: string)
   );
 }
 
-/** Which of these channels are voice channels, and who has a live state in each (`<channel id>:<user id>`). */
-export async function voiceChannelsAmong(db: Queryable, channelIds: string[]): Promise<{ voice: Set<string>; live: Set<string> }> {
-  const rows = await many<{ channel_id: string; user_id: string | null }>(
-    db,
-    `SELECT c.id AS channel_id, v.user_id FROM channels c
-       LEFT JOIN voice_states v ON v.channel_id = c.id AND ${LIVE}
-      WHERE c.id = ANY($1::uuid[]) AND c.channel_type = 'voice'`,
-    [channelIds],
-  );
-  return {
-    voice: new Set(rows.map((r) => r.channel_id)),
-    live: new Set(rows.flatMap((r) => (r.user_id ? [`${r.channel_id}:${r.user_id}`] : []))),
-  };
+/** Which of these channels are voice channels (of any server). */
+export async function voiceChannelsAmong(db: Queryable, channelIds: string[]): Promise<Set<string>> {
+  const rows = await many<{ id: string }>(db, `SELECT c.id FROM channels c WHERE c.id = ANY($1::uuid[]) AND c.channel_type = 'voice'`, [
+    channelIds,
+  ]);
+  return new Set(rows.map((r) => r.id));
 }
 
-/** The server's live states, by channel then by who came first. */
 /** Whose live states a read is about: a server's, one member's in a server, or one channel's. */
 export type VoiceScope = { serverId: string; userId?: string } | { channelId: string };
 
+/** The live states in scope, by channel then by who came first. */
 export async function listLiveStates(db: Queryable, scope: VoiceScope): Promise<VoiceState[]> {
   const { serverId, userId } = 'serverId' in scope ? scope : { serverId: undefined, userId: undefined };
   const channelId = 'channelId' in scope ? scope.channelId : undefined;

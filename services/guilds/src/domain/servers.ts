@@ -29,6 +29,7 @@ import { memberAccess, requirePermission, serverAccess } from './access.ts';
 import { type Ctx, type Domain, emit } from './context.ts';
 import { addMember } from './membership.ts';
 import { holdEntrance } from './system-messages.ts';
+import { endVoiceInDeletedServer } from './voice.ts';
 
 /** A new server: the caller as owner and first member, @everyone, and a category with a text and a voice channel. */
 export function createServer(d: Domain, ctx: Ctx, body: CreateServerBody): Promise<Server> {
@@ -135,6 +136,7 @@ export async function deleteServer(d: Domain, ctx: Ctx, serverId: string): Promi
     const access = await serverAccess(tx, serverId, ctx.userId);
     if (!access.isOwner) throw forbidden('Only the owner can delete the server');
     const memberIds = (await listMemberMasks(tx, serverId)).map((m) => m.user_id);
+    await endVoiceInDeletedServer(tx, ctx, serverId, memberIds);
     if ((await deleteServerRow(tx, serverId)) === 0) throw notFound('Server');
     await emit(tx, ctx, 'guilds.server.deleted', { id: serverId, memberIds });
   });

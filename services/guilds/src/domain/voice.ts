@@ -19,8 +19,10 @@ import {
   type MediaPermissions,
   type MediaRooms,
   notFound,
+  type Occupant,
   type Pool,
   type Queryable,
+  samePermissions,
   withRetryingTx,
   withTx,
 } from '@chat/kit';
@@ -53,6 +55,7 @@ import {
   upsertVoiceState,
   type VoiceScope,
   voiceChannelsAmong,
+  voiceChannelsWithStates,
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { channelViewers } from './audience.ts';
@@ -149,14 +152,16 @@ async function mediaPermissions(db: Queryable, state: VoiceState): Promise<Media
  * are taken out of it. Still there: they may do what a grant made now would allow (a server mute
  * or deafen, and lifting it). The state is read under the user's voice lock, held until the
  * caller's transaction ends: a join racing this waits, so a member who joins the room again is
- * never taken out by the event of their earlier leave. Answers whether it took them out.
+ * never taken out by the event of their earlier leave. A room whose channel is gone (deleted, or
+ * its server) is closed: nobody may be in it. Answers whether it took them out.
  */
 export async function syncVoiceMedia(rooms: MediaRooms, tx: Queryable, userId: string, room: string): Promise<boolean> {
   await lockUserVoice(tx, userId);
   const state = counting(await findVoiceStateForUpdate(tx, userId));
   const permissions = state?.channelId === room ? await mediaPermissions(tx, state) : undefined;
   if (permissions) await rooms.allow(room, userId, permissions);
-  else await rooms.remove(room, userId);
+  else if ((await voiceChannelsAmong(tx, [room])).has(room)) await rooms.remove(room, userId);
+  else await rooms.close(room);
   return !permissions;
 }
 
@@ -176,28 +181,46 @@ export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: Voic
 }
 
 /**
- * Takes out of the voice rooms whoever LiveKit has there without a live voice state in the channel.
- * The events take people out at once (syncVoiceMedia); this catches a client that connects again
- * afterwards with a grant from before the change (a kick, a ban, a disconnect): LiveKit cannot
- * revoke a token, and refreshes a connected participant's every 5 minutes for 10. Only rooms of this
- * service's voice channels are looked at (a call's room is social's), and only identities that are
- * user ids (ours are). Each is checked again under the user's voice lock before it goes, as an
- * event would be. With `recentRemovals`, only the rooms this replica took someone out of lately
- * (see MediaRooms.occupied). Answers how many it took out.
+ * Brings the voice rooms in line with the voice states: whoever LiveKit has in a room without a
+ * live state in its channel is taken out, and whoever may do more there than a grant made now would
+ * allow (or less) gets what it allows. The events do it at once (syncVoiceMedia); this catches a
+ * client that connects again afterwards with a token from before the change (a kick, a ban, a
+ * disconnect, a mute, SPEAK taken away): LiveKit cannot revoke a token, and refreshes a connected
+ * participant's every 5 minutes for 10. Only rooms of this service's voice channels are looked at
+ * (a call's room is social's), and only identities that are user ids (ours are); each is checked
+ * again under the user's voice lock, as an event would be. With `recentRemovals`, only the rooms
+ * this replica changed lately (see MediaRooms.occupied), which are all voice rooms: one whose
+ * channel is gone is closed again. Answers how many participants it brought into line.
  */
 export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
   const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
-  const { voice, live } = await voiceChannelsAmong(
+  const voice = await voiceChannelsAmong(
     pool,
     occupied.map((o) => o.room),
   );
-  let removed = 0;
-  for (const { room, identities } of occupied.filter((o) => voice.has(o.room))) {
-    for (const userId of identities.filter((id) => isId(id) && !live.has(`${room}:${id}`))) {
-      if (await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, userId, room))) removed++;
+  let corrected = 0;
+  for (const { room, occupants } of occupied) {
+    if (voice.has(room)) corrected += await checkVoiceRoom(rooms, pool, room, occupants);
+    else if (options?.recentRemovals) {
+      await rooms.close(room);
+      corrected += occupants.length;
     }
   }
-  return removed;
+  return corrected;
+}
+
+/** One voice room of checkVoiceRooms: answers how many of its occupants it brought into line. */
+async function checkVoiceRoom(rooms: MediaRooms, pool: Pool, room: string, occupants: Occupant[]): Promise<number> {
+  const states = new Map((await listLiveStates(pool, { channelId: room })).map((s) => [s.userId, s]));
+  let corrected = 0;
+  for (const { identity, permissions } of occupants.filter((o) => isId(o.identity))) {
+    const state = states.get(identity);
+    const due = state && (await mediaPermissions(pool, state));
+    if (due && samePermissions(due, permissions)) continue;
+    await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, identity, room));
+    corrected++;
+  }
+  return corrected;
 }
 
 function enterVoice(d: Domain, ctx: Ctx, channelId: string): Promise<Omit<VoiceJoinReply, 'grant'>> {
@@ -521,6 +544,15 @@ export async function endVoiceInDeletedChannel(tx: Queryable, ctx: Ctx, channel:
     // Every state in it ended here: nobody is left connected.
     await emitLeft(tx, ctx.requestId, state, endedReason ?? 'removed', { channelEmptied: true, viewerIds });
   }
+}
+
+/**
+ * Ends every voice state of a server that DELETE /v1/servers/{id} is about to delete, as
+ * endVoiceInDeletedChannel does for each of its voice channels, told to all its members: its cascade
+ * would end them unsaid, and nobody would take anyone out of the rooms.
+ */
+export async function endVoiceInDeletedServer(tx: Queryable, ctx: Ctx, serverId: string, memberIds: string[]): Promise<void> {
+  for (const channel of await voiceChannelsWithStates(tx, serverId)) await endVoiceInDeletedChannel(tx, ctx, channel, memberIds);
 }
 
 /**

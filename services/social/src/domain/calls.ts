@@ -309,7 +309,8 @@ export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: st
  * afterwards with a grant from before, since LiveKit cannot revoke a token and refreshes a connected
  * participant's every 5 minutes for 10. Rooms that are no call (a voice channel's, guilds') are left
  * alone. With `recentRemovals`, only the rooms this replica took someone out of or closed lately
- * (see MediaRooms.occupied). Answers how many rooms it brought into line.
+ * (see MediaRooms.occupied), which are all call rooms: one whose call is gone (its group deleted)
+ * is closed again. Answers how many rooms it brought into line.
  */
 export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
   const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
@@ -318,11 +319,21 @@ export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { 
     occupied.map((o) => o.room),
   );
   const known = new Map(found.map((call) => [call.id, call]));
-  const strays = occupied.filter(({ room, identities }) => {
+  const strays = occupied.filter(({ room, occupants }) => {
     const call = known.get(room);
-    return call && identities.some((id) => call.state === 'ended' || stateOf(call, id) !== 'joined');
+    if (!call) return options?.recentRemovals === true;
+    return occupants.some(({ identity }) => call.state === 'ended' || stateOf(call, identity) !== 'joined');
   });
-  for (const { room, identities } of strays) await withTx(pool, (tx) => syncCallMedia(rooms, tx, room, identities));
+  for (const { room, occupants } of strays) {
+    await withTx(pool, (tx) =>
+      syncCallMedia(
+        rooms,
+        tx,
+        room,
+        occupants.map((o) => o.identity),
+      ),
+    );
+  }
   return strays.length;
 }
 
