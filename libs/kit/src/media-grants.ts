@@ -113,11 +113,11 @@ export interface MediaRooms {
   close(room: string): Promise<void>;
   /**
    * Every open room with someone connected to it, and what each may do there; with
-   * `recentRemovals`, only the rooms where this client took someone out, narrowed what someone may
+   * `recentChanges`, only the rooms where this client took someone out, narrowed what someone may
    * do, or closed the room, within the rejoin window (rejoinWindowMs): there, a client may come back
    * with a token it kept, which lets it in with what it allowed then.
    */
-  occupied(options?: { recentRemovals?: boolean }): Promise<{ room: string; occupants: Occupant[] }[]>;
+  occupied(options?: { recentChanges?: boolean }): Promise<{ room: string; occupants: Occupant[] }[]>;
 }
 
 /** Someone connected to a room, and what they may do there now. */
@@ -158,8 +158,8 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
     allow: (room, identity, permissions) =>
       succeeded(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })).then(watch(room)),
     close: (room) => succeeded(client.deleteRoom(room)).then(watch(room)),
-    occupied: async ({ recentRemovals = false } = {}) => {
-      const names = recentRemovals ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
+    occupied: async ({ recentChanges = false } = {}) => {
+      const names = recentChanges ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
       const listed = names.map(async (room) => ({
         room,
         occupants: (await orNothing(client.listParticipants(room), [])).map((p) => ({
@@ -197,25 +197,25 @@ function causeCode(err: unknown): unknown {
   return (err as { cause?: { code?: unknown } } | undefined)?.cause?.code;
 }
 
-/** How often every room is checked, and how often the rooms someone was lately taken out of. */
+/** How often every room is checked, and how often the rooms changed lately. */
 const ROOM_CHECK_INTERVAL_MS = 30_000;
 const RECENT_ROOM_CHECK_INTERVAL_MS = 1_000;
 
 /**
- * Runs a service's room check (which takes out whoever is in one of its rooms without the right to
- * be) every 30 s over every room, and every second over the rooms this replica took someone out of
- * within the rejoin window (see MediaRooms.occupied): a client taken out that connects again with what it kept is out again
- * about as soon as its media could flow, and a replica that took nobody out asks the media server
- * nothing in between.
+ * Runs a service's room check (which brings whoever is in one of its rooms in line with what they
+ * may do there, or takes them out) every 30 s over every room, and every second over the rooms this
+ * replica changed within the rejoin window (see MediaRooms.occupied): a client that connects again
+ * with a token it kept is brought back in line about as soon as its media could flow, and a replica
+ * that changed nothing asks the media server nothing in between.
  */
 export function checkRoomsPeriodically(
-  check: (options: { recentRemovals: boolean }) => Promise<unknown>,
+  check: (options: { recentChanges: boolean }) => Promise<unknown>,
   log: Pick<Logger, 'warn'>,
   what: string,
 ): Periodic {
   const checks = [
-    repeatEvery(ROOM_CHECK_INTERVAL_MS, () => check({ recentRemovals: false }), log, what),
-    repeatEvery(RECENT_ROOM_CHECK_INTERVAL_MS, () => check({ recentRemovals: true }), log, `${what} of recent removals`),
+    repeatEvery(ROOM_CHECK_INTERVAL_MS, () => check({ recentChanges: false }), log, what),
+    repeatEvery(RECENT_ROOM_CHECK_INTERVAL_MS, () => check({ recentChanges: true }), log, `${what} of recent changes`),
   ];
   return {
     async stop() {

@@ -54,7 +54,7 @@ describe('media rooms', () => {
     expect(await participant.disconnected()).toBe(true);
   });
 
-  it('lists, for the recent removals, only the rooms where it took someone out, narrowed what they may do or closed the room, for as long as a kept token may bring them back', async () => {
+  it('lists, for the recent changes, only the rooms where it took someone out, narrowed what they may do or closed the room, for as long as a kept token may bring them back', async () => {
     const [emptied, muted, untouched, closed] = ['emptied', 'muted', 'untouched', 'closed'].map(
       (name) => `${name}-${crypto.randomUUID()}`,
     ) as [string, string, string, string];
@@ -80,7 +80,7 @@ describe('media rooms', () => {
     const back = [await joinRoom(grants.alice), await joinRoom(grants.carol)];
     await until(allIn);
 
-    const recent = await replica.occupied({ recentRemovals: true });
+    const recent = await replica.occupied({ recentChanges: true });
     const byRoom = (a: { room: string }, b: { room: string }) => a.room.localeCompare(b.room);
     expect(recent.map((r) => ({ room: r.room, identities: r.occupants.map((o) => o.identity) })).sort(byRoom)).toEqual(
       [
@@ -91,12 +91,12 @@ describe('media rooms', () => {
     );
     expect(recent.find((r) => r.room === muted)?.occupants[0]?.permissions).toEqual({ canPublish: false, canSubscribe: true });
     // Another replica took nobody out.
-    expect(await mediaRooms(config).occupied({ recentRemovals: true })).toEqual([]);
+    expect(await mediaRooms(config).occupied({ recentChanges: true })).toEqual([]);
     // Once a kept token can no longer let anyone in, the rooms are no longer watched.
     const now = Date.now();
     vi.spyOn(Date, 'now').mockReturnValue(now + rejoinWindowMs(config) + 1);
     try {
-      expect(await replica.occupied({ recentRemovals: true })).toEqual([]);
+      expect(await replica.occupied({ recentChanges: true })).toEqual([]);
     } finally {
       vi.restoreAllMocks();
     }

@@ -106,7 +106,7 @@ describe('voice rooms follow the voice states', () => {
     await until(applied, { what: 'both leave events are applied' });
     const back = await joinRoom(members[0]!.grant);
     await until(() => participantIn(rooms, channelId, members[0]!.userId), { what: 'the member is back in the room' });
-    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentChanges: true })).toBeGreaterThanOrEqual(1);
     expect(await back.disconnected()).toBe(true);
   });
 
@@ -140,10 +140,10 @@ describe('voice rooms follow the voice states', () => {
     const back = await joinRoom(grant);
     expect(await lastAttempt(permission, (p) => p !== undefined)).toMatchObject({ canPublish: true });
 
-    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBe(1);
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentChanges: true })).toBe(1);
     expect(await permission()).toMatchObject({ canPublish: false, canSubscribe: true });
     // In line now: the next check changes nothing.
-    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBe(0);
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentChanges: true })).toBe(0);
     back.leave();
   });
 
@@ -293,7 +293,7 @@ describe('the voice room check', () => {
     inCall.leave();
   });
 
-  it('of recent removals looks only at the rooms this replica took someone out of', async () => {
+  it('of recent changes looks only at the rooms this replica took someone out of', async () => {
     const [emptied, untouched] = [await voiceChannel('emptied'), await voiceChannel('untouched')];
     const kicked = await connectedMember(emptied);
     expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
@@ -309,7 +309,7 @@ describe('the voice room check', () => {
       },
     );
 
-    expect(await checkVoiceRooms(g.rooms, g.db, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await checkVoiceRooms(g.rooms, g.db, { recentChanges: true })).toBeGreaterThanOrEqual(1);
     expect(await back.disconnected()).toBe(true);
     expect(await participantIn(rooms, untouched, stray)).toBeDefined();
     // The check of every room finds the stray.

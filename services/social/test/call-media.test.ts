@@ -13,7 +13,7 @@ import { createHarness } from './harness.ts';
 
 const h = await createHarness();
 const rooms = liveKitRooms(inject('backing').livekit);
-// The room API the consumer uses: what it took people out of is what the check of recent removals looks at.
+// The room API the consumer uses: what it took people out of is what the check of recent changes looks at.
 const replicaRooms = mediaRooms(h.deps.config);
 let consumer: ConsumerHandle | undefined;
 const startConsumer = async () => {
@@ -127,7 +127,7 @@ describe('the call room check', () => {
     aliceIn.leave();
   });
 
-  it('of recent removals looks only at the rooms this replica took someone out of', async () => {
+  it('of recent changes looks only at the rooms this replica took someone out of', async () => {
     const left = await callWithBothIn();
     expect((await act(left.bob, left.callId, 'leave')).body.state).toBe('active');
     expect(await left.bobIn.disconnected()).toBe(true);
@@ -140,7 +140,7 @@ describe('the call room check', () => {
       elsewhere.bobIn.leave();
       const strayBack = await connect(elsewhere.bob, elsewhere.accepted);
 
-      expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+      expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentChanges: true })).toBeGreaterThanOrEqual(1);
       expect(await back.disconnected()).toBe(true);
       expect(await inRoom(left.callId)).toEqual([left.alice.id]);
       expect(await inRoom(elsewhere.callId)).toEqual([elsewhere.alice.id, elsewhere.bob.id].sort());
@@ -152,7 +152,7 @@ describe('the call room check', () => {
     elsewhere.aliceIn.leave();
   });
 
-  it('of recent removals closes again the room of a call whose group is gone, and the check of every room leaves such a room alone', async () => {
+  it('of recent changes closes again the room of a call whose group is gone, and the check of every room leaves such a room alone', async () => {
     const [alice, bob, carol] = [await h.addUser(), await h.addUser(), await h.addUser()];
     const group = await conversation(alice, bob, carol);
     const started = await h.call(alice, 'POST', `/v1/dm/conversations/${group}/call`);
@@ -167,7 +167,7 @@ describe('the call room check', () => {
     // A room named by no call could be anyone's (a voice channel's): the check of every room leaves it.
     await checkCallRooms(mediaRooms(h.deps.config), h.runtime.pool);
     expect(await inRoom(callId)).toEqual([alice.id]);
-    expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentRemovals: true })).toBeGreaterThanOrEqual(1);
+    expect(await checkCallRooms(replicaRooms, h.runtime.pool, { recentChanges: true })).toBeGreaterThanOrEqual(1);
     expect(await back.disconnected()).toBe(true);
   });
 });

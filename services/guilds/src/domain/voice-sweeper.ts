@@ -21,9 +21,9 @@ export function startVoiceSweeper(d: Pick<Domain, 'pool'>, log: Logger, ttlSecon
 }
 
 /**
- * Takes out of the voice rooms whoever connected again with a grant from before they were taken out
- * (checkVoiceRooms, see checkRoomsPeriodically). Every replica may run one: a removal one made, the
- * others no longer find.
+ * Brings the voice rooms in line with the voice states (checkVoiceRooms, see checkRoomsPeriodically):
+ * whoever connected again with a grant from before they were taken out, muted or lost SPEAK. Every
+ * replica may run one: a change one made, the others no longer find.
  */
 export function startVoiceRoomCheck(d: Pick<Domain, 'pool'>, rooms: MediaRooms, log: Logger): Periodic {
   return checkRoomsPeriodically((options) => checkVoiceRooms(rooms, d.pool, options), log, 'voice room check');

@@ -188,11 +188,11 @@ export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: Voic
  * disconnect, a mute, SPEAK taken away): LiveKit cannot revoke a token, and refreshes a connected
  * participant's every 5 minutes for 10. Only rooms of this service's voice channels are looked at
  * (a call's room is social's), and only identities that are user ids (ours are); each is checked
- * again under the user's voice lock, as an event would be. With `recentRemovals`, only the rooms
+ * again under the user's voice lock, as an event would be. With `recentChanges`, only the rooms
  * this replica changed lately (see MediaRooms.occupied), which are all voice rooms: one whose
  * channel is gone is closed again. Answers how many participants it brought into line.
  */
-export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
+export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: { recentChanges?: boolean }): Promise<number> {
   const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
   const voice = await voiceChannelsAmong(
     pool,
@@ -201,7 +201,7 @@ export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: {
   let corrected = 0;
   for (const { room, occupants } of occupied) {
     if (voice.has(room)) corrected += await checkVoiceRoom(rooms, pool, room, occupants);
-    else if (options?.recentRemovals) {
+    else if (options?.recentChanges) {
       await rooms.close(room);
       corrected += occupants.length;
     }

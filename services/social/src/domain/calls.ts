@@ -308,11 +308,11 @@ export async function syncCallMedia(rooms: MediaRooms, tx: Queryable, callId: st
  * ended): the events do it at once (syncCallMedia); this catches a client that connects again
  * afterwards with a grant from before, since LiveKit cannot revoke a token and refreshes a connected
  * participant's every 5 minutes for 10. Rooms that are no call (a voice channel's, guilds') are left
- * alone. With `recentRemovals`, only the rooms this replica took someone out of or closed lately
+ * alone. With `recentChanges`, only the rooms this replica took someone out of or closed lately
  * (see MediaRooms.occupied), which are all call rooms: one whose call is gone (its group deleted)
  * is closed again. Answers how many rooms it brought into line.
  */
-export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { recentRemovals?: boolean }): Promise<number> {
+export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { recentChanges?: boolean }): Promise<number> {
   const occupied = (await rooms.occupied(options)).filter(({ room }) => isId(room));
   const found = await calls.findCalls(
     pool,
@@ -321,7 +321,7 @@ export async function checkCallRooms(rooms: MediaRooms, pool: Pool, options?: { 
   const known = new Map(found.map((call) => [call.id, call]));
   const strays = occupied.filter(({ room, occupants }) => {
     const call = known.get(room);
-    if (!call) return options?.recentRemovals === true;
+    if (!call) return options?.recentChanges === true;
     return occupants.some(({ identity }) => call.state === 'ended' || stateOf(call, identity) !== 'joined');
   });
   for (const { room, occupants } of strays) {
