@@ -136,6 +136,8 @@ export const rejoinWindowMs = (config: Pick<MediaGrantConfig, 'MEDIA_GRANT_TTL_S
 
 /** How long a call to the media server's API may take before it counts as failed (and is tried again). */
 const ROOM_API_TIMEOUT_SECONDS = 10;
+/** How many rooms `occupied` asks the media server about at once. */
+const ROOMS_LISTED_AT_ONCE = 16;
 
 /** LiveKit's room API (Twirp over HTTP, the server SDK's client) at LIVEKIT_API_URL or LIVEKIT_URL, signed with its key pair. */
 export function mediaRooms(config: MediaGrantConfig): MediaRooms {
@@ -160,14 +162,19 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
     close: (room) => succeeded(client.deleteRoom(room)).then(watch(room)),
     occupied: async ({ recentChanges = false } = {}) => {
       const names = recentChanges ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
-      const listed = names.map(async (room) => ({
+      const occupantsOf = async (room: string) => ({
         room,
         occupants: (await orNothing(client.listParticipants(room), [])).map((p) => ({
           identity: p.identity,
           permissions: fromLiveKit(p.permission),
         })),
-      }));
-      return (await Promise.all(listed)).filter((r) => r.occupants.length > 0);
+      });
+      // A few rooms at a time: a media server with thousands of rooms is not sent thousands of requests at once.
+      const listed: Awaited<ReturnType<typeof occupantsOf>>[] = [];
+      for (let i = 0; i < names.length; i += ROOMS_LISTED_AT_ONCE) {
+        listed.push(...(await Promise.all(names.slice(i, i + ROOMS_LISTED_AT_ONCE).map(occupantsOf))));
+      }
+      return listed.filter((r) => r.occupants.length > 0);
     },
   };
 }

@@ -23,6 +23,28 @@ async function answering(status: number): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/**
+ * A stand-in for LiveKit's room API (Twirp's JSON over HTTP) with `count` rooms of one participant
+ * each, that counts the most participant listings it had in flight at once: the real server cannot
+ * say how many requests it was sent together.
+ */
+async function roomApiOf(count: number): Promise<{ url: string; mostAtOnce: () => number }> {
+  let inFlight = 0;
+  let most = 0;
+  const server = createServer((req, res) => {
+    const answer = (body: object) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    if (req.url?.endsWith('/ListRooms')) return answer({ rooms: Array.from({ length: count }, (_, i) => ({ name: `room-${i}` })) });
+    most = Math.max(most, ++inFlight);
+    setTimeout(() => {
+      inFlight--;
+      answer({ participants: [{ identity: 'frank' }] });
+    }, 20);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, mostAtOnce: () => most };
+}
+
 describe('media rooms', () => {
   it('disconnects a connected participant, and is done when they or their room are not there', async () => {
     const room = `room-${crypto.randomUUID()}`;
@@ -101,6 +123,25 @@ describe('media rooms', () => {
       vi.restoreAllMocks();
     }
     for (const participant of [...connected, ...back]) participant.leave();
+  });
+
+  it('lists every occupied room however many there are, asking the media server about 16 at a time', async () => {
+    const names = Array.from({ length: 40 }, (_, i) => `many-${i}-${crypto.randomUUID()}`);
+    const issue = mediaGrantIssuer(config);
+    const connected = await Promise.all(names.map(async (room) => joinRoom(await issue({ room, identity: 'erin', canPublish: false }))));
+    await until(async () => (await Promise.all(names.map((room) => participantIn(observed, room, 'erin')))).every(Boolean), {
+      what: 'all 40 rooms are occupied',
+    });
+    const listed = (await rooms.occupied()).filter((o) => names.includes(o.room));
+    expect(listed.map((o) => o.room).sort()).toEqual([...names].sort());
+    expect(listed.every((o) => o.occupants.length === 1 && o.occupants[0]?.identity === 'erin')).toBe(true);
+    for (const participant of connected) participant.leave();
+
+    const api = await roomApiOf(100);
+    const crowded = await mediaRooms({ ...config, LIVEKIT_API_URL: api.url }).occupied();
+    expect(crowded.map((o) => o.room)).toEqual(Array.from({ length: 100 }, (_, i) => `room-${i}`));
+    expect(api.mostAtOnce()).toBeGreaterThan(1);
+    expect(api.mostAtOnce()).toBeLessThanOrEqual(16);
   });
 
   it('tells permissions that allow the same from those that do not', () => {
