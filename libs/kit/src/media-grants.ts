@@ -74,6 +74,9 @@ function fromLiveKit(permission: ParticipantPermission | undefined): MediaPermis
   };
 }
 
+/** Whether the permissions allow less than everything a grant can (hearing, and publishing every source). */
+const isRestricted = (p: MediaPermissions) => !samePermissions(p, { canPublish: true });
+
 /** Whether two sets of permissions let a participant do the same (sources in any order). */
 export function samePermissions(a: MediaPermissions, b: MediaPermissions): boolean {
   const canonical = (p: MediaPermissions) => {
@@ -113,9 +116,9 @@ export interface MediaRooms {
   close(room: string): Promise<void>;
   /**
    * Every open room with someone connected to it, and what each may do there; with
-   * `recentChanges`, only the rooms where this client took someone out, narrowed what someone may
-   * do, or closed the room, within the rejoin window (rejoinWindowMs): there, a client may come back
-   * with a token it kept, which lets it in with what it allowed then.
+   * `recentChanges`, only the rooms where this client took someone out, gave someone less than
+   * everything, or closed the room, within the rejoin window (rejoinWindowMs): there, a client may
+   * come back with a token it kept, which lets it in with what it allowed then.
    */
   occupied(options?: { recentChanges?: boolean }): Promise<{ room: string; occupants: Occupant[] }[]>;
 }
@@ -149,17 +152,22 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
   // Room name -> when this client last changed who is in it or what they may do (watched until the rejoin window ends).
   const changed = new Map<string, number>();
   const rejoinMs = rejoinWindowMs(config);
-  const watch = (room: string) => (done: boolean) => void (done && changed.set(room, Date.now()));
+  const watchIf = (changedHere: boolean, room: string) => {
+    if (changedHere) changed.set(room, Date.now());
+  };
   const watched = () => {
     for (const [room, at] of changed) if (Date.now() - at > rejoinMs) changed.delete(room);
     return [...changed.keys()];
   };
   return {
-    remove: (room, identity) => succeeded(client.removeParticipant(room, identity)).then(watch(room)),
-    // A narrowing only needs watching, but telling it from a widening would cost a call more.
-    allow: (room, identity, permissions) =>
-      succeeded(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) })).then(watch(room)),
-    close: (room) => succeeded(client.deleteRoom(room)).then(watch(room)),
+    remove: async (room, identity) => watchIf(await succeeded(client.removeParticipant(room, identity)), room),
+    // Only a restriction needs watching: a kept token never allows more than everything. A member
+    // toggling their own mute, or unmuted, leaves the room unwatched.
+    allow: async (room, identity, permissions) => {
+      const done = await succeeded(client.updateParticipant(room, identity, { permission: liveKitPermissions(permissions) }));
+      watchIf(done && isRestricted(permissions), room);
+    },
+    close: async (room) => watchIf(await succeeded(client.deleteRoom(room)), room),
     occupied: async ({ recentChanges = false } = {}) => {
       const names = recentChanges ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
       const occupantsOf = async (room: string) => ({

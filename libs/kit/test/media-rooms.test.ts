@@ -76,7 +76,7 @@ describe('media rooms', () => {
     expect(await participant.disconnected()).toBe(true);
   });
 
-  it('lists, for the recent changes, only the rooms where it took someone out, narrowed what they may do or closed the room, for as long as a kept token may bring them back', async () => {
+  it('lists, for the recent changes, only the rooms where it took someone out, gave someone less than everything or closed the room, for as long as a kept token may bring them back', async () => {
     const [emptied, muted, untouched, closed] = ['emptied', 'muted', 'untouched', 'closed'].map(
       (name) => `${name}-${crypto.randomUUID()}`,
     ) as [string, string, string, string];
@@ -95,9 +95,11 @@ describe('media rooms', () => {
     await replica.remove(emptied, 'alice');
     await replica.allow(muted, 'dave', { canPublish: false });
     await replica.close(closed);
-    // Taking out, or muting, someone who is not there changes nothing to watch.
+    // Taking out, or muting, someone who is not there changes nothing to watch; nor does giving
+    // someone everything (a kept token allows no more).
     await replica.remove(untouched, 'nobody');
     await replica.allow(untouched, 'nobody', { canPublish: false });
+    await replica.allow(untouched, 'bob', { canPublish: true });
     // Both taken out come back with the grant they kept.
     const back = [await joinRoom(grants.alice), await joinRoom(grants.carol)];
     await until(allIn);
