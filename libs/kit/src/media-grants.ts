@@ -118,9 +118,9 @@ export interface MediaRooms {
    * Every open room with someone connected to it, and what each may do there; with
    * `recentChanges`, only the rooms where this client took someone out, gave someone less than
    * everything, or closed the room, within the rejoin window (rejoinWindowMs): there, a client may
-   * come back with a token it kept, which lets it in with what it allowed then.
+   * come back with a token it kept, which lets it in with what it allowed then. With `rooms`, only those.
    */
-  occupied(options?: { recentChanges?: boolean }): Promise<{ room: string; occupants: Occupant[] }[]>;
+  occupied(options?: { recentChanges?: boolean; rooms?: readonly string[] }): Promise<{ room: string; occupants: Occupant[] }[]>;
 }
 
 /** Someone connected to a room, and what they may do there now. */
@@ -168,8 +168,8 @@ export function mediaRooms(config: MediaGrantConfig): MediaRooms {
       watchIf(done && isRestricted(permissions), room);
     },
     close: async (room) => watchIf(await succeeded(client.deleteRoom(room)), room),
-    occupied: async ({ recentChanges = false } = {}) => {
-      const names = recentChanges ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name);
+    occupied: async ({ recentChanges = false, rooms } = {}) => {
+      const names = rooms ?? (recentChanges ? watched() : (await orNothing(client.listRooms(), [])).map((r) => r.name));
       const occupantsOf = async (room: string) => ({
         room,
         occupants: (await orNothing(client.listParticipants(room), [])).map((p) => ({

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_EVERYONE_PERMISSIONS, type MediaGrant, Permission, toMask } from '@chat/contracts';
-import { mediaGrantIssuer } from '@chat/kit';
+import { mediaGrantIssuer, mediaRooms } from '@chat/kit';
 import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
 import { TrackSource } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
-import { checkVoiceRooms } from '../src/domain/voice.ts';
+import { checkVoiceRooms, syncVoiceAccess } from '../src/domain/voice.ts';
 import { startGuilds } from './harness.ts';
 
 /**
@@ -267,6 +267,24 @@ describe('what a connected member may publish follows their permissions', () => 
     expect(await permission(elsewhere, other.userId)).toMatchObject({ canPublish: true, canPublishSources: [] });
     participant.leave();
     other.participant.leave();
+  });
+});
+
+describe('a change of access that changes nobody', () => {
+  it("tells the media server nothing when nobody's rights change (as when a role is renamed)", async () => {
+    const channelId = await voiceChannel();
+    const { userId, participant } = await connectedMember(channelId);
+    // Not streaming here: a restriction, which a blind update would put to the media server again.
+    const overrides = `/v1/channels/${channelId}/permissions`;
+    expect((await g.call(owner, 'PUT', overrides, { userId, allowBits: 0, denyBits: toMask(Permission.STREAM) })).status).toBe(200);
+    const microphoneOnly = (p: { canPublishSources: unknown[] } | undefined) => p?.canPublishSources.length === 1;
+    expect(await lastAttempt(async () => (await participantIn(rooms, channelId, userId))?.permission, microphoneOnly)).toBeDefined();
+
+    const replica = mediaRooms(g.config);
+    await syncVoiceAccess(replica, g.db, { channelId });
+    await syncVoiceAccess(replica, g.db, { serverId });
+    expect(await replica.occupied({ recentChanges: true })).toEqual([]);
+    participant.leave();
   });
 });
 

@@ -169,14 +169,25 @@ export type { VoiceScope };
 
 /**
  * Brings the rooms in line with a change of access (a role's permissions, a member's roles, a
- * channel override): every member live in voice within `scope` may do from now on
- * what a grant made now would allow. Losing SPEAK or STREAM stops their publishing at once, not at
- * their next grant; getting it back lets them publish again. Each in its own transaction, under
- * their own voice lock (see syncVoiceMedia), so no join waits on the others' media calls.
+ * channel override): every member live in voice within `scope` and connected to the room may do
+ * from now on what a grant made now would allow. Losing SPEAK or STREAM stops their publishing at
+ * once, not at their next grant; getting it back lets them publish again. The media server is asked
+ * once per room who is there and what they may do, and told only of those whose rights changed (a
+ * role renamed changes nobody's); each of those in its own transaction, under their own voice lock
+ * (see syncVoiceMedia), so no join waits on the others' media calls.
  */
 export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: VoiceScope): Promise<void> {
-  for (const { userId, channelId } of await listLiveStates(pool, scope)) {
-    await withTx(pool, (tx) => syncVoiceMedia(rooms, tx, userId, channelId));
+  const states = await listLiveStates(pool, scope);
+  if (states.length === 0) return;
+  const inScope = new Set(states.map((s) => `${s.channelId}:${s.userId}`));
+  const concerned = [...new Set(states.map((s) => s.channelId))];
+  for (const { room, occupants } of await rooms.occupied({ rooms: concerned })) {
+    await checkVoiceRoom(
+      rooms,
+      pool,
+      room,
+      occupants.filter((o) => inScope.has(`${room}:${o.identity}`)),
+    );
   }
 }
 
