@@ -31,8 +31,8 @@ const ACCESS_CHANGES: { durable: string; filter: string; scope: (subject: string
  * Applies each change of access to the members connected to the voice rooms it concerns: a grant
  * is only checked when its holder connects, so without this a member whose SPEAK was taken away
  * would go on speaking until they left. The media server is asked before the event's transaction
- * opens (`prepare`): one call per connected member, each under that member's voice lock in a
- * transaction of its own. Asking again after a redelivery does no harm.
+ * opens (`prepare`), once per room concerned, and told only of those whose rights changed (see
+ * syncVoiceAccess). Asking again after a redelivery does no harm.
  */
 export function consumeVoiceAccess(options: { bus: Bus; pool: Pool; log: Logger; rooms: MediaRooms }): Promise<ConsumerHandle[]> {
   return Promise.all(

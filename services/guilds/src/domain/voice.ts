@@ -59,6 +59,7 @@ import {
 } from '../db/voice-states.ts';
 import { type ChannelAccess, channelAccess, loadChannelAccess, memberAccess, requirePermission, visibleChannels } from './access.ts';
 import { channelViewers } from './audience.ts';
+import { groupBy } from './channel-list.ts';
 import type { Ctx, Domain } from './context.ts';
 import { closeChannelGap, lockLayout } from './layout.ts';
 import { has } from './permissions.ts';
@@ -177,19 +178,21 @@ export type { VoiceScope };
  * (see syncVoiceMedia), so no join waits on the others' media calls.
  */
 export async function syncVoiceAccess(rooms: MediaRooms, pool: Pool, scope: VoiceScope): Promise<void> {
-  const states = await listLiveStates(pool, scope);
-  if (states.length === 0) return;
-  const inScope = new Set(states.map((s) => `${s.channelId}:${s.userId}`));
-  const concerned = [...new Set(states.map((s) => s.channelId))];
-  for (const { room, occupants } of await rooms.occupied({ rooms: concerned })) {
+  const byRoom = groupBy(await listLiveStates(pool, scope), (s) => s.channelId);
+  if (byRoom.size === 0) return;
+  for (const { room, occupants } of await rooms.occupied({ rooms: [...byRoom.keys()] })) {
+    const states = byUser(byRoom.get(room) ?? []);
     await checkVoiceRoom(
       rooms,
       pool,
       room,
-      occupants.filter((o) => inScope.has(`${room}:${o.identity}`)),
+      occupants.filter((o) => states.has(o.identity)),
+      states,
     );
   }
 }
+
+const byUser = (states: VoiceState[]) => new Map(states.map((s) => [s.userId, s]));
 
 /**
  * Brings the voice rooms in line with the voice states: whoever LiveKit has in a room without a
@@ -211,8 +214,10 @@ export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: {
   );
   let corrected = 0;
   for (const { room, occupants } of occupied) {
-    if (voice.has(room)) corrected += await checkVoiceRoom(rooms, pool, room, occupants);
-    else if (options?.recentChanges) {
+    if (voice.has(room)) {
+      const states = byUser(await listLiveStates(pool, { channelId: room }));
+      corrected += await checkVoiceRoom(rooms, pool, room, occupants, states);
+    } else if (options?.recentChanges) {
       await rooms.close(room);
       corrected += occupants.length;
     }
@@ -220,9 +225,17 @@ export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: {
   return corrected;
 }
 
-/** One voice room of checkVoiceRooms: answers how many of its occupants it brought into line. */
-async function checkVoiceRoom(rooms: MediaRooms, pool: Pool, room: string, occupants: Occupant[]): Promise<number> {
-  const states = new Map((await listLiveStates(pool, { channelId: room })).map((s) => [s.userId, s]));
+/**
+ * One voice room of checkVoiceRooms and syncVoiceAccess, given the live states there by user:
+ * answers how many of its occupants it brought into line.
+ */
+async function checkVoiceRoom(
+  rooms: MediaRooms,
+  pool: Pool,
+  room: string,
+  occupants: Occupant[],
+  states: Map<string, VoiceState>,
+): Promise<number> {
   let corrected = 0;
   for (const { identity, permissions } of occupants.filter((o) => isId(o.identity))) {
     const state = states.get(identity);
