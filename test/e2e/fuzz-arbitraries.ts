@@ -13,6 +13,21 @@ type Schema = Record<string, unknown> & {
   const?: unknown;
 };
 
+/** What is wrong with an answer to a fuzzed request (a 5xx, or a 4xx whose body is not exactly {"error": string}), or undefined. */
+export function answerProblem(status: number, text: string): string | undefined {
+  if (status >= 500) return `answered ${status}: ${text.slice(0, 200)}`;
+  if (status < 400) return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return `answered ${status} with a body that is not JSON: ${text.slice(0, 200)}`;
+  }
+  const keys = body && typeof body === 'object' ? Object.keys(body) : [];
+  if (keys.length !== 1 || typeof (body as { error?: unknown }).error !== 'string') return `answered ${status} with ${text.slice(0, 200)}`;
+  return undefined;
+}
+
 /** Values a schema accepts (mostly: refinements beyond JSON Schema are not modelled), from its zod source. */
 export function validOf(schema: z.ZodType | undefined): fc.Arbitrary<unknown> {
   if (!schema) return fc.constant(undefined);

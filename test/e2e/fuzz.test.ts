@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ALL_ROUTES, type RouteContract } from '@chat/contracts';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bodyOf, validOf } from './fuzz-arbitraries.ts';
+import { answerProblem, bodyOf, validOf } from './fuzz-arbitraries.ts';
 import { api, gateway, newUser, randomIp, type TestUser } from './helpers.ts';
 
 /**
@@ -113,19 +113,8 @@ async function send(c: Case) {
 
 /** What is wrong with an answer, or undefined. */
 function problemOf(status: number, text: string): string | undefined {
-  if (status >= 500) return `answered ${status}: ${text.slice(0, 200)}`;
-  if (status >= 400) {
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return `answered ${status} with a body that is not JSON: ${text.slice(0, 200)}`;
-    }
-    const keys = body && typeof body === 'object' ? Object.keys(body) : [];
-    if (keys.length !== 1 || typeof (body as { error?: unknown }).error !== 'string')
-      return `answered ${status} with ${text.slice(0, 200)}`;
-    return undefined;
-  }
+  const problem = answerProblem(status, text);
+  if (problem || status >= 400) return problem;
   const leaked = secrets.find((s) => text.includes(s));
   if (leaked) return `answered ${status} showing another user's private data (${leaked === victim.email ? 'email' : leaked})`;
   return undefined;
