@@ -38,7 +38,8 @@ export function dispatchHarness(options: {
   /** A session of the user; the function answers every dispatch it was sent since, in order. */
   async function sessionOf(userId: string): Promise<() => Promise<Frame[]>> {
     const sessionId = randomUUID();
-    await store.create({ sessionId, userId, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
+    await store.open({ sessionId, userId, authSid: randomUUID(), node: 'node-x' });
+    await store.ready(sessionId, '{}');
     return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame) as Frame);
   }
 

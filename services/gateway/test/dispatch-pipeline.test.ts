@@ -49,7 +49,8 @@ async function publish(contents: string[]): Promise<void> {
 /** A session of the user, and what its replay buffer holds after READY. */
 async function sessionOf(store: ReturnType<typeof platformOf>['store']) {
   const sessionId = randomUUID();
-  await store.create({ sessionId, userId, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
+  await store.open({ sessionId, userId, authSid: randomUUID(), node: 'node-x' });
+  await store.ready(sessionId, '{}');
   return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame).d.content as string);
 }
 
@@ -135,7 +136,8 @@ describe('a member leaving a group', () => {
   /** A session of `user`, and the dispatches its replay buffer holds after READY. */
   async function dispatchesTo(store: ReturnType<typeof platformOf>['store'], user: string) {
     const sessionId = randomUUID();
-    await store.create({ sessionId, userId: user, authSid: randomUUID(), node: 'node-x', readyJson: '{}' });
+    await store.open({ sessionId, userId: user, authSid: randomUUID(), node: 'node-x' });
+    await store.ready(sessionId, '{}');
     return async () => (await store.framesAfter(sessionId, 1)).map((f) => JSON.parse(f.frame)).map(({ t, d }) => ({ t, d }));
   }
   const leftEvent = (data: { conversationId: string; userId: string; ownerId: string | null; participantIds: string[] }) => ({

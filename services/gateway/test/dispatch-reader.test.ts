@@ -196,7 +196,8 @@ describe('the stream readers', () => {
     const prefix = newPrefix();
     const store = createSessionStore({ redis, prefix, resumeWindowMs: 120_000, livenessMs: 60_000, bufferSize: 100 });
     const user = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node: 'node-x' };
-    await store.create({ ...user, readyJson: '{}' });
+    await store.open({ ...user });
+    await store.ready(user.sessionId, '{}');
     const contents = async () => (await store.framesAfter(user.sessionId, 1)).map((f) => JSON.parse(f.frame).d.content);
     const holder = await reader(prefix, async (event, { fence }) => {
       const outcome = await store.deliver('MESSAGE_CREATE', JSON.stringify(event.data), { userIds: [user.userId], fence }, event.id);

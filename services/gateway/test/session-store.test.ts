@@ -25,7 +25,8 @@ const store = createSessionStore({
 
 async function session(node = 'node-a') {
   const ids = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node };
-  await store.create({ ...ids, readyJson: '{"ready":true}' });
+  await store.open({ ...ids });
+  await store.ready(ids.sessionId, '{"ready":true}');
   return ids;
 }
 
@@ -114,8 +115,10 @@ describe('publishing', () => {
   it('sends one message per node for all its sessions, each with its own seq', async () => {
     const userId = randomUUID();
     const [a, b] = [randomUUID(), randomUUID()];
-    await store.create({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
-    await store.create({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair', readyJson: '{}' });
+    await store.open({ sessionId: a, userId, authSid: randomUUID(), node: 'node-pair' });
+    await store.ready(a, '{}');
+    await store.open({ sessionId: b, userId, authSid: randomUUID(), node: 'node-pair' });
+    await store.ready(b, '{}');
     await store.deliver('CHANNEL_CREATE', '{}', { sessionIds: [a] });
     const heard: string[] = [];
     const listener = new Redis(inject('backing').redisUrl);

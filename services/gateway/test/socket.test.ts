@@ -275,6 +275,31 @@ describe('presence races', () => {
     client.close();
   });
 
+  it.each([4900, 1000])(
+    'keeps a session resumed on another replica, and its user online, when the old socket closes (%i) before the kick arrives',
+    async (code) => {
+      const { userId, sessionId, token } = await login();
+      const { client, gatewaySessionId } = await identified(token);
+      // Another replica answered the client's RESUME: it holds the session now. Its kick to this
+      // replica is not here yet, so the old socket's close is handled as the client's own.
+      await gw.store.attach(gatewaySessionId, 'node-b', sessionId);
+      const scripted = gw.redis as unknown as Record<'socketDetach' | 'socketEndHeld', (...args: unknown[]) => Promise<number>>;
+      const closeHandled = vi.spyOn(scripted, code === 1000 ? 'socketEndHeld' : 'socketDetach');
+      client.ws.close(code);
+      await client.closed;
+      // (Other tests' sockets may still be closing: this session's call is the one that counts.)
+      const ofThisSession = () => closeHandled.mock.calls.findIndex((args) => args[1] === gatewaySessionId);
+      await vi.waitFor(() => expect(ofThisSession()).toBeGreaterThanOrEqual(0));
+      expect(await closeHandled.mock.results[ofThisSession()]?.value).toBe(0);
+      // What the close does next is sent on the same connection before this read.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      closeHandled.mockRestore();
+      expect(await gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('node-b');
+      expect(await gw.redis.sismember(`${prefix}u:${userId}`, gatewaySessionId)).toBe(1);
+      expect(await gw.redis.zscore(`${prefix}p:${userId}`, gatewaySessionId)).not.toBeNull();
+    },
+  );
+
   it('records no heartbeat of a socket whose session was revoked: the user stays offline', async () => {
     const { userId, sessionId, token } = await login();
     const { client } = await identified(token);
@@ -333,6 +358,36 @@ describe('presence of a socket that closes while its RESUME is answered', () => 
     } finally {
       marking.mockRestore();
     }
+  });
+});
+
+describe('a session being identified', () => {
+  it('gets, after READY, what was dispatched to its user while READY was being made', async () => {
+    const [watcher, joiner, newcomer] = [await login(), await login(), await login()];
+    const [serverId, channelId] = [randomUUID(), randomUUID()];
+    gw.audiences.viewers.set(channelId, { serverId, userIds: [watcher.userId, newcomer.userId] });
+    gw.audiences.members.set(serverId, [watcher.userId, joiner.userId, newcomer.userId]);
+    await gw.reading(STREAMS.guilds.name);
+    const { client: watching } = await identified(watcher.token);
+    const joined = {
+      userId: joiner.userId,
+      serverId,
+      channelId,
+      ...{ selfMute: false, selfDeaf: false, serverMute: false, serverDeaf: false },
+      joinedAt: new Date().toISOString(),
+      expiresAt: new Date(Date.now() + 60_000).toISOString(),
+    };
+    // While auth answers the newcomer's IDENTIFY, someone joins voice where the newcomer sees it:
+    // the watcher, connected already, has the dispatch before auth's answer is given.
+    gw.audiences.beforeUserGet.set(newcomer.userId, async () => {
+      await gw.publish(VOICE_SUBJECTS.joined, joined);
+      await watching.next((f) => f.t === 'VOICE_STATE_UPDATE' && f.d.userId === joiner.userId);
+    });
+    const { client } = await identified(newcomer.token);
+    const update = await client.next((f) => f.t === 'VOICE_STATE_UPDATE' && f.d.userId === joiner.userId, 3_000);
+    expect(update).toMatchObject({ s: 2, d: { channelId } });
+    expect(client.dispatches().map((f) => f.t)).toEqual(['READY', 'VOICE_STATE_UPDATE']);
+    for (const c of [client, watching]) c.close();
   });
 });
 

@@ -103,9 +103,19 @@ redis.call('PEXPIRE', ARGV[1] .. 'b:' .. ARGV[2], ARGV[5])
 return 1
 `;
 
+/** Ends the session for good (ARGV[3]: its user) only while `node` (ARGV[4]) holds it; 1 when it did. */
+const END_HELD = `
+local skey = ARGV[1] .. 's:' .. ARGV[2]
+if redis.call('HGET', skey, 'node') ~= ARGV[4] then return 0 end
+redis.call('DEL', skey, ARGV[1] .. 'b:' .. ARGV[2])
+redis.call('SREM', ARGV[1] .. 'u:' .. ARGV[3], ARGV[2])
+return 1
+`;
+
 type ScriptedRedis = Redis & {
   socketDeliver(...args: (string | number)[]): Promise<number>;
   socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
+  socketEndHeld(prefix: string, sid: string, userId: string, node: string): Promise<number>;
   socketReplay(prefix: string, sid: string, after: number, cap: number): Promise<string[] | null>;
 };
 
@@ -208,6 +218,7 @@ export function createSessionStore(options: SessionStoreOptions) {
   const redis = options.redis as ScriptedRedis;
   redis.defineCommand('socketDeliver', { numberOfKeys: 0, lua: DELIVER });
   redis.defineCommand('socketDetach', { numberOfKeys: 0, lua: DETACH });
+  redis.defineCommand('socketEndHeld', { numberOfKeys: 0, lua: END_HELD });
   redis.defineCommand('socketReplay', { numberOfKeys: 0, lua: REPLAY });
   const { prefix, bufferSize } = options;
   const now = options.now ?? Date.now;
@@ -239,22 +250,25 @@ export function createSessionStore(options: SessionStoreOptions) {
     framesAfter,
 
     /**
-     * A new session held by `node`, with its first dispatch (READY) numbered 1 and buffered in the
-     * same transaction that makes the session reachable: nothing can be numbered before it.
-     * Answers the frame to send.
+     * A new session held by `node`, reachable at once: dispatches from now on are numbered from 2
+     * and buffered, while READY (number 1, `ready`) is still being made. So nothing that happens
+     * while its snapshot is read is lost to it.
      */
-    async create(s: { sessionId: string; userId: string; authSid: string; node: string; readyJson: string }): Promise<string> {
+    async open(s: { sessionId: string; userId: string; authSid: string; node: string }): Promise<void> {
       const ttl = attachedTtl();
-      const frame = dispatchFrame('READY', 1, s.readyJson);
       await redis
         .multi()
         .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 1, node: s.node, seenAt: now(), detachedAt: 0 })
         .pexpire(key('s', s.sessionId), ttl)
-        .zadd(key('b', s.sessionId), 1, frame)
-        .pexpire(key('b', s.sessionId), ttl)
         .sadd(key('u', s.userId), s.sessionId)
         .expire(key('u', s.userId), USER_SET_TTL_S)
         .exec();
+    },
+
+    /** Buffers the session's READY as its dispatch number 1 (a RESUME replays it like any other). Answers the frame to send. */
+    async ready(sessionId: string, readyJson: string): Promise<string> {
+      const frame = dispatchFrame('READY', 1, readyJson);
+      await redis.multi().zadd(key('b', sessionId), 1, frame).pexpire(key('b', sessionId), attachedTtl()).exec();
       return frame;
     },
 
@@ -309,9 +323,17 @@ export function createSessionStore(options: SessionStoreOptions) {
         .exec();
     },
 
-    /** The socket closed: resumable for the window from now. */
-    async detach(sessionId: string, node: string): Promise<void> {
-      await redis.socketDetach(prefix, sessionId, node, now(), options.resumeWindowMs);
+    /**
+     * The socket closed: resumable for the window from now. False when `node` no longer holds the
+     * session (a RESUME on another replica took it before this close was handled): nothing changes.
+     */
+    async detach(sessionId: string, node: string): Promise<boolean> {
+      return (await redis.socketDetach(prefix, sessionId, node, now(), options.resumeWindowMs)) === 1;
+    },
+
+    /** The client ended the session (close 1000 or 1001), unless another replica resumed it meanwhile: as detach. */
+    async endHeld(sessionId: string, userId: string, node: string): Promise<boolean> {
+      return (await redis.socketEndHeld(prefix, sessionId, userId, node)) === 1;
     },
 
     /** Gone for good (revoked, or resumed too late). */

@@ -234,6 +234,13 @@ export function createSocketServer(deps: SocketDeps) {
     if (!(await store.countIdentify(identity.id, config.GATEWAY_IDENTIFY_PER_DAY))) {
       return close(conn, CLOSE_CODES.RATE_LIMITED, 'Too many identifies today');
     }
+    const sessionId = uuidv7();
+    // Dispatches that arrive before READY is sent wait behind it.
+    Object.assign(conn, { sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: 1, pending: [] });
+    register(conn);
+    // Reachable before the snapshot is read: what happens meanwhile is dispatched after READY
+    // (and may repeat what READY shows) rather than lost.
+    await store.open({ sessionId, userId: identity.id, authSid: identity.sessionId, node });
     // Read before auth is asked: a presence change applied while it answers is newer than its answer.
     const choiceBefore = await presence.choiceNow(identity.id);
     const [user, servers, conversations] = await Promise.all([
@@ -242,21 +249,11 @@ export function createSocketServer(deps: SocketDeps) {
       deps.ask(UserConversationsRpc, { userId: identity.id }),
     ]);
     if (conn.ws.readyState !== conn.ws.OPEN) return;
-    const sessionId = uuidv7();
-    // Dispatches that arrive before READY is sent wait behind it.
-    Object.assign(conn, { sessionId, userId: identity.id, authSid: identity.sessionId, lastSent: 1, pending: [] });
-    register(conn);
     // Connected before READY: a client that has READY counts as online on every replica.
     const chosen: ChosenStatus = user.status === 'offline' ? 'invisible' : user.status;
     await showConnected(conn, identity.id, sessionId, () => presence.seedChoice(identity.id, choiceBefore, chosen, user.customStatus));
     const readyData = ReadyData.parse({ sessionId, user, serverIds: servers.serverIds, conversationIds: conversations.conversationIds });
-    const readyFrame = await store.create({
-      sessionId,
-      userId: identity.id,
-      authSid: identity.sessionId,
-      node,
-      readyJson: JSON.stringify(readyData),
-    });
+    const readyFrame = await store.ready(sessionId, JSON.stringify(readyData));
     send(conn, readyFrame);
     socketMetrics.identifies.inc();
     flushPending(conn);
@@ -369,10 +366,14 @@ export function createSocketServer(deps: SocketDeps) {
     if (!conn.sessionId || conn.ended) return;
     try {
       // A client that closes with 1000 or 1001 is done with the session (Discord's rule); any other
-      // close (a drop, 4000) keeps it resumable for the window.
-      if (code === 1000 || code === 1001) await store.remove(conn.sessionId, conn.userId as string);
-      else await store.detach(conn.sessionId, node);
-      await presence.disconnected(conn.userId as string, conn.sessionId);
+      // close (a drop, 4000) keeps it resumable for the window. Either only while this replica still
+      // holds it: a RESUME elsewhere may have taken it before this close was handled (its kick not
+      // here yet), and the session, connected there, must stay so.
+      const held =
+        code === 1000 || code === 1001
+          ? await store.endHeld(conn.sessionId, conn.userId as string, node)
+          : await store.detach(conn.sessionId, node);
+      if (held) await presence.disconnected(conn.userId as string, conn.sessionId);
     } catch (err) {
       log.warn({ err }, 'could not record a closed socket');
     }
