@@ -3,6 +3,7 @@ import { createLogger } from '@chat/kit';
 import { startTcpProxy } from '@chat/testkit';
 import { describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
+import { realtimeKeyPrefix } from '../src/realtime.ts';
 import { openSocket, startSocketGateway } from './socket-harness.ts';
 
 /** Opens the socket and answers the status of the upgrade's answer (101 when it opened) and its x-request-id. */
@@ -35,6 +36,31 @@ describe('a gateway started while Redis is unreachable', () => {
       await expect.poll(async () => (await upgrade(gw.url)).status, { timeout: 10_000, interval: 200 }).toBe(101);
       const client = await openSocket(gw.baseUrl);
       await client.identify(await gw.issuer.sign(crypto.randomUUID()));
+      client.close();
+    } finally {
+      await gw.close();
+      await proxy.close();
+    }
+  }, 30_000);
+});
+
+describe('a gateway whose Redis subscription drops', () => {
+  it('sends each session, once subscribed again, what was dispatched to it meanwhile, with no later dispatch to show the gap', async () => {
+    const redis = new URL(inject('backing').redisUrl);
+    const proxy = await startTcpProxy({ host: redis.hostname, port: Number(redis.port) });
+    const gw = await startSocketGateway({ subscriberUrl: proxy.url('redis') });
+    try {
+      const client = await openSocket(gw.baseUrl);
+      const { sessionId } = await client.identify(await gw.issuer.sign(crypto.randomUUID()));
+      const node = (await gw.redis.hget(`${realtimeKeyPrefix(gw.config.BUS_NAMESPACE)}s:${sessionId}`, 'node')) as string;
+      const subscribers = async () => ((await gw.redis.pubsub('NUMSUB', gw.store.channelOf(node))) as [string, number])[1];
+      proxy.cut();
+      await expect.poll(subscribers).toBe(0);
+      // Published to the replica while it cannot hear it: only the buffer keeps it.
+      expect(await gw.store.deliver('TYPING_START', '{"missed":true}', { sessionIds: [sessionId] })).toBe(1);
+      proxy.restore();
+      const missed = await client.next((f) => f.t === 'TYPING_START', 10_000);
+      expect(missed).toMatchObject({ s: 2, d: { missed: true } });
       client.close();
     } finally {
       await gw.close();

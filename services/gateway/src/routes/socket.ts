@@ -105,6 +105,17 @@ export function createSocketServer(deps: SocketDeps) {
     listening = true;
   });
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
+  // What was published to this replica while its subscriber was away is lost to the subscription,
+  // not to the buffer: once subscribed again, every session here reads what it missed.
+  deps.subscriber.on('ready', () => {
+    if (!listening) return;
+    deps.subscriber
+      .subscribe(store.channelOf(node))
+      .then(() => {
+        for (const conn of bySession.values()) catchUpFromBuffer(conn);
+      })
+      .catch((err) => log.warn({ err }, 'could not subscribe again after Redis came back'));
+  });
 
   /**
    * Writes a frame. What a client does not read stays in this process's memory: past the bound the
@@ -152,6 +163,13 @@ export function createSocketServer(deps: SocketDeps) {
     }
     // A gap (the subscription reconnected and missed frames): read them from the buffer, then go on.
     conn.pending = [{ seq, frame }];
+    void catchUp(conn);
+  }
+
+  /** Sends what the buffer holds after the last frame sent, unless the connection is catching up or waiting for READY already. */
+  function catchUpFromBuffer(conn: Conn) {
+    if (conn.pending || conn.closed) return;
+    conn.pending = [];
     void catchUp(conn);
   }
 
