@@ -80,7 +80,10 @@ export function createDispatcher(deps: Deps) {
   async function dispatch(event: EventEnvelope, source: EventSource = {}): Promise<void> {
     await deps.audience.invalidate(event.subject, event.data);
     const presenceChange = PRESENCE_CHANGES[event.subject];
-    if (presenceChange) return void (await presenceChange(deps.presence, event.data));
+    if (presenceChange) {
+      if (!(await presenceChange(deps.presence, event.data, source.fence))) throw new FencedOff();
+      return;
+    }
     const perRecipient = perRecipientDelivery[event.subject];
     if (perRecipient) return perRecipient(event, source);
     const name = dispatchNameOf(event.subject);
@@ -234,15 +237,18 @@ function unlessFencedOff(outcome: number): number {
   return outcome;
 }
 
-/** The events that change what others see of a user (PRESENCE_UPDATE follows from the change), and how each is applied. */
-const PRESENCE_CHANGES: Readonly<Record<string, (presence: Presence, data: unknown) => Promise<unknown>>> = {
-  [REALTIME_SUBJECTS.presenceUpdated]: (presence, data) => {
+/**
+ * The events that change what others see of a user (PRESENCE_UPDATE follows from the change), and
+ * how each is applied: false when the fence no longer held, and nothing was.
+ */
+const PRESENCE_CHANGES: Readonly<Record<string, (presence: Presence, data: unknown, fence?: Fence) => Promise<boolean>>> = {
+  [REALTIME_SUBJECTS.presenceUpdated]: (presence, data, fence) => {
     const chosen = PresenceChosenEvent.parse(data);
-    return presence.chose(chosen.userId, chosen.status, chosen.customStatus);
+    return presence.chose(chosen.userId, chosen.status, chosen.customStatus, fence);
   },
-  [REALTIME_SUBJECTS.activityUpdated]: (presence, data) => {
+  [REALTIME_SUBJECTS.activityUpdated]: (presence, data, fence) => {
     const { userId, activity } = ActivityUpdatedEvent.parse(data);
-    return presence.activity(userId, activity);
+    return presence.activity(userId, activity, fence);
   },
 };
 

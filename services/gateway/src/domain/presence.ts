@@ -1,5 +1,6 @@
 import type { Activity, ChosenStatus, PresenceUpdateData, SeenStatus } from '@chat/contracts';
 import type { Redis } from 'ioredis';
+import type { Fence } from './dispatch-lease.ts';
 
 /**
  * Who is connected, across replicas, and what others see. `p:<userId>` is a sorted set of the
@@ -54,6 +55,17 @@ redis.call('HSET', key, 'chosen', ARGV[3], 'custom', ARGV[4])
 return 1
 `;
 
+/**
+ * Sets fields of a user's presence hash (ARGV[3], then field, value pairs) unless the stream readers'
+ * lease (key ARGV[1], tenure token ARGV[2]; '' for none) is held by another tenure: a reader that
+ * lost it must not apply an old choice over what its successor applied since. 1 when written.
+ */
+const WRITE_FENCED = `
+if ARGV[1] ~= '' and redis.call('GET', ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', ARGV[3], unpack(ARGV, 4))
+return 1
+`;
+
 /** The sweep's index outlives every replica's heartbeats by far; gone only when no replica runs for a day. */
 const EXPIRY_INDEX_TTL_S = 86_400;
 
@@ -61,6 +73,7 @@ type PresenceRedis = Redis & {
   presenceRecompute(prefix: string, userId: string, now: number): Promise<[0 | 1, SeenStatus, string, string, 0 | 1]>;
   presenceSeen(prefix: string, ...userIds: string[]): Promise<(string | null)[]>;
   presenceSeed(key: string, expected: string, status: string, customStatus: string): Promise<0 | 1>;
+  presenceWriteFenced(fenceKey: string, token: string, key: string, ...fieldValues: string[]): Promise<0 | 1>;
 };
 
 export interface PresenceOptions {
@@ -82,6 +95,7 @@ export function createPresence(options: PresenceOptions) {
   redis.defineCommand('presenceRecompute', { numberOfKeys: 0, lua: RECOMPUTE });
   redis.defineCommand('presenceSeen', { numberOfKeys: 0, lua: SEEN });
   redis.defineCommand('presenceSeed', { numberOfKeys: 0, lua: SEED });
+  redis.defineCommand('presenceWriteFenced', { numberOfKeys: 0, lua: WRITE_FENCED });
   const { prefix } = options;
   const now = options.now ?? Date.now;
 
@@ -99,6 +113,13 @@ export function createPresence(options: PresenceOptions) {
     return Object.fromEntries(
       userIds.map((id, i) => [id, { status: (pairs[2 * i] as SeenStatus | null) ?? 'offline', activity: activityOf(pairs[2 * i + 1]) }]),
     );
+  }
+
+  async function writeThenRecompute(userId: string, fence: Fence | undefined, ...fieldValues: string[]): Promise<boolean> {
+    const written = await redis.presenceWriteFenced(fence?.[0] ?? '', fence?.[1] ?? '', `${prefix}ps:${userId}`, ...fieldValues);
+    if (written === 0) return false;
+    await recompute(userId);
+    return true;
   }
 
   async function mark(userId: string, sessionId: string): Promise<void> {
@@ -125,10 +146,12 @@ export function createPresence(options: PresenceOptions) {
       await redis.zrem(`${prefix}p:${userId}`, sessionId);
       await recompute(userId);
     },
-    /** What the user chose (auth.presence.updated). */
-    async chose(userId: string, status: ChosenStatus | 'offline', customStatus: string): Promise<void> {
-      await redis.hset(`${prefix}ps:${userId}`, 'chosen', status, 'custom', customStatus);
-      await recompute(userId);
+    /**
+     * What the user chose (auth.presence.updated). False, and nothing changed, when `fence` (the
+     * stream readers' lease that read the event) is held by another tenure now.
+     */
+    async chose(userId: string, status: ChosenStatus | 'offline', customStatus: string, fence?: Fence): Promise<boolean> {
+      return writeThenRecompute(userId, fence, 'chosen', status, 'custom', customStatus);
     },
     /** The choice held now ('' for none): read before auth is asked at identify, for seedChoice. */
     async choiceNow(userId: string): Promise<string> {
@@ -138,10 +161,12 @@ export function createPresence(options: PresenceOptions) {
     async seedChoice(userId: string, heldBefore: string, status: ChosenStatus, customStatus: string): Promise<void> {
       await redis.presenceSeed(`${prefix}ps:${userId}`, heldBefore, status, customStatus);
     },
-    /** What the user is playing (social's `social.activity.updated`); shown while others see them. */
-    async activity(userId: string, activity: Activity | null): Promise<void> {
-      await redis.hset(`${prefix}ps:${userId}`, 'activity', activity ? JSON.stringify(activity) : '');
-      await recompute(userId);
+    /**
+     * What the user is playing (social's `social.activity.updated`); shown while others see them.
+     * False, and nothing changed, when `fence` no longer holds (as chose).
+     */
+    async activity(userId: string, activity: Activity | null, fence?: Fence): Promise<boolean> {
+      return writeThenRecompute(userId, fence, 'activity', activity ? JSON.stringify(activity) : '');
     },
     /** What others see of each user now (the status last shown; offline when never connected). */
     async seen(userIds: string[]): Promise<Record<string, SeenStatus>> {
