@@ -14,9 +14,10 @@ afterAll(() => {
 
 const WINDOW_MS = 120_000;
 let clock = 1_700_000_000_000;
+const prefix = `gwtest:${randomUUID()}:`;
 const store = createSessionStore({
   redis,
-  prefix: `gwtest:${randomUUID()}:`,
+  prefix,
   resumeWindowMs: WINDOW_MS,
   livenessMs: 60_000,
   bufferSize: 3,
@@ -29,6 +30,24 @@ async function session(node = 'node-a') {
   await store.ready(ids.sessionId, '{"ready":true}');
   return ids;
 }
+
+describe('a session opened before its READY is made', () => {
+  it('buffers what is dispatched meanwhile after READY (numbered from 2), and its buffer expires with it from the start', async () => {
+    const ids = { sessionId: randomUUID(), userId: randomUUID(), authSid: randomUUID(), node: 'node-a' };
+    const bufferKey = `${prefix}b:${ids.sessionId}`;
+    await store.open(ids);
+    expect(await store.deliver('MESSAGE_CREATE', '{"content":"early"}', { userIds: [ids.userId] })).toBe(1);
+    // A replica that dies here leaves a buffer that expires as the session does.
+    expect(await redis.pttl(bufferKey)).toBeGreaterThan(0);
+    await store.ready(ids.sessionId, '{"ready":true}');
+    const frames = await store.framesAfter(ids.sessionId, 0);
+    expect(frames.map((f) => [f.seq, JSON.parse(f.frame).t])).toEqual([
+      [1, 'READY'],
+      [2, 'MESSAGE_CREATE'],
+    ]);
+    expect(await redis.zcard(bufferKey)).toBe(2);
+  });
+});
 
 describe('delivery', () => {
   it('numbers each dispatch per session, buffers it and publishes it to the node holding the socket', async () => {

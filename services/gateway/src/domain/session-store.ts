@@ -40,7 +40,7 @@ local t, d, cap, mode = ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local sent = 0
 local byNode = {}
 -- Three or four commands per session: a fan-out to a thousand sessions holds Redis for milliseconds.
--- The buffer's expiry is not touched here: it is set with the session's (create, touch, attach,
+-- The buffer's expiry is not touched here: it is set with the session's (open, ready, touch, attach,
 -- detach), and a buffer is never emptied (the newest frame stays), so it never loses its expiry.
 local function deliver(sid)
   local skey = p .. 's:' .. sid
@@ -111,6 +111,9 @@ redis.call('DEL', skey, ARGV[1] .. 'b:' .. ARGV[2])
 redis.call('SREM', ARGV[1] .. 'u:' .. ARGV[3], ARGV[2])
 return 1
 `;
+
+/** What a session's buffer holds (at 0, before every dispatch) from its opening until READY is buffered. */
+const OPENED = 'opened';
 
 type ScriptedRedis = Redis & {
   socketDeliver(...args: (string | number)[]): Promise<number>;
@@ -260,6 +263,10 @@ export function createSessionStore(options: SessionStoreOptions) {
         .multi()
         .hset(key('s', s.sessionId), { userId: s.userId, authSid: s.authSid, seq: 1, node: s.node, seenAt: now(), detachedAt: 0 })
         .pexpire(key('s', s.sessionId), ttl)
+        // The buffer exists, with the session's expiry, before a dispatch can land in it: a replica
+        // that dies before READY leaves nothing behind that never expires. READY replaces the mark.
+        .zadd(key('b', s.sessionId), 0, OPENED)
+        .pexpire(key('b', s.sessionId), ttl)
         .sadd(key('u', s.userId), s.sessionId)
         .expire(key('u', s.userId), USER_SET_TTL_S)
         .exec();
@@ -268,7 +275,12 @@ export function createSessionStore(options: SessionStoreOptions) {
     /** Buffers the session's READY as its dispatch number 1 (a RESUME replays it like any other). Answers the frame to send. */
     async ready(sessionId: string, readyJson: string): Promise<string> {
       const frame = dispatchFrame('READY', 1, readyJson);
-      await redis.multi().zadd(key('b', sessionId), 1, frame).pexpire(key('b', sessionId), attachedTtl()).exec();
+      await redis
+        .multi()
+        .zrem(key('b', sessionId), OPENED)
+        .zadd(key('b', sessionId), 1, frame)
+        .pexpire(key('b', sessionId), attachedTtl())
+        .exec();
       return frame;
     },
 
