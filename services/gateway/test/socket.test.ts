@@ -373,7 +373,10 @@ describe('a session being identified', () => {
       userId: joiner.userId,
       serverId,
       channelId,
-      ...{ selfMute: false, selfDeaf: false, serverMute: false, serverDeaf: false },
+      selfMute: false,
+      selfDeaf: false,
+      serverMute: false,
+      serverDeaf: false,
       joinedAt: new Date().toISOString(),
       expiresAt: new Date(Date.now() + 60_000).toISOString(),
     };
