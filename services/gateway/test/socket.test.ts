@@ -40,6 +40,19 @@ async function dropped(client: GatewayClient, gatewaySessionId: string) {
   await expect.poll(() => gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('');
 }
 
+/** A live voice state, as guilds publishes it with guilds.voice.*. */
+const voiceState = (userId: string, serverId: string, channelId: string) => ({
+  userId,
+  serverId,
+  channelId,
+  selfMute: false,
+  selfDeaf: false,
+  serverMute: false,
+  serverDeaf: false,
+  joinedAt: new Date().toISOString(),
+  expiresAt: new Date(Date.now() + 60_000).toISOString(),
+});
+
 const slowClosures = async () => (await socketMetrics.slowClients.get()).values[0]?.value ?? 0;
 
 describe('a client that stops reading', () => {
@@ -283,8 +296,8 @@ describe('presence races', () => {
       // Another replica answered the client's RESUME: it holds the session now. Its kick to this
       // replica is not here yet, so the old socket's close is handled as the client's own.
       await gw.store.attach(gatewaySessionId, 'node-b', sessionId);
-      const scripted = gw.redis as unknown as Record<'socketDetach' | 'socketEndHeld', (...args: unknown[]) => Promise<number>>;
-      const closeHandled = vi.spyOn(scripted, code === 1000 ? 'socketEndHeld' : 'socketDetach');
+      const scripted = gw.redis as unknown as Record<'socketDetach' | 'socketRemove', (...args: unknown[]) => Promise<number>>;
+      const closeHandled = vi.spyOn(scripted, code === 1000 ? 'socketRemove' : 'socketDetach');
       client.ws.close(code);
       await client.closed;
       // (Other tests' sockets may still be closing: this session's call is the one that counts.)
@@ -369,17 +382,7 @@ describe('a session being identified', () => {
     gw.audiences.members.set(serverId, [watcher.userId, joiner.userId, newcomer.userId]);
     await gw.reading(STREAMS.guilds.name);
     const { client: watching } = await identified(watcher.token);
-    const joined = {
-      userId: joiner.userId,
-      serverId,
-      channelId,
-      selfMute: false,
-      selfDeaf: false,
-      serverMute: false,
-      serverDeaf: false,
-      joinedAt: new Date().toISOString(),
-      expiresAt: new Date(Date.now() + 60_000).toISOString(),
-    };
+    const joined = voiceState(joiner.userId, serverId, channelId);
     // While auth answers the newcomer's IDENTIFY, someone joins voice where the newcomer sees it:
     // the watcher, connected already, has the dispatch before auth's answer is given.
     gw.audiences.beforeUserGet.set(newcomer.userId, async () => {
@@ -397,17 +400,7 @@ describe('a session being identified', () => {
 describe('voice states', () => {
   const serverId = randomUUID();
   const [lobby, backRoom] = [randomUUID(), randomUUID()];
-  const state = (userId: string, channelId: string) => ({
-    userId,
-    serverId,
-    channelId,
-    selfMute: false,
-    selfDeaf: false,
-    serverMute: false,
-    serverDeaf: false,
-    joinedAt: new Date().toISOString(),
-    expiresAt: new Date(Date.now() + 60_000).toISOString(),
-  });
+  const state = (userId: string, channelId: string) => voiceState(userId, serverId, channelId);
   const voiceOf = (c: GatewayClient) => c.dispatches().filter((f) => f.t?.startsWith('VOICE_STATE_'));
   const seen = (c: GatewayClient) => voiceOf(c).map((f) => `${f.t} ${f.d.userId} ${f.d.channelId}${f.d.reason ? ` ${f.d.reason}` : ''}`);
 

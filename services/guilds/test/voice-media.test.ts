@@ -281,7 +281,7 @@ describe('a change of access that changes nobody', () => {
     expect(await lastAttempt(async () => (await participantIn(rooms, channelId, userId))?.permission, microphoneOnly)).toBeDefined();
 
     const replica = mediaRooms(g.config);
-    await syncVoiceAccess(replica, g.db, { channelId });
+    await syncVoiceAccess(replica, g.db, { channelIds: [channelId] });
     await syncVoiceAccess(replica, g.db, { serverId });
     expect(await replica.occupied({ recentChanges: true })).toEqual([]);
     participant.leave();

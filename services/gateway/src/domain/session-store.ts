@@ -103,10 +103,10 @@ redis.call('PEXPIRE', ARGV[1] .. 'b:' .. ARGV[2], ARGV[5])
 return 1
 `;
 
-/** Ends the session for good (ARGV[3]: its user) only while `node` (ARGV[4]) holds it; 1 when it did. */
-const END_HELD = `
+/** Ends the session for good (ARGV[3]: its user), when ARGV[4] is '' or the node holding it; 1 when it did. */
+const REMOVE = `
 local skey = ARGV[1] .. 's:' .. ARGV[2]
-if redis.call('HGET', skey, 'node') ~= ARGV[4] then return 0 end
+if ARGV[4] ~= '' and redis.call('HGET', skey, 'node') ~= ARGV[4] then return 0 end
 redis.call('DEL', skey, ARGV[1] .. 'b:' .. ARGV[2])
 redis.call('SREM', ARGV[1] .. 'u:' .. ARGV[3], ARGV[2])
 return 1
@@ -118,7 +118,7 @@ const OPENED = 'opened';
 type ScriptedRedis = Redis & {
   socketDeliver(...args: (string | number)[]): Promise<number>;
   socketDetach(prefix: string, sid: string, node: string, now: number, ttl: number): Promise<number>;
-  socketEndHeld(prefix: string, sid: string, userId: string, node: string): Promise<number>;
+  socketRemove(prefix: string, sid: string, userId: string, heldBy: string): Promise<number>;
   socketReplay(prefix: string, sid: string, after: number, cap: number): Promise<string[] | null>;
 };
 
@@ -221,7 +221,7 @@ export function createSessionStore(options: SessionStoreOptions) {
   const redis = options.redis as ScriptedRedis;
   redis.defineCommand('socketDeliver', { numberOfKeys: 0, lua: DELIVER });
   redis.defineCommand('socketDetach', { numberOfKeys: 0, lua: DETACH });
-  redis.defineCommand('socketEndHeld', { numberOfKeys: 0, lua: END_HELD });
+  redis.defineCommand('socketRemove', { numberOfKeys: 0, lua: REMOVE });
   redis.defineCommand('socketReplay', { numberOfKeys: 0, lua: REPLAY });
   const { prefix, bufferSize } = options;
   const now = options.now ?? Date.now;
@@ -343,14 +343,13 @@ export function createSessionStore(options: SessionStoreOptions) {
       return (await redis.socketDetach(prefix, sessionId, node, now(), options.resumeWindowMs)) === 1;
     },
 
-    /** The client ended the session (close 1000 or 1001), unless another replica resumed it meanwhile: as detach. */
-    async endHeld(sessionId: string, userId: string, node: string): Promise<boolean> {
-      return (await redis.socketEndHeld(prefix, sessionId, userId, node)) === 1;
-    },
-
-    /** Gone for good (revoked, or resumed too late). */
-    async remove(sessionId: string, userId: string): Promise<void> {
-      await redis.multi().del(key('s', sessionId), key('b', sessionId)).srem(key('u', userId), sessionId).exec();
+    /**
+     * Gone for good (revoked, resumed too late, or ended by its client's close 1000 or 1001). With
+     * `heldBy`, only while that node holds it (false otherwise, nothing changed): a RESUME on another
+     * replica may have taken it before the old socket's close was handled.
+     */
+    async remove(sessionId: string, userId: string, heldBy = ''): Promise<boolean> {
+      return (await redis.socketRemove(prefix, sessionId, userId, heldBy)) === 1;
     },
 
     /**

@@ -106,7 +106,9 @@ export function createSocketServer(deps: SocketDeps) {
   });
   deps.subscriber.on('message', (_channel: string, message: string) => onPublished(message));
   // What was published to this replica while its subscriber was away is lost to the subscription,
-  // not to the buffer: once subscribed again, every session here reads what it missed.
+  // not to the buffer: once subscribed again, every session here reads what it missed. Subscribed
+  // here (again) because ioredis' own resubscription cannot be awaited: a buffer read before it took
+  // effect could miss a frame published in between.
   deps.subscriber.on('ready', () => {
     if (!listening) return;
     deps.subscriber
@@ -389,7 +391,7 @@ export function createSocketServer(deps: SocketDeps) {
       // here yet), and the session, connected there, must stay so.
       const held =
         code === 1000 || code === 1001
-          ? await store.endHeld(conn.sessionId, conn.userId as string, node)
+          ? await store.remove(conn.sessionId, conn.userId as string, node)
           : await store.detach(conn.sessionId, node);
       if (held) await presence.disconnected(conn.userId as string, conn.sessionId);
     } catch (err) {

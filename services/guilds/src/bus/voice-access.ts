@@ -24,7 +24,7 @@ const ACCESS_CHANGES: { durable: string; filter: string; scope: (subject: string
     scope: (subject, member) =>
       subject === GUILDS_SUBJECTS.memberUpdated ? { serverId: member.serverId, userId: member.userId } : undefined,
   },
-  { durable: 'guilds-voice-overrides', filter: 'guilds.override.*', scope: (_, override) => ({ channelId: override.channelId }) },
+  { durable: 'guilds-voice-overrides', filter: 'guilds.override.*', scope: (_, override) => ({ channelIds: [override.channelId] }) },
 ];
 
 /**

@@ -228,19 +228,19 @@ export async function voiceChannelsAmong(db: Queryable, channelIds: string[]): P
 }
 
 /** Whose live states a read is about: a server's, one member's in a server, or one channel's. */
-export type VoiceScope = { serverId: string; userId?: string } | { channelId: string };
+export type VoiceScope = { serverId: string; userId?: string } | { channelIds: readonly string[] };
 
 /** The live states in scope, by channel then by who came first. */
 export async function listLiveStates(db: Queryable, scope: VoiceScope): Promise<VoiceState[]> {
   const { serverId, userId } = 'serverId' in scope ? scope : { serverId: undefined, userId: undefined };
-  const channelId = 'channelId' in scope ? scope.channelId : undefined;
+  const channelIds = 'channelIds' in scope ? scope.channelIds : undefined;
   const rows = await many<VoiceStateRow>(
     db,
     `SELECT ${COLUMNS} FROM voice_states v
-     WHERE ($1::uuid IS NULL OR v.server_id = $1) AND ($2::uuid IS NULL OR v.user_id = $2) AND ($3::uuid IS NULL OR v.channel_id = $3)
+     WHERE ($1::uuid IS NULL OR v.server_id = $1) AND ($2::uuid IS NULL OR v.user_id = $2) AND ($3::uuid[] IS NULL OR v.channel_id = ANY($3))
        AND ${LIVE}
      ORDER BY v.channel_id, v.joined_at, v.user_id`,
-    [serverId ?? null, userId ?? null, channelId ?? null],
+    [serverId ?? null, userId ?? null, channelIds ?? null],
   );
   return rows.map(toVoiceState);
 }

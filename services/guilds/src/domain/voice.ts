@@ -212,11 +212,14 @@ export async function checkVoiceRooms(rooms: MediaRooms, pool: Pool, options?: {
     pool,
     occupied.map((o) => o.room),
   );
+  // The live states of every voice room at once, not a query per room.
+  const byRoom = voice.size
+    ? groupBy(await listLiveStates(pool, { channelIds: [...voice] }), (s) => s.channelId)
+    : new Map<string, VoiceState[]>();
   let corrected = 0;
   for (const { room, occupants } of occupied) {
     if (voice.has(room)) {
-      const states = byUser(await listLiveStates(pool, { channelId: room }));
-      corrected += await checkVoiceRoom(rooms, pool, room, occupants, states);
+      corrected += await checkVoiceRoom(rooms, pool, room, occupants, byUser(byRoom.get(room) ?? []));
     } else if (options?.recentChanges) {
       await rooms.close(room);
       corrected += occupants.length;
