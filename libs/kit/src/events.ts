@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { deadLetterSubject, EVENT_SCHEMAS, type RpcContract, SERVICE_EVENT_PREFIXES, STREAMS } from '@chat/contracts';
 import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import { headers as natsHeaders, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { v7 as uuidv7 } from 'uuid';
 import type { z } from 'zod';
@@ -480,13 +480,30 @@ async function startConsuming<P>(options: ConsumeOptions<P>, stopping?: AbortSig
   return {
     async stop() {
       unwatch();
-      await messages.close();
+      await stopPulling(messages);
       await done;
       ignored.flush();
       await marking.stop();
     },
   };
 }
+
+/**
+ * Ends a consume() without stranding an event the server is sending right then. Closing alone
+ * unsubscribes at once, and the client drops what arrives after that, while the server counts it
+ * delivered: it is redelivered only after the ack wait (30 s), and a consumer that keeps order
+ * (maxAckPending 1) waits with it on every replica. Draining the pull's subscription first (the
+ * unsubscribe, then a round trip) lets whatever the server sent before it saw the unsubscribe still
+ * arrive and be applied. nats.js keeps that subscription on the ConsumerMessages without typing it.
+ * The round trip is not awaited past STOP_DRAIN_MS: without the bus it would never end.
+ */
+async function stopPulling(messages: ConsumerMessages): Promise<void> {
+  const { sub } = messages as ConsumerMessages & { sub?: Subscription };
+  if (sub && !sub.isClosed()) await Promise.race([sub.drain().catch(() => {}), sleep(STOP_DRAIN_MS, undefined, { ref: false })]);
+  await messages.close();
+}
+
+const STOP_DRAIN_MS = 2_000;
 
 /**
  * Events that expired before an existing durable without a backfill read them: what they would

@@ -166,3 +166,48 @@ describe('the relay after a reconnect', () => {
     expect(await msFromReconnectTo(id, { proxy, bus, watcher })).toBeLessThan(1_000);
   }, 30_000);
 });
+
+describe('a consumer that stops while an event is on its way to it', () => {
+  it('still applies and acknowledges the event, rather than leaving it to be redelivered after the ack wait', async () => {
+    const { proxy, bus } = await proxiedBus();
+    await bus.ready;
+    const spec = { stream: STREAM.name, durable: 'outage-stopping', deliverNewOnly: true };
+    const applied: string[] = [];
+    const consumer = await consumeEvents({
+      bus,
+      pool: runtime.pool,
+      log,
+      stream: STREAM,
+      spec,
+      handle: async (event) => void applied.push(event.id),
+    });
+    const durable = () => runtime.bus.jsm.consumers.info(runtime.bus.name(STREAM.name), runtime.bus.name(spec.durable));
+
+    // The server sends the event to the waiting pull, and the link holds it while the consumer stops.
+    proxy.hold();
+    const event = { id: crypto.randomUUID(), subject: 'outage.thing.happened', occurredAt: new Date().toISOString(), data: {} };
+    const { seq } = await runtime.bus.js.publish(runtime.bus.subject(event.subject), JSON.stringify(event), { msgID: event.id });
+    await expect.poll(async () => (await durable()).delivered.stream_seq).toBe(seq);
+    const stopped = consumer.stop();
+    // Long enough for the server to read the unsubscribe, which the hold lets through.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    proxy.restore();
+    await stopped;
+
+    expect(applied).toEqual([event.id]);
+    await expect.poll(async () => (await durable()).num_ack_pending).toBe(0);
+  }, 15_000);
+
+  it('still stops, within seconds, when the link to the server is silent', async () => {
+    const { proxy, bus } = await proxiedBus();
+    await bus.ready;
+    const spec = { stream: STREAM.name, durable: 'outage-stopping-silent', deliverNewOnly: true };
+    const consumer = await consumeEvents({ bus, pool: runtime.pool, log, stream: STREAM, spec, handle: async () => {} });
+    proxy.stall();
+    const started = performance.now();
+    await consumer.stop();
+    const stopMs = performance.now() - started;
+    proxy.restore();
+    expect(stopMs).toBeLessThan(5_000);
+  }, 15_000);
+});

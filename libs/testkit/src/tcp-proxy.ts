@@ -10,6 +10,8 @@ export interface TcpProxy {
   cut(): void;
   /** Stops forwarding bytes both ways (connections stay open and silent) until restore(). */
   stall(): void;
+  /** Stops forwarding what the target sends, while what clients send still reaches it, until restore(). */
+  hold(): void;
   /** Forwards again: held bytes flow on, new connections are accepted. */
   restore(): void;
   /** How many connections are open now. */
@@ -23,23 +25,30 @@ export interface TcpProxy {
  * never stopped or touched.
  */
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
-  let mode: 'open' | 'cut' | 'stalled' = 'open';
+  let mode: 'open' | 'cut' | 'stalled' | 'held' = 'open';
   const sockets = new Set<Socket>();
+  const upstreams = new WeakSet<Socket>();
+  // Whether what this socket reads waits instead of being forwarded.
+  const silenced = (socket: Socket) => mode === 'stalled' || (mode === 'held' && upstreams.has(socket));
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', () => {});
-    if (mode === 'stalled') socket.pause();
+    if (silenced(socket)) socket.pause();
   };
   const server = createServer((client) => {
     if (mode === 'cut') return void client.destroy();
     const upstream = tcpConnect(target.port, target.host);
+    upstreams.add(upstream);
     track(client);
     track(upstream);
-    const stalled = () => mode === 'stalled';
-    relay(client, upstream, stalled);
-    relay(upstream, client, stalled);
+    relay(client, upstream, silenced);
+    relay(upstream, client, silenced);
   });
+  const silence = (next: 'stalled' | 'held') => {
+    mode = next;
+    for (const socket of sockets) if (silenced(socket)) socket.pause();
+  };
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
@@ -53,10 +62,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       mode = 'cut';
       for (const socket of sockets) socket.destroy();
     },
-    stall() {
-      mode = 'stalled';
-      for (const socket of sockets) socket.pause();
-    },
+    stall: () => silence('stalled'),
+    hold: () => silence('held'),
     restore() {
       mode = 'open';
       for (const socket of sockets) socket.resume();
@@ -70,12 +77,12 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
 }
 
 /** Copies `from` into `to` chunk by chunk (a paused `from` holds its bytes); either end closing closes both. */
-function relay(from: Socket, to: Socket, stalled: () => boolean): void {
+function relay(from: Socket, to: Socket, silenced: (socket: Socket) => boolean): void {
   from.on('data', (chunk) => {
     if (!to.write(chunk)) {
       from.pause();
       to.once('drain', () => {
-        if (!stalled()) from.resume();
+        if (!silenced(from)) from.resume();
       });
     }
   });
