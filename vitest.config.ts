@@ -1,5 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
+// What an expect.poll waits for is another process's work (a consumer, a relay); vitest's 1 s is
+// too short for it on a loaded machine, and `until` (testkit) gives such work 10 s.
+const expect = { poll: { timeout: 10_000 } };
+
 export default defineConfig({
   test: {
     projects: [
@@ -17,6 +21,7 @@ export default defineConfig({
           globalSetup: ['test/setup/backing.ts'],
           testTimeout: 30_000,
           hookTimeout: 90_000,
+          expect,
         },
       },
       {
@@ -29,6 +34,7 @@ export default defineConfig({
           globalSetup: ['test/setup/backing.ts'],
           testTimeout: 240_000,
           hookTimeout: 180_000,
+          expect,
         },
       },
       {
@@ -38,6 +44,7 @@ export default defineConfig({
           globalSetup: ['test/setup/backing.ts', 'test/setup/platform.ts'],
           testTimeout: 30_000,
           hookTimeout: 120_000,
+          expect,
         },
       },
     ],

@@ -4,7 +4,6 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, createTestRuntime, type TestDatabase } from '@chat/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import {
@@ -333,8 +332,7 @@ describe('relay poll', () => {
     const connect = vi.spyOn(fixture.pool, 'connect');
     const query = vi.spyOn(fixture.pool, 'query');
     try {
-      await sleep(400);
-      expect(query.mock.calls.length).toBeGreaterThanOrEqual(5);
+      await expect.poll(() => query.mock.calls.length).toBeGreaterThanOrEqual(5);
       // pool.query takes its connection with a callback; a transaction (withTx) takes one with none.
       expect(connect.mock.calls.filter((args: unknown[]) => args.length === 0)).toHaveLength(0);
     } finally {

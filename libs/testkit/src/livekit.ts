@@ -2,6 +2,7 @@ import type { MediaGrant } from '@chat/contracts';
 import { type ParticipantInfo, RoomServiceClient } from 'livekit-server-sdk';
 import WebSocket from 'ws';
 import type { LiveKit } from './backing.ts';
+import { until } from './poll.ts';
 
 /**
  * A participant of a LiveKit room connected by its signalling socket alone, as a client's first
@@ -35,4 +36,13 @@ export function liveKitRooms(livekit: LiveKit): RoomServiceClient {
 /** The room's participant of that identity as LiveKit lists it, if connected (an unopened room has none). */
 export async function participantIn(rooms: RoomServiceClient, room: string, identity: string): Promise<ParticipantInfo | undefined> {
   return (await rooms.listParticipants(room)).find((p) => p.identity === identity);
+}
+
+/**
+ * Waits until LiveKit lists nobody of that identity in the room. A test connects the same identity
+ * again only after this: LiveKit drops a closing participant from its lists by identity, late, and a
+ * connection made before that can be dropped with it and never listed again.
+ */
+export async function untilGone(rooms: RoomServiceClient, room: string, identity: string): Promise<void> {
+  await until(async () => !(await participantIn(rooms, room, identity)), { what: `${identity} is out of room ${room}` });
 }

@@ -207,12 +207,13 @@ describe('the stream readers', () => {
     await expect.poll(contents, { timeout: 10_000 }).toEqual(['first']);
 
     // Another tenure took the lease (as if this holder paused past it).
-    await redis.set(`${prefix}dispatch:lease`, 'intruder', 'PX', 1_500);
+    await redis.set(`${prefix}dispatch:lease`, 'intruder', 'PX', 60_000);
     await publish('second');
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await contents()).toEqual(['first']);
 
     // Once the intruder's lease lapses, the next tenure starts after the saved position.
+    await redis.del(`${prefix}dispatch:lease`);
     await publish('third');
     await expect.poll(contents, { timeout: 10_000 }).toEqual(['first', 'second', 'third']);
     await holder.stop();

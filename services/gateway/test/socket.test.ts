@@ -302,7 +302,7 @@ describe('presence races', () => {
       await client.closed;
       // (Other tests' sockets may still be closing: this session's call is the one that counts.)
       const ofThisSession = () => closeHandled.mock.calls.findIndex((args) => args[1] === gatewaySessionId);
-      await vi.waitFor(() => expect(ofThisSession()).toBeGreaterThanOrEqual(0));
+      await vi.waitFor(() => expect(ofThisSession()).toBeGreaterThanOrEqual(0), { timeout: 5_000 });
       expect(await closeHandled.mock.results[ofThisSession()]?.value).toBe(0);
       // What the close does next is sent on the same connection before this read.
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_EVERYONE_PERMISSIONS, type MediaGrant, Permission, toMask } from '@chat/contracts';
 import { mediaGrantIssuer, mediaRooms } from '@chat/kit';
-import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until } from '@chat/testkit';
+import { joinRoom, lastAttempt, liveKitRooms, participantIn, type RoomParticipant, until, untilGone } from '@chat/testkit';
 import { TrackSource } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consumeVoiceMedia } from '../src/bus/voice-media.ts';
@@ -91,7 +91,7 @@ describe('voice rooms follow the voice states', () => {
     const members = [await connectedMember(channelId), await connectedMember(channelId)];
     expect((await g.call(owner, 'DELETE', `/v1/channels/${channelId}`)).status).toBe(204);
     expect(await Promise.all(members.map((m) => m.participant.disconnected()))).toEqual([true, true]);
-    expect((await rooms.listParticipants(channelId)).map((p) => p.identity)).toEqual([]);
+    for (const { userId } of members) await untilGone(rooms, channelId, userId);
 
     // Both leave events applied (the second closes the room again), then LiveKit opens the room again
     // for a kept grant: no channel, no state, yet the room is this replica's.
@@ -135,7 +135,7 @@ describe('voice rooms follow the voice states', () => {
     expect((await g.call(owner, 'PATCH', `/v1/servers/${serverId}/voice-states/${userId}`, { mute: true })).status).toBe(200);
     expect(await lastAttempt(permission, (p) => p?.canPublish === false)).toMatchObject({ canPublish: false });
     participant.leave();
-    await until(async () => !(await participantIn(rooms, channelId, userId)), { what: 'the member left the room' });
+    await untilGone(rooms, channelId, userId);
     // The join's grant still lets them publish.
     const back = await joinRoom(grant);
     expect(await lastAttempt(permission, (p) => p !== undefined)).toMatchObject({ canPublish: true });
@@ -175,6 +175,7 @@ describe('voice rooms follow the voice states', () => {
     await g.pauseConsumers();
     expect((await g.call(first.userId, 'POST', '/v1/voice/leave')).status).toBe(204);
     first.participant.leave();
+    await untilGone(rooms, channelId, first.userId);
     const again = await connectedMember(channelId, first.userId);
     // The leave's event is applied only now, after the member is back in the room.
     const consumer = await consumeVoiceMedia({ ...g.runtime, rooms: g.rooms });
@@ -294,6 +295,7 @@ describe('the voice room check', () => {
     const [kicked, staying] = [await connectedMember(channelId), await connectedMember(channelId)];
     expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
     expect(await kicked.participant.disconnected()).toBe(true);
+    await untilGone(rooms, channelId, kicked.userId);
     // The kicked client kept its grant (or a token LiveKit refreshed for it), and connects again.
     const back = await joinRoom(kicked.grant);
     await until(() => participantIn(rooms, channelId, kicked.userId), { what: 'the kicked member is back in the room' });
@@ -316,6 +318,7 @@ describe('the voice room check', () => {
     const kicked = await connectedMember(emptied);
     expect((await g.call(owner, 'DELETE', `/v1/servers/${serverId}/members/${kicked.userId}`)).status).toBe(204);
     expect(await kicked.participant.disconnected()).toBe(true);
+    await untilGone(rooms, emptied, kicked.userId);
     const back = await joinRoom(kicked.grant);
     // Someone in the other room without a voice state, whom no removal of this replica concerns.
     const stray = await newMember();
