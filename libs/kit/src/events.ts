@@ -491,8 +491,8 @@ async function startConsuming<P>(options: ConsumeOptions<P>, stopping?: AbortSig
 /**
  * Ends a consume() without stranding an event the server is sending right then. Closing alone
  * unsubscribes at once, and the client drops what arrives after that, while the server counts it
- * delivered: it is redelivered only after the ack wait (30 s), and a consumer that keeps order
- * (maxAckPending 1) waits with it on every replica. Draining the pull's subscription first (the
+ * delivered: it is redelivered only after the ack wait (30 s), behind the events that came after it
+ * (and with maxAckPending 1, every replica waits for it). Draining the pull's subscription first (the
  * unsubscribe, then a round trip) lets whatever the server sent before it saw the unsubscribe still
  * arrive and be applied. nats.js keeps that subscription on the ConsumerMessages without typing it.
  * The round trip is not awaited past STOP_DRAIN_MS: without the bus it would never end.

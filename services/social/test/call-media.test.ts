@@ -55,7 +55,12 @@ async function roomHolds(callId: string, ...userIds: string[]) {
   ).toEqual(expected);
 }
 
-/** Waits until the room consumer applied every event of the call written so far (its start needs nothing, and is not recorded). */
+/**
+ * Waits until the room consumer applied every event of the call written so far (its start needs
+ * nothing, and is not recorded). A test reconnects someone who left only after this: each event
+ * takes out whoever has left by the time it is applied, so the accept's event, applied after the
+ * leave, would take out the reconnected client too.
+ */
 async function untilApplied(callId: string) {
   const { rows } = await h.runtime.pool.query(
     "SELECT id FROM outbox WHERE subject <> 'social.call.created' AND payload->'data'->'call'->>'id' = $1",
@@ -135,6 +140,7 @@ describe('the call room check', () => {
     const { alice, bob, callId, aliceIn, accepted, bobIn } = await callWithBothIn();
     expect((await act(bob, callId, 'leave')).body.state).toBe('active');
     expect(await bobIn.disconnected()).toBe(true);
+    await untilApplied(callId);
     await untilGone(rooms, callId, bob.id);
     // Bob's client kept its grant (or a token LiveKit refreshed for it), and connects again.
     const back = await connect(bob, accepted);
@@ -149,6 +155,7 @@ describe('the call room check', () => {
     const left = await callWithBothIn();
     expect((await act(left.bob, left.callId, 'leave')).body.state).toBe('active');
     expect(await left.bobIn.disconnected()).toBe(true);
+    await untilApplied(left.callId);
     await untilGone(rooms, left.callId, left.bob.id);
     const back = await connect(left.bob, left.accepted);
     // The same in a call whose leave another replica applied: this one took nobody out of that room.
