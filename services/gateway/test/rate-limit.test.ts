@@ -26,6 +26,13 @@ const login = (gw: TestGateway, ip: string, url = '/v1/auth/login') =>
   gw.app.inject({ method: 'POST', url, headers: { 'x-forwarded-for': ip }, payload: { login: 'a', password: 'b' } });
 const statuses = (answers: { statusCode: number }[]) => answers.map((a) => a.statusCode);
 
+/** Waits until Redis holds commands back: a PING on the probe's connection goes unanswered for 50 ms. */
+async function untilBlocked(probe: ReturnType<typeof createRedis>): Promise<void> {
+  const unanswered = () =>
+    Promise.race([probe.ping().then(() => false), new Promise<boolean>((resolve) => setTimeout(() => resolve(true), 50))]);
+  while (!(await unanswered())) {}
+}
+
 describe('the Auth tier: 5 per 60 s per client IP', () => {
   it('admits 5 and answers the 6th with 429, Retry-After and the error body; every answer has X-RateLimit-*', async () => {
     const ip = freshIp();
@@ -217,12 +224,12 @@ describe('when Redis is down', () => {
   it('gives up on a Redis that hangs after 100 ms and answers from the fallback', async () => {
     const redis = await startOwnRedis();
     const gw = await startGateway({ upstreamUrl: upstream.url, keys: issuer.keys, redisUrl: redis.url });
-    const blocker = createRedis(redis.url, 5_000);
+    const [blocker, probe] = [createRedis(redis.url, 5_000), createRedis(redis.url, 5_000)];
     try {
-      await redisReady(blocker);
+      await Promise.all([redisReady(blocker), redisReady(probe)]);
       // DEBUG SLEEP blocks this Redis for 2 s: every command meanwhile waits.
       const sleeping = blocker.call('DEBUG', 'SLEEP', '2').catch(() => {});
-      await new Promise((r) => setTimeout(r, 50));
+      await untilBlocked(probe);
       const started = performance.now();
       const answer = await gw.app.inject({ method: 'GET', url: '/v1/health' });
       const elapsed = performance.now() - started;
@@ -232,6 +239,7 @@ describe('when Redis is down', () => {
       await sleeping;
     } finally {
       blocker.disconnect();
+      probe.disconnect();
       await gw.close();
       await redis.stop();
     }
