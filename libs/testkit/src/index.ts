@@ -17,3 +17,4 @@ export * from './round-trips.ts';
 export * from './runtime.ts';
 export * from './tcp-proxy.ts';
 export * from './tokens.ts';
+export * from './voice-states.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { get, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { STREAMS, VOICE_SUBJECTS } from '@chat/contracts';
-import { type GatewayClient, startTcpProxy } from '@chat/testkit';
+import { type GatewayClient, liveVoiceState, startTcpProxy } from '@chat/testkit';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { rateSubject } from '../src/domain/client-ip.ts';
@@ -39,19 +39,6 @@ async function dropped(client: GatewayClient, gatewaySessionId: string) {
   await client.closed;
   await expect.poll(() => gw.redis.hget(`${prefix}s:${gatewaySessionId}`, 'node')).toBe('');
 }
-
-/** A live voice state, as guilds publishes it with guilds.voice.*. */
-const voiceState = (userId: string, serverId: string, channelId: string) => ({
-  userId,
-  serverId,
-  channelId,
-  selfMute: false,
-  selfDeaf: false,
-  serverMute: false,
-  serverDeaf: false,
-  joinedAt: new Date().toISOString(),
-  expiresAt: new Date(Date.now() + 60_000).toISOString(),
-});
 
 const slowClosures = async () => (await socketMetrics.slowClients.get()).values[0]?.value ?? 0;
 
@@ -382,7 +369,7 @@ describe('a session being identified', () => {
     gw.audiences.members.set(serverId, [watcher.userId, joiner.userId, newcomer.userId]);
     await gw.reading(STREAMS.guilds.name);
     const { client: watching } = await identified(watcher.token);
-    const joined = voiceState(joiner.userId, serverId, channelId);
+    const joined = liveVoiceState(joiner.userId, serverId, channelId);
     // While auth answers the newcomer's IDENTIFY, someone joins voice where the newcomer sees it:
     // the watcher, connected already, has the dispatch before auth's answer is given.
     gw.audiences.beforeUserGet.set(newcomer.userId, async () => {
@@ -400,7 +387,7 @@ describe('a session being identified', () => {
 describe('voice states', () => {
   const serverId = randomUUID();
   const [lobby, backRoom] = [randomUUID(), randomUUID()];
-  const state = (userId: string, channelId: string) => voiceState(userId, serverId, channelId);
+  const state = (userId: string, channelId: string) => liveVoiceState(userId, serverId, channelId);
   const voiceOf = (c: GatewayClient) => c.dispatches().filter((f) => f.t?.startsWith('VOICE_STATE_'));
   const seen = (c: GatewayClient) => voiceOf(c).map((f) => `${f.t} ${f.d.userId} ${f.d.channelId}${f.d.reason ? ` ${f.d.reason}` : ''}`);
 

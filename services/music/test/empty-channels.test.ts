@@ -1,6 +1,6 @@
 import { type PlayerState, VOICE_SUBJECTS } from '@chat/contracts';
 import type { ConsumerHandle } from '@chat/kit';
-import { until } from '@chat/testkit';
+import { liveVoiceState, until } from '@chat/testkit';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, describe, expect, it } from 'vitest';
 import { consumeEmptiedVoiceChannels } from '../src/bus/guilds.ts';
@@ -51,15 +51,7 @@ const leftEvent = (channel: { id: string; serverId: string }, fields: Record<str
 
 /** A guilds.voice.moved of alice out of the channel into another one. */
 const movedEvent = (channel: { id: string; serverId: string }, fields: Record<string, unknown>) => ({
-  userId: alice,
-  serverId: channel.serverId,
-  channelId: uuidv7(),
-  selfMute: false,
-  selfDeaf: false,
-  serverMute: false,
-  serverDeaf: false,
-  joinedAt: new Date().toISOString(),
-  expiresAt: new Date(Date.now() + 60_000).toISOString(),
+  ...liveVoiceState(alice, channel.serverId, uuidv7()),
   fromChannelId: channel.id,
   movedBy: null,
   ...fields,

@@ -227,7 +227,7 @@ export async function voiceChannelsAmong(db: Queryable, channelIds: string[]): P
   return new Set(rows.map((r) => r.id));
 }
 
-/** Whose live states a read is about: a server's, one member's in a server, or one channel's. */
+/** Whose live states a read is about: a server's, one member's in a server, or those in some channels. */
 export type VoiceScope = { serverId: string; userId?: string } | { channelIds: readonly string[] };
 
 /** The live states in scope, by channel then by who came first. */
