@@ -14,7 +14,7 @@ import { createSmtpMailer } from '../src/domain/mailer.ts';
 export interface ReceivedMail {
   to: string[];
   raw: string;
-  /** The 6-digit code the mail carries. */
+  /** The code the mail carries: 6 digits, or 16 for a reset past the day's wrong codes. */
   code: string;
 }
 
@@ -32,7 +32,7 @@ export async function startMailbox() {
         raw += chunk.toString('utf8');
       });
       stream.on('end', () => {
-        const code = /\r?\n(\d{6})\r?\n/.exec(raw)?.[1] ?? '';
+        const code = /\r?\n(\d{6}|\d{16})\r?\n/.exec(raw)?.[1] ?? '';
         received.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, code });
         for (const wake of waiters.splice(0)) wake();
         done();

@@ -4,6 +4,7 @@ import { countRoundTrips } from '@chat/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSmtpMailer } from '../src/domain/mailer.ts';
 import { forgotPassword, resetPassword } from '../src/domain/password-reset.ts';
+import { hashEmailCode, newEmailCode } from '../src/domain/secrets.ts';
 import { newAccount, startAuth, startMailbox } from './helpers.ts';
 
 const mailbox = await startMailbox();
@@ -38,26 +39,65 @@ const storedCode = async (userId: string) =>
   (await runtime.pool.query('SELECT code_hash, code_sent_at FROM password_resets WHERE user_id = $1', [userId])).rows[0];
 
 describe('password-reset attempts per account over a rolling day', () => {
-  it('after 20 wrong codes (four fresh codes of 5 tries), issues no new code and accepts none', async () => {
+  const wrongCodes = async (email: string, code: string, tries: number) => {
+    for (let i = 0; i < tries; i++) {
+      const wrong = await post('/v1/auth/reset-password', { email, code, password: 'a stranger’s password' });
+      expect(wrong.statusCode).toBe(400);
+      expect(wrong.json()).toEqual({ error: 'Invalid or expired code' });
+    }
+  };
+  const failuresOf = async (userId: string) =>
+    (await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [userId])).rows[0].n;
+
+  it('after 20 wrong codes (four fresh codes of 5 tries), accepts no 6-digit code', async () => {
     const user = await account();
     for (let round = 0; round < 4; round++) {
       const code = await newResetCode(user.email, user.id);
-      for (let i = 0; i < 5; i++) {
-        const wrong = await post('/v1/auth/reset-password', { email: user.email, code: wrongCode(code), password: 'a new password' });
-        expect(wrong.statusCode).toBe(400);
-        expect(wrong.json()).toEqual({ error: 'Invalid or expired code' });
-      }
+      await wrongCodes(user.email, wrongCode(code), 5);
     }
-    const before = await storedCode(user.id);
-    await runtime.pool.query("UPDATE password_resets SET code_sent_at = now() - interval '2 minutes' WHERE user_id = $1", [user.id]);
-    const asked = await post('/v1/auth/forgot-password', { email: user.email });
-    // The same answer as ever (no hint), but no code was issued: the stored one is unchanged.
-    expect(asked.statusCode).toBe(202);
-    expect((await storedCode(user.id)).code_hash).toEqual(before.code_hash);
-    const count = await runtime.pool.query('SELECT count(*)::int AS n FROM password_reset_failures WHERE user_id = $1', [user.id]);
-    expect(count.rows[0].n).toBe(20);
+    expect(await failuresOf(user.id)).toBe(20);
+    // A right 6-digit code, issued before the count was reached, no longer resets.
+    const code = newEmailCode();
+    const codeHash = hashEmailCode(keys.codeSecret, 'reset-password', user.id, code);
+    await runtime.pool.query(
+      "UPDATE password_resets SET code_hash = $2, failed_attempts = 0, code_expires_at = now() + interval '5 minutes' WHERE user_id = $1",
+      [user.id, codeHash],
+    );
+    await wrongCodes(user.email, code, 1);
     // The password is unchanged: the old one still logs in.
     expect((await post('/v1/auth/login', { login: user.email, password: user.password })).statusCode).toBe(200);
+  });
+
+  it('then mails a 16-digit code that resets, however many wrong codes come meanwhile', async () => {
+    const user = await account();
+    await runtime.pool.query('INSERT INTO password_reset_failures (user_id) SELECT $1 FROM generate_series(1, 20)', [user.id]);
+    expect((await post('/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(202);
+    const mail = await mailbox.mailTo(user.email);
+    const code = mail.code;
+    expect(code).toMatch(/^\d{16}$/);
+    expect(mail.raw).toContain('Someone entered many wrong codes for this account today,\r\nso this code is longer.');
+    // Whoever guesses cannot spend it: more than a 6-digit code's 5 tries, in both lengths.
+    await wrongCodes(user.email, wrongCode(code.slice(0, 6)), 3);
+    await wrongCodes(user.email, `${code.slice(0, 15)}${(Number(code[15]) + 1) % 10}`, 5);
+    expect(await failuresOf(user.id)).toBe(28);
+
+    const done = await post('/v1/auth/reset-password', { email: user.email, code, password: 'the owner’s new password' });
+    expect(done.statusCode).toBe(200);
+    expect(await failuresOf(user.id)).toBe(0);
+    expect(await storedCode(user.id)).toBeUndefined();
+    expect((await post('/v1/auth/login', { login: user.email, password: 'the owner’s new password' })).statusCode).toBe(200);
+  });
+
+  it('keeps the live code when its address can get no more mail this hour (the new code could not be sent)', async () => {
+    const user = await account();
+    const code = await newResetCode(user.email, user.id);
+    const before = await storedCode(user.id);
+    await runtime.pool.query('INSERT INTO mail_sends (address) SELECT lower($1) FROM generate_series(1, 100)', [user.email]);
+    await runtime.pool.query("UPDATE password_resets SET code_sent_at = now() - interval '2 minutes' WHERE user_id = $1", [user.id]);
+    expect((await post('/v1/auth/forgot-password', { email: user.email })).statusCode).toBe(202);
+    expect((await storedCode(user.id)).code_hash).toEqual(before.code_hash);
+    const done = await post('/v1/auth/reset-password', { email: user.email, code, password: 'a new password' });
+    expect(done.statusCode).toBe(200);
   });
 
   it('counts only the last day, and a successful reset clears the count', async () => {

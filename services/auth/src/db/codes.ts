@@ -68,36 +68,57 @@ export async function deletePendingRegistration(tx: Queryable, id: string): Prom
   await exec(tx, 'DELETE FROM pending_registrations WHERE id = $1', [id]);
 }
 
-export function lockPasswordReset(tx: Queryable, userId: string): Promise<StoredCode | undefined> {
-  return maybeOne<StoredCode & Record<string, unknown>>(tx, `SELECT ${CODE_COLUMNS} FROM password_resets WHERE user_id = $1 FOR UPDATE`, [
-    userId,
-  ]);
+export interface StoredResetCode extends StoredCode, Record<string, unknown> {
+  /** Issued while the account was past its day's wrong codes: 16 digits (see issuePasswordReset). */
+  longCode: boolean;
+}
+
+export function lockPasswordReset(tx: Queryable, userId: string): Promise<StoredResetCode | undefined> {
+  return maybeOne<StoredResetCode>(
+    tx,
+    `SELECT ${CODE_COLUMNS}, long_code AS "longCode" FROM password_resets WHERE user_id = $1 FOR UPDATE`,
+    [userId],
+  );
 }
 
 /**
  * Issues a reset code to the account `userId` in one statement (the same for an id that names no
- * account, which issues nothing): not when its code was sent less than `resendIntervalMs` ago, nor
- * when it had `maxFailures` wrong codes within `failureWindowMs`. A new code replaces the previous
- * one, with fresh attempts. The conflict takes the previous code's row lock and reads it afresh, so
- * of two concurrent requests only one issues. True when a code was issued.
+ * account, which issues nothing), and says which: the short code's hash, or the long one's when the
+ * account had `maxFailures` wrong codes within `failureWindowMs`. None when its code was sent less
+ * than `resendIntervalMs` ago, nor when the account's address had `mailsPerHour` mails within the
+ * hour: the live code, whose mail went out, stays (a code that could not be mailed would replace it).
+ * A new code replaces the previous one, with fresh attempts. The conflict takes the previous code's
+ * row lock and reads it afresh, so of two concurrent requests only one issues.
  */
 export async function issuePasswordReset(
   db: Queryable,
-  r: { userId: string; codeHash: Buffer; codeExpiresAt: Date; resendIntervalMs: number; failureWindowMs: number; maxFailures: number },
-): Promise<boolean> {
-  const issued = await maybeOne<{ user_id: string }>(
+  r: {
+    userId: string;
+    codeHash: Buffer;
+    longCodeHash: Buffer;
+    codeExpiresAt: Date;
+    resendIntervalMs: number;
+    failureWindowMs: number;
+    maxFailures: number;
+    mailsPerHour: number;
+  },
+): Promise<{ longCode: boolean } | undefined> {
+  return maybeOne<{ longCode: boolean }>(
     db,
-    `INSERT INTO password_resets AS r (user_id, code_hash, code_expires_at)
-     SELECT u.id, $2, $3 FROM users u
+    `INSERT INTO password_resets AS r (user_id, code_hash, code_expires_at, long_code)
+     SELECT u.id, CASE WHEN g.guessed THEN $3::bytea ELSE $2::bytea END, $4, g.guessed
+     FROM users u
+     CROSS JOIN LATERAL (
+       SELECT count(*) >= $7 AS guessed FROM password_reset_failures f
+       WHERE f.user_id = u.id AND f.failed_at > now() - make_interval(secs => $6 / 1000.0)) g
      WHERE u.id = $1
-       AND (SELECT count(*) FROM password_reset_failures f
-            WHERE f.user_id = u.id AND f.failed_at > now() - make_interval(secs => $5 / 1000.0)) < $6
-     ON CONFLICT (user_id) DO UPDATE SET code_hash = $2, code_expires_at = $3, failed_attempts = 0, code_sent_at = now()
-       WHERE r.code_sent_at <= now() - make_interval(secs => $4 / 1000.0)
-     RETURNING r.user_id`,
-    [r.userId, r.codeHash, r.codeExpiresAt, r.resendIntervalMs, r.failureWindowMs, r.maxFailures],
+       AND (SELECT count(*) FROM mail_sends m WHERE m.address = lower(u.email) AND m.sent_at > now() - interval '1 hour') < $8
+     ON CONFLICT (user_id) DO UPDATE SET code_hash = EXCLUDED.code_hash, code_expires_at = EXCLUDED.code_expires_at,
+       long_code = EXCLUDED.long_code, failed_attempts = 0, code_sent_at = now()
+       WHERE r.code_sent_at <= now() - make_interval(secs => $5 / 1000.0)
+     RETURNING r.long_code AS "longCode"`,
+    [r.userId, r.codeHash, r.longCodeHash, r.codeExpiresAt, r.resendIntervalMs, r.failureWindowMs, r.maxFailures, r.mailsPerHour],
   );
-  return issued !== undefined;
 }
 
 export async function countResetFailure(tx: Queryable, userId: string): Promise<void> {

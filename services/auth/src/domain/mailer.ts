@@ -1,5 +1,6 @@
 import { unavailable } from '@chat/kit';
 import nodemailer from 'nodemailer';
+import { SHORT_CODE_DIGITS } from './secrets.ts';
 
 export interface Mail {
   to: string;
@@ -30,10 +31,12 @@ export function createSmtpMailer(options: { smtpUrl: string; from: string }): Ma
 /** The text of a code email: the code alone on its own line, easy to copy. */
 export function codeMail(to: string, purpose: 'verify-email' | 'reset-password', code: string): Mail {
   const what = purpose === 'verify-email' ? 'confirm your email address' : 'reset your password';
+  const why =
+    code.length > SHORT_CODE_DIGITS ? 'Someone entered many wrong codes for this account today,\nso this code is longer.\n\n' : '';
   return {
     to,
     subject: purpose === 'verify-email' ? 'Your verification code' : 'Your password reset code',
-    text: `Use this code to ${what}:\n\n${code}\n\nIt expires in 15 minutes. If you did not ask for it, ignore this email.\n`,
+    text: `Use this code to ${what}:\n\n${code}\n\n${why}It expires in 15 minutes. If you did not ask for it, ignore this email.\n`,
   };
 }
 

@@ -14,6 +14,8 @@ import {
   hashEmailCode,
   hashPassword,
   judgeCode,
+  LONG_CODE_DIGITS,
+  MAX_CODE_ATTEMPTS,
   newEmailCode,
   presentedCodeHashes,
 } from './secrets.ts';
@@ -22,32 +24,39 @@ import { announceRevoked } from './sessions.ts';
 const DAY_MS = 86_400_000;
 
 /**
- * A known email gets a reset code (at most one a minute); an unknown one gets nothing. Both
- * answer the same after the same work: an unknown email's code is issued, in the same statement,
- * to an account id that does not exist, which issues nothing. The mail is sent after answering.
+ * A known email gets a reset code (at most one a minute, and only while its mail can go out); an
+ * unknown one gets nothing. Both answer the same after the same work: an unknown email's code is
+ * issued, in the same statement, to an account id that does not exist, which issues nothing. The
+ * mail is sent after answering.
  */
 export async function forgotPassword(deps: AuthDomainDeps, email: string): Promise<void> {
   const user = await users.findUserByEmail(deps.pool, email);
   const userId = user?.id ?? randomUUID();
   const code = newEmailCode();
+  const longCode = newEmailCode(LONG_CODE_DIGITS);
+  const hashOf = (text: string) => hashEmailCode(deps.keys.codeSecret, 'reset-password', userId, text);
   const issued = await codes.issuePasswordReset(deps.pool, {
     userId,
-    codeHash: hashEmailCode(deps.keys.codeSecret, 'reset-password', userId, code),
+    codeHash: hashOf(code),
+    longCodeHash: hashOf(longCode),
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
     resendIntervalMs: CODE_RESEND_INTERVAL_MS,
     failureWindowMs: DAY_MS,
     maxFailures: deps.config.RESET_FAILURES_PER_DAY,
+    mailsPerHour: deps.config.MAILS_PER_ADDRESS_PER_HOUR,
   });
   if (!issued || !user) return;
-  sendCapped(deps, codeMail(user.email, 'reset-password', code)).catch((err) => {
+  sendCapped(deps, codeMail(user.email, 'reset-password', issued.longCode ? longCode : code)).catch((err) => {
     deps.log.error({ err, userId: user.id }, 'password reset email not sent');
   });
 }
 
 /**
- * Each reset code allows 5 tries, and a new code starts afresh: the account's wrong codes over a
- * rolling day bound the guessing (RESET_FAILURES_PER_DAY, default 20: one chance in 50,000 a day
- * for a 6-digit code). Past it, no code is issued or accepted until the oldest failure is a day old.
+ * Each 6-digit code allows 5 tries, and a new code starts afresh: the account's wrong codes over a
+ * rolling day bound the guessing (RESET_FAILURES_PER_DAY, default 20: one chance in 50,000 a day).
+ * Past it, no 6-digit code is accepted until the oldest failure is a day old; the codes issued
+ * meanwhile are 16 digits, accepted however many wrong tries came, so that whoever guesses cannot
+ * also keep the owner from resetting (a try limit per code would let them spend the owner's code).
  */
 function resetLockedOut(deps: AuthDomainDeps, db: Queryable, userId: string): Promise<boolean> {
   return codes.countResetFailures(db, userId, DAY_MS).then((n) => n >= deps.config.RESET_FAILURES_PER_DAY);
@@ -67,8 +76,9 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
   const done = await withTx(deps.pool, async (tx) => {
     const stored = await codes.lockPasswordReset(tx, userId);
     if (!stored) return false;
-    if (await resetLockedOut(deps, tx, userId)) return false;
-    const verdict = judgeCode(stored, presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', userId, code));
+    if (!stored.longCode && (await resetLockedOut(deps, tx, userId))) return false;
+    const presented = presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', userId, code);
+    const verdict = judgeCode(stored, presented, stored.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
     if (verdict === 'wrong') {
       await codes.countResetFailure(tx, userId);
       await codes.recordResetFailure(tx, userId);

@@ -28,9 +28,15 @@ export function hashRefreshToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-/** A 6-digit code from the CSPRNG. */
-export function newEmailCode(): string {
-  return randomInt(0, 1_000_000).toString().padStart(6, '0');
+export const SHORT_CODE_DIGITS = 6;
+/** A reset code issued while someone is guessing the account's codes: too many to guess, so it needs no try limit. */
+export const LONG_CODE_DIGITS = 16;
+
+/** A code of `digits` decimal digits from the CSPRNG. */
+export function newEmailCode(digits = SHORT_CODE_DIGITS): string {
+  let code = '';
+  while (code.length < digits) code += randomInt(0, 10).toString();
+  return code;
 }
 
 /**
@@ -59,14 +65,18 @@ export const MAX_CODE_ATTEMPTS = 5;
 export const CODE_TTL_MS = 15 * 60_000;
 export const CODE_RESEND_INTERVAL_MS = 60_000;
 
-/** Five wrong tries end a code's registration or reset, even for the right code. */
-export const codeExhausted = (stored: { failedAttempts: number }) => stored.failedAttempts >= MAX_CODE_ATTEMPTS;
+/** Five wrong tries (or `maxAttempts`) end a code's registration or reset, even for the right code. */
+export const codeExhausted = (stored: { failedAttempts: number }, maxAttempts = MAX_CODE_ATTEMPTS) => stored.failedAttempts >= maxAttempts;
 
 export type CodeVerdict = 'ok' | 'wrong' | 'expired' | 'exhausted';
 
 /** The one rule for an emailed code: attempts left, not expired, equal (to any of its `presented` forms) in constant time. */
-export function judgeCode(stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number }, presented: Buffer[]): CodeVerdict {
-  if (codeExhausted(stored)) return 'exhausted';
+export function judgeCode(
+  stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number },
+  presented: Buffer[],
+  maxAttempts = MAX_CODE_ATTEMPTS,
+): CodeVerdict {
+  if (codeExhausted(stored, maxAttempts)) return 'exhausted';
   if (Date.parse(stored.codeExpiresAt) <= Date.now()) return 'expired';
   // Every form is compared, so the time does not tell which key matched.
   const equal = presented.filter((hash) => timingSafeEqual(stored.codeHash, hash));
