@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { MediaFileRpc } from '@chat/contracts';
 import { requestRpc } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,8 +8,19 @@ import { createMediaHarness, type MediaHarness, oneFile } from './harness.ts';
 
 let h: MediaHarness;
 const owner = randomUUID();
+/** Every stream the app read from the store, to see that none is left open. */
+const reads: Readable[] = [];
 beforeAll(async () => {
-  h = await createMediaHarness();
+  h = await createMediaHarness({
+    storage: (store) => ({
+      ...store,
+      read: async (key, range) => {
+        const bytes = await store.read(key, range);
+        reads.push(bytes);
+        return bytes;
+      },
+    }),
+  });
 });
 afterAll(() => h.close());
 
@@ -53,6 +65,19 @@ describe('audio length read at upload', () => {
     expect(record.json().durationSeconds).toBeNull();
     const { rows } = await h.runtime.pool.query('SELECT duration_seconds FROM media_files WHERE id = $1', [file.id]);
     expect(rows).toEqual([{ duration_seconds: null }]);
+  });
+
+  it('closes the stored file it read when the audio parser gives up halfway (a malformed header)', async () => {
+    const wav = silentWav(3);
+    wav.writeUInt32LE(3, 16); // a fmt chunk of 3 bytes, which music-metadata reads past
+    const before = reads.length;
+    const file = await upload(wav, 'broken.wav');
+    expect(file.contentType).toMatch(/^audio\//);
+    const record = await h.app.inject({ method: 'GET', url: `/v1/media/${file.id}`, headers: await h.auth(owner) });
+    expect(record.json().durationSeconds).toBeNull();
+    const read = reads.slice(before);
+    expect(read).toHaveLength(1);
+    expect(read.map((bytes) => bytes.destroyed)).toEqual([true]);
   });
 
   it('keeps a length of exactly a day, the longest track music takes', async () => {

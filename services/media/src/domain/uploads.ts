@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { MAX_TRACK_SECONDS, MEDIA_SUBJECTS, type MediaFile } from '@chat/contracts';
 import { enqueueEvent, type RequestContext, withTx } from '@chat/kit';
 import { parseStream } from 'music-metadata';
@@ -67,13 +68,17 @@ export async function measureFile(file: IncomingFile): Promise<{ filename: strin
  */
 async function audioDurationSeconds(deps: Deps, file: { storageKey: string; contentType: string; size: number }): Promise<number | null> {
   if (!file.contentType.startsWith('audio/')) return null;
+  let bytes: Readable | undefined;
   try {
-    const bytes = await deps.storage.read(file.storageKey);
+    bytes = await deps.storage.read(file.storageKey);
     const { format } = await parseStream(bytes, { mimeType: file.contentType, size: file.size }, { duration: true, skipCovers: true });
-    bytes.destroy();
     return plausibleLength(format.duration);
   } catch {
     return null;
+  } finally {
+    // Also when the parser gave up halfway (a malformed header): it leaves the stream open, and
+    // with it the store's socket.
+    bytes?.destroy();
   }
 }
 
