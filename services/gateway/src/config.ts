@@ -18,6 +18,14 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   UPSTREAM_TIMEOUT_MS: env.int(30_000, 1),
   /** A request body (other than an upload) that pauses this long answers 408; it is read whole before it is forwarded. */
   BODY_IDLE_TIMEOUT_MS: env.int(10_000, 1),
+  /**
+   * An upload streams through, so it holds one of the pool's connections to the service while it
+   * lasts: one that pauses for BODY_IDLE_TIMEOUT_MS, or falls behind this rate (after that much
+   * time's grace), answers 408.
+   */
+  UPLOAD_MIN_BYTES_PER_SECOND: env.int(4_096, 1),
+  /** Uploads of one user in flight through one gateway process; the next is 429 before the service is asked. */
+  UPLOADS_IN_FLIGHT_PER_USER: env.int(10, 1),
   /** Peers whose X-Forwarded-For / X-Real-IP are believed (addresses or CIDRs, comma-separated). */
   TRUSTED_PROXIES: env.list(),
   /**

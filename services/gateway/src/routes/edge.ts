@@ -28,6 +28,8 @@ declare module 'fastify' {
     routedService: ServiceName | '';
     /** Set on a webhook execution: moves its count to the client's General window if it fails. */
     chargeToClient?: () => Promise<void>;
+    /** The user of a verified access token ('' on public routes). */
+    userId: string;
   }
 }
 
@@ -59,6 +61,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
   app.decorateRequest('clientIp', '');
   app.decorateRequest('routedService', '');
   app.decorateRequest('chargeToClient', undefined);
+  app.decorateRequest('userId', '');
 
   app.addHook('onRequest', async (req, reply) => {
     if (PROBES.has(req.url)) return;
@@ -81,7 +84,7 @@ export async function edge(app: FastifyInstance, deps: EdgeDeps): Promise<void> 
     if (route.auth) {
       if (!token) throw unauthorized('Missing bearer token');
       if (verdict.revoked) throw unauthorized(SESSION_REVOKED);
-      await deps.tokens.verify(token);
+      req.userId = (await deps.tokens.verify(token)).id;
     }
     if (req.is404 && !ROUTED_METHODS.has(req.method)) refuseUnroutedMethod(req, classify);
   });

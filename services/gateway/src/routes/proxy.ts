@@ -7,6 +7,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify
 import type { GatewayConfig } from '../config.ts';
 import { upstreamFailure } from '../domain/upstream-failure.ts';
 import { proxyTargets, type Upstream, upstreamUrls } from '../domain/upstreams.ts';
+import { createUploadGuard } from './uploads.ts';
 
 /**
  * How long an idle connection to a service is kept for the next request: a second less than a
@@ -34,6 +35,11 @@ const withoutHopByHop = <H extends Record<string, unknown>>(headers: H): H =>
  */
 export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, routes: RouteContract[]): Promise<void> {
   const urls = upstreamUrls(config);
+  const uploads = createUploadGuard({
+    idleMs: config.BODY_IDLE_TIMEOUT_MS,
+    minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND,
+    perUser: config.UPLOADS_IN_FLIGHT_PER_USER,
+  });
   // The contract's service when one describes the request (edge set it), else the prefix's owner.
   const serviceOf = (req: FastifyRequest, owner: Upstream): Upstream =>
     req.routedService && req.routedService !== 'gateway' ? req.routedService : owner;
@@ -46,6 +52,7 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
       rewritePrefix: prefix,
       handler: async (req, reply, dest, options) => {
         const body = await wholeBody(req, config.BODY_LIMIT_BYTES, config.BODY_IDLE_TIMEOUT_MS);
+        if (body === undefined && isUpload(req)) uploads.watch(req, reply);
         const contentType = req.headers['content-type'] ?? 'application/octet-stream';
         return reply.from(dest, body === undefined ? options : { ...options, body, contentType });
       },
@@ -74,6 +81,8 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
         rewriteHeaders: (headers) => withoutHopByHop(headers),
         onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
         onError: (reply, { error }) => {
+          const cut = uploads.cutShort(reply.request as FastifyRequest);
+          if (cut) return reply.code(cut.status).headers(cut.headers).send({ error: cut.message });
           const service = serviceOf(reply.request as FastifyRequest, owner);
           const failure = upstreamFailure(error, service);
           reply.log.warn({ err: error, service, status: failure.status, reachedService: failure.reachedService }, 'upstream failed');
@@ -123,6 +132,9 @@ function forwardAnswer(reply: ProxiedReply, body: Readable, service: string): vo
   });
 }
 
+const isUpload = (req: FastifyRequest) =>
+  req.body instanceof Readable && !!req.headers['content-type']?.toLowerCase().startsWith('multipart/');
+
 /**
  * A request body other than an upload, read whole before a connection to the service is taken: a
  * client that sends its body slowly, or stops halfway, then holds its own connection to the
@@ -133,7 +145,7 @@ function forwardAnswer(reply: ProxiedReply, body: Readable, service: string): vo
  */
 async function wholeBody(req: FastifyRequest, limit: number, idleMs: number): Promise<Buffer | undefined> {
   const body = req.body;
-  if (!(body instanceof Readable) || req.headers['content-type']?.toLowerCase().startsWith('multipart/')) return undefined;
+  if (!(body instanceof Readable) || isUpload(req)) return undefined;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
