@@ -64,7 +64,11 @@ export const authRoutes = {
     body: ResendCodeBody,
     status: 202,
     response: Empty,
-    errors: { 400: 'Registration no longer valid', 404: 'Unknown registration' },
+    errors: {
+      400: 'Registration no longer valid',
+      404: 'Unknown registration',
+      429: 'A code was sent less than a minute ago (Retry-After)',
+    },
   }),
   login: defineRoute({
     method: 'POST',
