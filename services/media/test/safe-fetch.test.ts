@@ -126,7 +126,7 @@ describe('the safe fetcher follows what it may and stops what it must', () => {
     const resolve = vi.fn<Resolver>(async (host) => (host === 'intranet.test' ? ['192.168.0.10'] : ['127.0.0.1']));
     const f = fetcher({ resolve });
     await expect(f.get(`${server.origin}/to-private-name`)).rejects.toMatchObject({ status: 400 });
-    expect(resolve).toHaveBeenCalledWith('intranet.test');
+    expect(resolve).toHaveBeenCalledWith('intranet.test', expect.any(AbortSignal));
     expect(f.connect).toHaveBeenCalledTimes(1);
   });
 

@@ -1,4 +1,4 @@
-import { lookup } from 'node:dns/promises';
+import { Resolver as DnsResolver } from 'node:dns/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP, connect as netConnect } from 'node:net';
@@ -7,8 +7,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { AppError } from '@chat/kit';
 import type { AddressPolicy } from './address-policy.ts';
 
-/** Every address a host name resolves to. */
-export type Resolver = (hostname: string) => Promise<string[]>;
+/** Every address a host name resolves to; gives up when `signal` aborts. */
+export type Resolver = (hostname: string, signal: AbortSignal) => Promise<string[]>;
 
 /** Opens the connection to an address that the policy has already allowed. */
 export type Connector = (target: { address: string; port: number; tls: boolean; servername: string }) => Duplex;
@@ -43,7 +43,30 @@ export type SafeFetch = (url: string, options: FetchOptions) => Promise<FetchedR
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
-export const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+/**
+ * Resolves names with c-ares (dns.Resolver: the system's name servers, A and AAAA), not with
+ * getaddrinfo (dns.lookup), which runs on libuv's four pool threads with no deadline: a link to a
+ * name whose server never answers held a thread for the system's retries, and a few of them the
+ * threads that PostgreSQL's and MinIO's new connections resolve their own hosts on. A query here
+ * waits `timeoutMs` at most and is cancelled with the fetch. /etc/hosts is not read: a preview is
+ * of a public name.
+ */
+export function createDnsResolver(options: { timeoutMs: number; servers?: string[] }): Resolver {
+  return async (hostname, signal) => {
+    const dns = new DnsResolver({ timeout: options.timeoutMs, tries: 1 });
+    if (options.servers) dns.setServers(options.servers);
+    const cancel = () => dns.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      const [v4, v6] = await Promise.allSettled([dns.resolve4(hostname), dns.resolve6(hostname)]);
+      const addresses = [v4, v6].flatMap((answer) => (answer.status === 'fulfilled' ? answer.value : []));
+      if (addresses.length === 0 && v4.status === 'rejected') throw v4.reason;
+      return addresses;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  };
+}
 
 export const systemConnector: Connector = ({ address, port, tls, servername }) =>
   tls
@@ -58,14 +81,14 @@ export const systemConnector: Connector = ({ address, port, tls, servername }) =
  * fetch; at most `maxBytes` read, and only an unencoded body.
  */
 export function createSafeFetch(options: SafeFetcherOptions): SafeFetch {
-  const resolve = options.resolve ?? systemResolver;
+  const resolve = options.resolve ?? createDnsResolver({ timeoutMs: options.timeoutMs });
   const connect = options.connect ?? systemConnector;
 
   return async (start, { accept, maxBytes }) => {
     const signal = AbortSignal.timeout(options.timeoutMs);
     let url = parseFetchable(start);
     for (let hop = 0; ; hop++) {
-      const address = await checkedAddress(url, resolve, options.policy);
+      const address = await checkedAddress(url, resolve, options.policy, signal);
       const res = await send(url, address, { accept, userAgent: options.userAgent, connect, signal });
       const location = res.headers.location;
       if (REDIRECTS.has(res.statusCode ?? 0) && location) {
@@ -119,15 +142,16 @@ function redirectTarget(location: string, from: URL): string {
  * spellings into dotted form; a host name is resolved here once, and refused if any of its
  * addresses is not allowed (an answer that mixes public and private addresses is an attack).
  */
-async function checkedAddress(url: URL, resolve: Resolver, policy: AddressPolicy): Promise<string> {
+async function checkedAddress(url: URL, resolve: Resolver, policy: AddressPolicy, signal: AbortSignal): Promise<string> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: string[];
   if (isIP(host)) addresses = [host];
   else {
     try {
-      addresses = await resolve(host);
-    } catch {
-      throw new AppError(400, 'The link host could not be resolved');
+      addresses = await resolve(host, signal);
+    } catch (cause) {
+      if (signal.aborted) throw new AppError(400, 'The link took too long to answer', { cause });
+      throw new AppError(400, 'The link host could not be resolved', { cause });
     }
   }
   if (addresses.length === 0) throw new AppError(400, 'The link host could not be resolved');
