@@ -23,10 +23,11 @@ export const Username = z
 export const Email = z.email({ error: 'must be a valid email address' }).max(254);
 export const Password = z.string().min(8).max(128);
 export const DisplayName = shownName(1, 32);
-/** A 6-digit code sent by email (verification and password reset). */
-export const EmailCode = z.string().regex(/^\d{6}$/, 'must be 6 digits');
-/** A reset code: 6 digits, or 16 when someone has been guessing the account's codes (auth's README). */
-export const ResetCode = z.string().regex(/^(\d{6}|\d{16})$/, 'must be 6 or 16 digits');
+/**
+ * A code sent by email (verification and password reset): 6 digits, or 16 when someone has been
+ * guessing the address's or the account's codes (auth's README).
+ */
+export const EmailCode = z.string().regex(/^(\d{6}|\d{16})$/, 'must be 6 or 16 digits');
 
 export const RegisterBody = z.object({ username: Username, email: Email, password: Password, displayName: DisplayName.optional() });
 export type RegisterBody = z.infer<typeof RegisterBody>;
@@ -45,7 +46,7 @@ export const RefreshBody = z.object({ refreshToken: z.string().min(1).max(256) }
 export const RefreshedTokens = z.object({ token: z.string(), refreshToken: z.string() }).meta({ id: 'RefreshedTokens' });
 
 export const ForgotPasswordBody = z.object({ email: Email });
-export const ResetPasswordBody = z.object({ email: Email, code: ResetCode, password: Password });
+export const ResetPasswordBody = z.object({ email: Email, code: EmailCode, password: Password });
 
 export const UpdateProfileBody = z.object({
   displayName: DisplayName.optional(),

@@ -46,8 +46,10 @@ export const AuthConfig = baseConfig
     EMAIL_VERIFICATION: env.bool(false),
     SMTP_URL: z.string().default('smtp://127.0.0.1:1025'),
     MAIL_FROM: z.string().default('Chat <no-reply@chat.localhost>'),
-    /** Wrong password-reset codes an account may get over a rolling day before codes are refused. */
+    /** Wrong password-reset codes an account may get over a rolling day; past it only 16-digit codes are issued and accepted. */
     RESET_FAILURES_PER_DAY: env.int(20, 1),
+    /** The same for wrong verification codes of one email address, across its registrations. */
+    VERIFY_FAILURES_PER_DAY: env.int(20, 1),
     /** Mails one address may get per rolling hour (codes, notices); more are not sent. */
     MAILS_PER_ADDRESS_PER_HOUR: env.int(5, 1),
     /** How often expired registrations, refresh tokens, sessions, codes and counters are purged. */

@@ -47,6 +47,9 @@ describe('purging expired auth records', () => {
     await runtime.pool.query(
       "INSERT INTO mail_sends (address, sent_at) VALUES ('a@example.test', now() - interval '2 hours'), ('a@example.test', now())",
     );
+    await runtime.pool.query(
+      "INSERT INTO verification_failures (address, failed_at) VALUES ('purge@example.test', now() - interval '25 hours'), ('purge@example.test', now())",
+    );
 
     await runtime.pool.query(
       `INSERT INTO login_failures (login_key, failed_at)
@@ -66,6 +69,7 @@ describe('purging expired auth records', () => {
       pendingRegistrations: 1,
       passwordResets: 1,
       resetFailures: 1,
+      verificationFailures: 1,
       mailSends: 1,
       loginFailures: 1,
       registrationKeys: 1,

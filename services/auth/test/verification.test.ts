@@ -102,6 +102,48 @@ describe('registration with email verification', () => {
   });
 });
 
+describe('wrong verification codes of one address, across its registrations', () => {
+  const wrongTries = async (pendingId: string, code: string, tries: number) => {
+    for (let i = 0; i < tries; i++) {
+      const res = await post('/v1/auth/verify-email', { pendingId, code });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ error: 'Invalid or expired code' });
+    }
+  };
+  const failuresOf = async (address: string) =>
+    Number((await runtime.pool.query('SELECT count(*) AS n FROM verification_failures WHERE address = lower($1)', [address])).rows[0].n);
+
+  it('past 20 in a day (four registrations of 5 tries), the next code is 16 digits and verifies, however many wrong tries come', async () => {
+    const { email } = newAccount();
+    for (let round = 0; round < 4; round++) {
+      const { pendingId, code } = await startRegistration({ ...newAccount(), email });
+      expect(code).toMatch(/^\d{6}$/);
+      await wrongTries(pendingId, wrongCode(code), 5);
+    }
+    expect(await failuresOf(email)).toBe(20);
+    const owner = { ...newAccount(), email };
+    const res = await post('/v1/auth/register', owner);
+    expect(res.statusCode).toBe(202);
+    const { pendingId } = res.json() as { pendingId: string };
+    const mail = await mailbox.mailTo(email);
+    expect(mail.code).toMatch(/^\d{16}$/);
+    expect(mail.raw).toContain('Someone entered many wrong codes today, so this code is longer.');
+    // More than a 6-digit code's 5 tries: whoever guesses cannot spend the owner's code.
+    await wrongTries(pendingId, `${mail.code.slice(0, 15)}${(Number(mail.code[15]) + 1) % 10}`, 6);
+    const verified = await post('/v1/auth/verify-email', { pendingId, code: mail.code });
+    expect(verified.statusCode).toBe(200);
+    expect(TokenPair.parse(verified.json()).user).toMatchObject({ username: owner.username, email });
+    expect(await failuresOf(email)).toBe(26);
+  });
+
+  it('past 20 in a day, a right 6-digit code issued before no longer verifies', async () => {
+    const { account, pendingId, code } = await startRegistration();
+    await runtime.pool.query('INSERT INTO verification_failures (address) SELECT lower($1) FROM generate_series(1, 20)', [account.email]);
+    await wrongTries(pendingId, code, 1);
+    expect(await usersNamed(account.username)).toBe(0);
+  });
+});
+
 describe('password reset', () => {
   async function verifiedUser() {
     const { account, pendingId, code } = await startRegistration();

@@ -20,6 +20,8 @@ export interface PendingRegistrationRow extends StoredCode, Record<string, unkno
   displayName: string;
   /** The email already had an account at registration: no code was sent, none can complete it. */
   emailTaken: boolean;
+  /** Issued while the address was past its day's wrong codes: 16 digits. */
+  longCode: boolean;
 }
 
 export async function insertPendingRegistration(
@@ -33,31 +35,53 @@ export async function insertPendingRegistration(
     codeHash: Buffer;
     codeExpiresAt: Date;
     emailTaken: boolean;
+    longCode: boolean;
   },
 ): Promise<void> {
   await exec(
     db,
-    `INSERT INTO pending_registrations (id, username, email, password_hash, display_name, code_hash, code_expires_at, email_taken)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [p.id, p.username, p.email, p.passwordHash, p.displayName, p.codeHash, p.codeExpiresAt, p.emailTaken],
+    `INSERT INTO pending_registrations (id, username, email, password_hash, display_name, code_hash, code_expires_at, email_taken, long_code)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [p.id, p.username, p.email, p.passwordHash, p.displayName, p.codeHash, p.codeExpiresAt, p.emailTaken, p.longCode],
   );
 }
 
 export function lockPendingRegistration(tx: Queryable, id: string): Promise<PendingRegistrationRow | undefined> {
   return maybeOne<PendingRegistrationRow>(
     tx,
-    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", email_taken AS "emailTaken", ${CODE_COLUMNS}
+    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", email_taken AS "emailTaken",
+       long_code AS "longCode", ${CODE_COLUMNS}
      FROM pending_registrations WHERE id = $1 FOR UPDATE`,
     [id],
   );
 }
 
-export async function replacePendingCode(tx: Queryable, id: string, codeHash: Buffer, codeExpiresAt: Date): Promise<void> {
-  await exec(tx, 'UPDATE pending_registrations SET code_hash = $2, code_expires_at = $3, code_sent_at = now() WHERE id = $1', [
-    id,
-    codeHash,
-    codeExpiresAt,
-  ]);
+export async function replacePendingCode(
+  tx: Queryable,
+  id: string,
+  code: { codeHash: Buffer; codeExpiresAt: Date; longCode: boolean },
+): Promise<void> {
+  await exec(
+    tx,
+    'UPDATE pending_registrations SET code_hash = $2, code_expires_at = $3, long_code = $4, code_sent_at = now() WHERE id = $1',
+    [id, code.codeHash, code.codeExpiresAt, code.longCode],
+  );
+}
+
+/** One wrong verification code, counted for its address (lower case) over a rolling day. */
+export async function recordVerificationFailure(tx: Queryable, address: string): Promise<void> {
+  await exec(tx, 'INSERT INTO verification_failures (address) VALUES (lower($1))', [address]);
+}
+
+/** Wrong verification codes for `address` within the last `windowMs`. */
+export async function countVerificationFailures(db: Queryable, address: string, windowMs: number): Promise<number> {
+  const row = await maybeOne<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM verification_failures
+     WHERE address = lower($1) AND failed_at > now() - make_interval(secs => $2 / 1000.0)`,
+    [address, windowMs],
+  );
+  return row?.n ?? 0;
 }
 
 export async function countPendingFailure(tx: Queryable, id: string): Promise<void> {

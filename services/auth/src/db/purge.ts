@@ -8,6 +8,7 @@ export interface PurgeCounts {
   sessions: number;
   passwordResets: number;
   resetFailures: number;
+  verificationFailures: number;
   mailSends: number;
   loginFailures: number;
   registrationKeys: number;
@@ -37,10 +38,21 @@ export async function purgeExpired(db: Queryable, refreshTtlDays: number, loginF
   );
   const passwordResets = await exec(db, "DELETE FROM password_resets WHERE code_expires_at < now() - interval '1 day'");
   const resetFailures = await exec(db, "DELETE FROM password_reset_failures WHERE failed_at < now() - interval '1 day'");
+  const verificationFailures = await exec(db, "DELETE FROM verification_failures WHERE failed_at < now() - interval '1 day'");
   const mailSends = await exec(db, "DELETE FROM mail_sends WHERE sent_at < now() - interval '1 hour'");
   const loginFailures = await exec(db, 'DELETE FROM login_failures WHERE failed_at < now() - make_interval(secs => $1 / 1000.0)', [
     loginFailureWindowMs,
   ]);
   const registrationKeys = await purgeRegistrationKeys(db);
-  return { pendingRegistrations, refreshTokens, sessions, passwordResets, resetFailures, mailSends, loginFailures, registrationKeys };
+  return {
+    pendingRegistrations,
+    refreshTokens,
+    sessions,
+    passwordResets,
+    resetFailures,
+    verificationFailures,
+    mailSends,
+    loginFailures,
+    registrationKeys,
+  };
 }

@@ -14,6 +14,7 @@ import { sendCapped } from './mail-limit.ts';
 import { codeMail, type Mail, registrationAttemptMail } from './mailer.ts';
 import { holdRegistrationKey, retriedRegistration } from './registration-retry.ts';
 import {
+  CODE_FAILURE_WINDOW_MS,
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
   type CodeVerdict,
@@ -21,9 +22,12 @@ import {
   hashEmailCode,
   hashPassword,
   judgeCode,
+  LONG_CODE_DIGITS,
+  MAX_CODE_ATTEMPTS,
   newEmailCode,
   passwordMatches,
   presentedCodeHashes,
+  SHORT_CODE_DIGITS,
 } from './secrets.ts';
 import { startSession } from './sessions.ts';
 
@@ -107,7 +111,8 @@ async function createPendingRegistration(
   ownerEmail: string | undefined,
 ): Promise<{ pendingId: string; mail: Mail }> {
   const pendingId = uuidv7();
-  const code = newEmailCode();
+  const longCode = await verificationGuessed(deps, tx, account.email);
+  const code = newEmailCode(longCode ? LONG_CODE_DIGITS : SHORT_CODE_DIGITS);
   const emailTaken = ownerEmail !== undefined;
   await codes.insertPendingRegistration(tx, {
     id: pendingId,
@@ -116,8 +121,20 @@ async function createPendingRegistration(
     codeHash: emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code),
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
     emailTaken,
+    longCode,
   });
   return { pendingId, mail: emailTaken ? registrationAttemptMail(ownerEmail) : codeMail(account.email, 'verify-email', code) };
+}
+
+/**
+ * Each registration gets 5 tries of its 6-digit code, and an address may be registered again and
+ * again: the address's wrong codes over a rolling day (VERIFY_FAILURES_PER_DAY, across its
+ * registrations) bound the guessing. Past it no 6-digit code verifies, and the codes issued are 16
+ * digits, accepted however many wrong tries came, so that the guessing cannot keep the address's
+ * owner from verifying (as password-reset.ts).
+ */
+function verificationGuessed(deps: AuthDomainDeps, db: Queryable, address: string): Promise<boolean> {
+  return codes.countVerificationFailures(db, address, CODE_FAILURE_WINDOW_MS).then((n) => n >= deps.config.VERIFY_FAILURES_PER_DAY);
 }
 
 /** A right code creates the account (409 if its name or email was taken meanwhile); a wrong one counts. */
@@ -125,8 +142,13 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
   const outcome = await withTx(deps.pool, async (tx): Promise<{ verdict: CodeVerdict; pair?: Pair }> => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
-    const verdict = judgeCode(pending, presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code));
-    if (verdict === 'wrong') await codes.countPendingFailure(tx, pendingId);
+    if (!pending.longCode && (await verificationGuessed(deps, tx, pending.email))) return { verdict: 'exhausted' };
+    const presented = presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code);
+    const verdict = judgeCode(pending, presented, pending.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
+    if (verdict === 'wrong') {
+      await codes.countPendingFailure(tx, pendingId);
+      await codes.recordVerificationFailure(tx, pending.email);
+    }
     if (verdict !== 'ok') return { verdict };
     await codes.deletePendingRegistration(tx, pendingId);
     return { verdict, pair: await createAccount(deps, tx, pending, requestId, true) };
@@ -137,7 +159,6 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
 
 /** A fresh code for a registration still alive, at most once a minute. */
 export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promise<void> {
-  const code = newEmailCode();
   const mail = await withTx(deps.pool, async (tx) => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
@@ -146,8 +167,10 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
     }
     const wait = CODE_RESEND_INTERVAL_MS - pending.sinceSentMs;
     if (wait > 0) throw tooManyRequests(wait / 1000, 'Too many requests, a code can be resent once a minute');
+    const longCode = await verificationGuessed(deps, tx, pending.email);
+    const code = newEmailCode(longCode ? LONG_CODE_DIGITS : SHORT_CODE_DIGITS);
     const codeHash = pending.emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
-    await codes.replacePendingCode(tx, pendingId, codeHash, new Date(Date.now() + CODE_TTL_MS));
+    await codes.replacePendingCode(tx, pendingId, { codeHash, codeExpiresAt: new Date(Date.now() + CODE_TTL_MS), longCode });
     return pending.emailTaken ? registrationAttemptMail(pending.email) : codeMail(pending.email, 'verify-email', code);
   });
   await sendCapped(deps, mail);

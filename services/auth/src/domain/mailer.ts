@@ -31,8 +31,7 @@ export function createSmtpMailer(options: { smtpUrl: string; from: string }): Ma
 /** The text of a code email: the code alone on its own line, easy to copy. */
 export function codeMail(to: string, purpose: 'verify-email' | 'reset-password', code: string): Mail {
   const what = purpose === 'verify-email' ? 'confirm your email address' : 'reset your password';
-  const why =
-    code.length > SHORT_CODE_DIGITS ? 'Someone entered many wrong codes for this account today,\nso this code is longer.\n\n' : '';
+  const why = code.length > SHORT_CODE_DIGITS ? 'Someone entered many wrong codes today, so this code is longer.\n\n' : '';
   return {
     to,
     subject: purpose === 'verify-email' ? 'Your verification code' : 'Your password reset code',

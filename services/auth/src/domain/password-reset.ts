@@ -9,6 +9,7 @@ import { invalidCode } from './accounts.ts';
 import { sendCapped } from './mail-limit.ts';
 import { codeMail } from './mailer.ts';
 import {
+  CODE_FAILURE_WINDOW_MS,
   CODE_RESEND_INTERVAL_MS,
   CODE_TTL_MS,
   hashEmailCode,
@@ -20,8 +21,6 @@ import {
   presentedCodeHashes,
 } from './secrets.ts';
 import { announceRevoked } from './sessions.ts';
-
-const DAY_MS = 86_400_000;
 
 /**
  * A known email gets a reset code (at most one a minute, and only while its mail can go out); an
@@ -41,7 +40,7 @@ export async function forgotPassword(deps: AuthDomainDeps, email: string): Promi
     longCodeHash: hashOf(longCode),
     codeExpiresAt: new Date(Date.now() + CODE_TTL_MS),
     resendIntervalMs: CODE_RESEND_INTERVAL_MS,
-    failureWindowMs: DAY_MS,
+    failureWindowMs: CODE_FAILURE_WINDOW_MS,
     maxFailures: deps.config.RESET_FAILURES_PER_DAY,
     mailsPerHour: deps.config.MAILS_PER_ADDRESS_PER_HOUR,
   });
@@ -59,7 +58,7 @@ export async function forgotPassword(deps: AuthDomainDeps, email: string): Promi
  * also keep the owner from resetting (a try limit per code would let them spend the owner's code).
  */
 function resetLockedOut(deps: AuthDomainDeps, db: Queryable, userId: string): Promise<boolean> {
-  return codes.countResetFailures(db, userId, DAY_MS).then((n) => n >= deps.config.RESET_FAILURES_PER_DAY);
+  return codes.countResetFailures(db, userId, CODE_FAILURE_WINDOW_MS).then((n) => n >= deps.config.RESET_FAILURES_PER_DAY);
 }
 
 /**

@@ -64,6 +64,8 @@ export function presentedCodeHashes(
 export const MAX_CODE_ATTEMPTS = 5;
 export const CODE_TTL_MS = 15 * 60_000;
 export const CODE_RESEND_INTERVAL_MS = 60_000;
+/** Wrong codes are counted over a rolling day: per account for resets, per address for verification. */
+export const CODE_FAILURE_WINDOW_MS = 86_400_000;
 
 /** Five wrong tries (or `maxAttempts`) end a code's registration or reset, even for the right code. */
 export const codeExhausted = (stored: { failedAttempts: number }, maxAttempts = MAX_CODE_ATTEMPTS) => stored.failedAttempts >= maxAttempts;
