@@ -65,6 +65,14 @@ export const AuthConfig = baseConfig
     SERVER_OWNER_BADGE_MEMBERS: env.int(100, 1),
   })
   .superRefine((config, ctx) => {
+    // Every verifier remembers a revoked session for ACCESS_TOKEN_MAX_TTL_SECONDS: a longer-lived
+    // token of it would be accepted again by all of them once they forgot it.
+    if (config.ACCESS_TOKEN_TTL_SECONDS > config.ACCESS_TOKEN_MAX_TTL_SECONDS)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ACCESS_TOKEN_TTL_SECONDS'],
+        message: `is above ACCESS_TOKEN_MAX_TTL_SECONDS (${config.ACCESS_TOKEN_MAX_TTL_SECONDS}): raise that on every service first`,
+      });
     const keys = config.JWT_PRIVATE_KEYS;
     if (!keys) return;
     const path = ['JWT_PRIVATE_KEYS'];

@@ -19,7 +19,7 @@ const keys = await loadSigningKeys(config, runtime.log);
 serveAuthRpc(runtime.bus, runtime.log, runtime.pool, config);
 // Auth signs the tokens, so it verifies them with its own key set rather than over HTTP.
 const { tokens, revocations } = await startTokenVerifier({
-  config: { ...config, ACCESS_TOKEN_MAX_TTL_SECONDS: Math.max(config.ACCESS_TOKEN_MAX_TTL_SECONDS, config.ACCESS_TOKEN_TTL_SECONDS) },
+  config,
   bus: runtime.bus,
   log: runtime.log,
   keys: keys.getKey,

@@ -83,6 +83,17 @@ describe('signing key rotation', () => {
     expect(() => loadConfig(AuthConfig, { ...runtime.env, ACCESS_TOKEN_TTL_SECONDS: '0' })).toThrow(/ACCESS_TOKEN_TTL_SECONDS: /);
   });
 
+  it('refuses an access-token lifetime above ACCESS_TOKEN_MAX_TTL_SECONDS, which every verifier remembers revocations for', () => {
+    const load = (env: Record<string, string>) => () => loadConfig(AuthConfig, { ...runtime.env, ...env });
+    expect(load({ ACCESS_TOKEN_TTL_SECONDS: '3600' })).toThrow(
+      /ACCESS_TOKEN_TTL_SECONDS: is above ACCESS_TOKEN_MAX_TTL_SECONDS \(900\): raise that on every service first/,
+    );
+    expect(load({ ACCESS_TOKEN_TTL_SECONDS: '3600', ACCESS_TOKEN_MAX_TTL_SECONDS: '3600' })()).toMatchObject({
+      ACCESS_TOKEN_TTL_SECONDS: 3600,
+      ACCESS_TOKEN_MAX_TTL_SECONDS: 3600,
+    });
+  });
+
   it('refuses at start JWT_PRIVATE_KEYS that is not a usable JWK Set, naming it without echoing any of it', () => {
     const d = keyA.d as string;
     const values = {
