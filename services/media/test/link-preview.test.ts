@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { withTx } from '@chat/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { usageOf } from '../src/db/quota.ts';
 import { previewLinksOf, publishEmbeds } from '../src/domain/embeds.ts';
 import { PLATFORM_UPLOADER, previewLink, purgeExpiredPreviews } from '../src/domain/link-previews.ts';
 import { createMediaHarness, localPageFetch, type MediaHarness, PNG_1X1, sha256 } from './harness.ts';
@@ -15,6 +16,8 @@ const LOGO = Buffer.concat([PNG_1X1, randomBytes(16)]);
 const FLEETING = Buffer.concat([PNG_1X1, randomBytes(16)]);
 const SHOWN = Buffer.concat([PNG_1X1, randomBytes(16)]);
 const GONE = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const CHARGED = Buffer.concat([PNG_1X1, randomBytes(16)]);
+const AUTHORED = Buffer.concat([PNG_1X1, randomBytes(16)]);
 const png =
   (bytes: Buffer): Page =>
   (_req, res) =>
@@ -56,6 +59,10 @@ beforeAll(async () => {
     '/shown.png': png(SHOWN),
     '/gone': html('<title>gone</title><meta property="og:image" content="/gone.png">'),
     '/gone.png': png(GONE),
+    '/charged': html('<title>charged</title><meta property="og:image" content="/charged.png">'),
+    '/charged.png': png(CHARGED),
+    '/authored': html('<title>authored</title><meta property="og:image" content="/authored.png">'),
+    '/authored.png': png(AUTHORED),
     // PostgreSQL stores neither U+0000 nor a lone surrogate: every field below holds one.
     '/nul': html(`<html><head><title>Before\u0000after</title>
       <meta name="description" content="d\u0000e"><meta property="og:site_name" content="S\u0000ite">
@@ -94,8 +101,8 @@ function latin1Page(contentType: string, head: string): Page {
   return (_req, res) => res.writeHead(200, { 'content-type': contentType }).end(body);
 }
 
-async function preview(url: string, auth = true) {
-  const headers = auth ? await h.auth(user) : {};
+async function preview(url: string, auth = true, as = user) {
+  const headers = auth ? await h.auth(as) : {};
   return h.app.inject({ method: 'GET', url: `/v1/link-preview?url=${encodeURIComponent(url)}`, headers });
 }
 
@@ -217,7 +224,7 @@ describe('GET /v1/link-preview', () => {
     expect((await preview(url)).json()).toEqual({ error: 'The link answered with status 500' });
     expect(server.hits('/flaky')).toBe(1);
     const sixMinutesOn = new Date(Date.now() + 6 * 60 * 1000);
-    const fresh = await previewLink({ ...h.deps, now: () => sixMinutesOn }, url);
+    const fresh = await previewLink({ ...h.deps, now: () => sixMinutesOn }, url, randomUUID());
     expect(fresh.title).toBe('back');
     expect(server.hits('/flaky')).toBe(2);
   });
@@ -291,7 +298,7 @@ describe('preview images', () => {
     const fleeting = (await preview(`${server.origin}/fleeting`)).json().imageUrl as string;
     const shown = (await preview(`${server.origin}/shown`)).json().imageUrl as string;
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    const previews = await previewLinksOf(h.deps, [`${server.origin}/shown`]);
+    const previews = await previewLinksOf(h.deps, [`${server.origin}/shown`], randomUUID());
     await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const hour = 60 * 60 * 1000;
     const purgeAt = (ms: number) => purgeExpiredPreviews({ ...h.deps, now: () => new Date(Date.now() + ms) });
@@ -312,11 +319,52 @@ describe('preview images', () => {
     expect(await served(shown)).toBe(200);
   });
 
+  /** `userId`'s quota of files in the hour filled up with 100 uploads of a byte. */
+  const fillHourOf = (userId: string) =>
+    h.runtime.pool.query(
+      `INSERT INTO media_files (id, uploader_id, storage_key, filename, content_type, size, sha256, created_at)
+       SELECT gen_random_uuid(), $1, gen_random_uuid()::text, 'x.bin', 'application/octet-stream', 1, repeat('0', 64), now()
+       FROM generate_series(1, 100)`,
+      [userId],
+    );
+
+  it('counts a kept image against the upload quota of who asked: past it 429, nothing kept or cached', async () => {
+    const full = randomUUID();
+    await fillHourOf(full);
+    const refused = await preview(`${server.origin}/charged`, true, full);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json()).toEqual({
+      error: "Upload quota exceeded (a link preview's new image counts against it): at most 100 files per hour",
+    });
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3_000);
+    expect(await platformFilesOf(CHARGED)).toEqual([]);
+
+    // Not cached: someone with room gets the preview with its image, charged to them alone.
+    const other = randomUUID();
+    const built = await preview(`${server.origin}/charged`, true, other);
+    expect(built.statusCode).toBe(200);
+    expect(built.json()).toMatchObject({ title: 'charged', imageUrl: expect.stringContaining('/v1/media/') });
+    expect(server.hits('/charged')).toBe(2);
+    expect(await usageOf(h.runtime.pool, other, new Date())).toEqual({ filesInHour: 1, bytesInDay: CHARGED.length });
+    expect(await usageOf(h.runtime.pool, full, new Date())).toEqual({ filesInHour: 100, bytesInDay: 100 });
+    // Cached now: the full quota no longer matters for this link.
+    expect((await preview(`${server.origin}/charged`, true, full)).json().title).toBe('charged');
+  });
+
+  it("leaves a link out of a message's embeds when its image does not fit the author's quota", async () => {
+    const author = randomUUID();
+    await fillHourOf(author);
+    expect(await previewLinksOf(h.deps, [`${server.origin}/authored`], author)).toEqual([]);
+    expect(await platformFilesOf(AUTHORED)).toEqual([]);
+    const [shown] = await previewLinksOf(h.deps, [`${server.origin}/authored`], randomUUID());
+    expect(shown).toMatchObject({ title: 'authored', imageUrl: expect.stringContaining('/v1/media/') });
+  });
+
   it('leaves out of a message the image of a cached preview that was purged meanwhile', async () => {
     const image = (await preview(`${server.origin}/gone`)).json().imageUrl as string;
     await h.runtime.pool.query('DELETE FROM media_files WHERE id = $1', [imageIdOf(image)]);
     const message = { kind: 'channel' as const, channelId: randomUUID(), messageId: randomUUID() };
-    const previews = await previewLinksOf(h.deps, [`${server.origin}/gone`]);
+    const previews = await previewLinksOf(h.deps, [`${server.origin}/gone`], randomUUID());
     await withTx(h.runtime.pool, (tx) => publishEmbeds(tx, message, previews));
     const { rows } = await h.runtime.pool.query(
       "SELECT payload->'data'->'embeds' AS embeds FROM outbox WHERE payload->'data'->'target'->>'messageId' = $1",

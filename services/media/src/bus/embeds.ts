@@ -10,9 +10,11 @@ import { linksToPreview, type MessageLinks, previewLinksOf, publishEmbeds } from
  * use; of its embeds, only the links they preview.
  */
 const ShownEmbeds = z.array(z.object({ url: z.string() })).default([]);
-const ChannelMessageText = MessageEventData.pick({ id: true, channelId: true, content: true }).extend({ embeds: ShownEmbeds });
+const ChannelMessageText = MessageEventData.pick({ id: true, channelId: true, authorId: true, content: true }).extend({
+  embeds: ShownEmbeds,
+});
 const DirectMessageText = z.object({
-  message: DirectMessage.pick({ id: true, conversationId: true, content: true }).extend({ embeds: ShownEmbeds }),
+  message: DirectMessage.pick({ id: true, conversationId: true, senderId: true, content: true }).extend({ embeds: ShownEmbeds }),
 });
 
 /**
@@ -31,16 +33,17 @@ interface MessageEvents {
   /** Only events published from now on: an edit made before the consumer existed is not resolved again. */
   deliverNewOnly?: boolean;
   // The kit parsed each payload by `schema` before handing it over.
-  message: (event: EventEnvelope) => MessageLinks & { target: EmbedsResolved['target'] };
+  /** The message's links, where its embeds go, and whose upload quota its preview images count against. */
+  message: (event: EventEnvelope) => MessageLinks & { target: EmbedsResolved['target']; authorId: string };
 }
 
 const channelMessage = (event: EventEnvelope) => {
-  const { id, channelId, content, embeds } = event.data as z.output<typeof ChannelMessageText>;
-  return { content, embeds, target: { kind: 'channel' as const, channelId, messageId: id } };
+  const { id, channelId, authorId, content, embeds } = event.data as z.output<typeof ChannelMessageText>;
+  return { content, embeds, authorId, target: { kind: 'channel' as const, channelId, messageId: id } };
 };
 const directMessage = (event: EventEnvelope) => {
-  const { id, conversationId, content, embeds } = (event.data as z.output<typeof DirectMessageText>).message;
-  return { content, embeds, target: { kind: 'dm' as const, conversationId, messageId: id } };
+  const { id, conversationId, senderId, content, embeds } = (event.data as z.output<typeof DirectMessageText>).message;
+  return { content, embeds, authorId: senderId, target: { kind: 'dm' as const, conversationId, messageId: id } };
 };
 
 /**
@@ -99,7 +102,10 @@ function consumeForEmbeds(deps: MediaDeps, events: MessageEvents): Promise<Consu
     schemas: { [events.subject]: events.schema },
     concurrency: MESSAGES_AT_ONCE,
     relevant: (event) => linksToPreview(events.message(event)).length > 0,
-    prepare: (event) => previewLinksOf(deps, linksToPreview(events.message(event))),
+    prepare: (event) => {
+      const message = events.message(event);
+      return previewLinksOf(deps, linksToPreview(message), message.authorId);
+    },
     handle: (event, tx, previews) => publishEmbeds(tx, events.message(event).target, previews),
   });
 }

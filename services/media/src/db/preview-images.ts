@@ -17,8 +17,17 @@ export async function reusePreviewImage(db: Queryable, sha256: string, now: Date
   return row;
 }
 
-export async function insertPreviewImage(db: Queryable, image: { mediaId: string; sha256: string; usedAt: Date }): Promise<void> {
-  await exec(db, 'INSERT INTO preview_images (media_id, sha256, used_at) VALUES ($1, $2, $3)', [image.mediaId, image.sha256, image.usedAt]);
+/** `chargedTo`: the user whose quota the image counts against. */
+export async function insertPreviewImage(
+  db: Queryable,
+  image: { mediaId: string; sha256: string; usedAt: Date; chargedTo: string },
+): Promise<void> {
+  await exec(db, 'INSERT INTO preview_images (media_id, sha256, used_at, charged_to) VALUES ($1, $2, $3, $4)', [
+    image.mediaId,
+    image.sha256,
+    image.usedAt,
+    image.chargedTo,
+  ]);
 }
 
 /**

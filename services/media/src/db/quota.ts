@@ -1,5 +1,15 @@
 import { exec, maybeOne, one, type Queryable } from '@chat/kit';
 
+/**
+ * The files `$1` is charged for: those they uploaded, and the preview images kept for their
+ * requests and messages (still kept: a purged one frees its room).
+ */
+const CHARGED = `(
+  SELECT id, size, created_at FROM media_files WHERE uploader_id = $1
+  UNION ALL
+  SELECT f.id, f.size, f.created_at FROM preview_images p JOIN media_files f ON f.id = p.media_id WHERE p.charged_to = $1
+) c`;
+
 /** What one uploader has recorded in the quota windows that end at `now`. */
 export interface Usage {
   filesInHour: number;
@@ -11,7 +21,7 @@ export async function usageOf(db: Queryable, uploaderId: string, now: Date): Pro
     db,
     `SELECT count(*) FILTER (WHERE created_at > $2::timestamptz - interval '1 hour')::int AS files,
             COALESCE(sum(size), 0)::text AS bytes
-     FROM media_files WHERE uploader_id = $1 AND created_at > $2::timestamptz - interval '1 day' AND created_at <= $2`,
+     FROM ${CHARGED} WHERE created_at > $2::timestamptz - interval '1 day' AND created_at <= $2`,
     [uploaderId, now],
   );
   return { filesInHour: row.files, bytesInDay: Number(row.bytes) };
@@ -24,8 +34,8 @@ export async function usageOf(db: Queryable, uploaderId: string, now: Date): Pro
 export async function hourFreesAt(db: Queryable, uploaderId: string, now: Date, limit: number): Promise<Date | undefined> {
   const row = await maybeOne<{ at: string }>(
     db,
-    `SELECT created_at + interval '1 hour' AS at FROM media_files
-     WHERE uploader_id = $1 AND created_at > $2::timestamptz - interval '1 hour' AND created_at <= $2
+    `SELECT created_at + interval '1 hour' AS at FROM ${CHARGED}
+     WHERE created_at > $2::timestamptz - interval '1 hour' AND created_at <= $2
      ORDER BY created_at DESC, id DESC OFFSET $3 - 1 LIMIT 1`,
     [uploaderId, now, limit],
   );
@@ -40,7 +50,7 @@ export async function dayFreesAt(db: Queryable, uploaderId: string, now: Date, q
        SELECT created_at + interval '1 day' AS at,
               sum(size) OVER (ORDER BY created_at, id) AS freed,
               sum(size) OVER () AS used
-       FROM media_files WHERE uploader_id = $1 AND created_at > $2::timestamptz - interval '1 day' AND created_at <= $2
+       FROM ${CHARGED} WHERE created_at > $2::timestamptz - interval '1 day' AND created_at <= $2
      ) w WHERE used - freed + $4 <= $3 ORDER BY at LIMIT 1`,
     [uploaderId, now, quota, size],
   );

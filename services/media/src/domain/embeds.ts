@@ -28,8 +28,8 @@ export function linksToPreview(message: MessageLinks): string[] {
  * answered. A preview with nothing to show (a text or JSON document, a page that names nothing, an
  * image too large to keep) is left out too, as Discord shows none.
  */
-export async function previewLinksOf(deps: PreviewDeps, links: readonly string[]): Promise<LinkPreview[]> {
-  const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link)));
+export async function previewLinksOf(deps: PreviewDeps, links: readonly string[], chargeTo: string): Promise<LinkPreview[]> {
+  const outcomes = await Promise.allSettled(links.map((link) => previewLink(deps, link, chargeTo)));
   const previews = outcomes.flatMap((outcome, i) =>
     outcome.status === 'fulfilled' ? [outcome.value] : leftOut(deps, links[i], outcome.reason),
   );
@@ -52,11 +52,12 @@ export async function publishEmbeds(tx: Queryable, target: EmbedsResolved['targe
 /**
  * A link without a preview. A store that is down (503) fails the whole event, to be tried again
  * once it is back; anything else would fail the same way on every redelivery, so the link is left
- * out rather than holding the message (and a slot of the consumer) back for ever.
+ * out rather than holding the message (and a slot of the consumer) back for ever: a link whose
+ * image the author's upload quota has no room for (429) too.
  */
 function leftOut(deps: PreviewDeps, link: string | undefined, err: unknown): LinkPreview[] {
   if (err instanceof AppError && err.status === 503) throw err;
-  if (!(err instanceof AppError && err.status === 400))
+  if (!(err instanceof AppError && (err.status === 400 || err.status === 429)))
     deps.log.error({ err, link }, 'link preview failed; the link is left out of the embeds');
   return [];
 }

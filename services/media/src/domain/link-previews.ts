@@ -6,10 +6,12 @@ import { decodeBuffer, getEncoding } from 'encoding-sniffer';
 import { type CachedPreview, cachePreview, deleteExpiredPreviews, findCachedPreview } from '../db/link-previews.ts';
 import { insertMediaFile } from '../db/media-files.ts';
 import { deleteUnusedPreviewImages, insertPreviewImage, reusePreviewImage } from '../db/preview-images.ts';
+import { lockUploader } from '../db/quota.ts';
 import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
 import { fileUrl } from './files.ts';
 import { parsePageMeta } from './page-meta.ts';
+import { requireRoomFor } from './quota.ts';
 import { parseFetchable } from './safe-fetch.ts';
 
 export type PreviewDeps = Pick<MediaDeps, 'pool' | 'storage' | 'config' | 'fetchLink' | 'now'> & { log: Logger };
@@ -41,8 +43,10 @@ export function normaliseUrl(value: string): string {
 /**
  * The preview of a link, from the cache when it is fresh. A failure the caller can be told about
  * (an address that is not allowed, a page that does not answer) is cached for a few minutes too.
+ * An image kept for it counts against the upload quota of `chargeTo`, the user who asked or whose
+ * message links it: past their quota the preview is not built (429), and not cached.
  */
-export async function previewLink(deps: PreviewDeps, value: string): Promise<LinkPreview> {
+export async function previewLink(deps: PreviewDeps, value: string, chargeTo: string): Promise<LinkPreview> {
   const url = normaliseUrl(value);
   const now = deps.now();
   const cached = await findCachedPreview(deps.pool, url, now);
@@ -51,7 +55,7 @@ export async function previewLink(deps: PreviewDeps, value: string): Promise<Lin
   let outcome: CachedPreview;
   let imageId: string | null = null;
   try {
-    const built = await buildPreview(deps, url);
+    const built = await buildPreview(deps, url, chargeTo);
     outcome = { preview: built.preview, error: null };
     imageId = built.image?.id ?? null;
   } catch (err) {
@@ -86,20 +90,20 @@ interface KeptImage {
   url: string;
 }
 
-async function buildPreview(deps: PreviewDeps, url: string): Promise<{ preview: LinkPreview; image: KeptImage | null }> {
+async function buildPreview(deps: PreviewDeps, url: string, chargeTo: string): Promise<{ preview: LinkPreview; image: KeptImage | null }> {
   const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: pageOrImageLimit });
   if (page.status >= 400) throw new AppError(400, `The link answered with status ${page.status}`);
   const mime = mimeOf(page.contentType);
   const empty: LinkPreview = { url, title: null, description: null, siteName: null, imageUrl: null, type: 'link' };
   if (mime.startsWith('image/')) {
-    const image = page.truncated ? null : await keepImage(deps, page.body);
+    const image = page.truncated ? null : await keepImage(deps, page.body, chargeTo);
     return { preview: { ...empty, type: 'image', imageUrl: image?.url ?? null }, image };
   }
   if (!HTML.test(mime)) return { preview: empty, image: null };
   const meta = parsePageMeta(decode(page.body, page.contentType), page.url);
   const oembed = meta.oembedUrl ? await fetchOembed(deps, meta.oembedUrl) : {};
   const imageLink = meta.image ?? oembed.thumbnail_url;
-  const image = imageLink ? await copyImage(deps, imageLink) : null;
+  const image = imageLink ? await copyImage(deps, imageLink, chargeTo) : null;
   const preview = {
     url,
     title: pageText(meta.title ?? oembed.title),
@@ -146,15 +150,15 @@ async function fetchOembed(deps: PreviewDeps, url: string): Promise<Oembed> {
 }
 
 /** The page's image fetched through the same safe fetcher and kept here; null when it is not a usable image. */
-async function copyImage(deps: PreviewDeps, url: string): Promise<KeptImage | null> {
+async function copyImage(deps: PreviewDeps, url: string, chargeTo: string): Promise<KeptImage | null> {
   try {
     const res = await deps.fetchLink(url, { accept: 'image/*', maxBytes: IMAGE_MAX_BYTES });
     if (res.status !== 200 || res.truncated) return null;
-    return await keepImage(deps, res.body);
+    return await keepImage(deps, res.body, chargeTo);
   } catch (err) {
-    // A store (or database) that is down fails the preview, to be tried again: cached without its
-    // image, the preview would show none for a day.
-    if (err instanceof AppError && err.status === 503) throw err;
+    // A store (or database) that is down fails the preview, to be tried again, and so does a quota
+    // that is full: cached without its image, the preview would show none for a day.
+    if (err instanceof AppError && (err.status === 503 || err.status === 429)) throw err;
     deps.log.debug({ err, url }, 'preview image not kept');
     return null;
   }
@@ -162,23 +166,28 @@ async function copyImage(deps: PreviewDeps, url: string): Promise<KeptImage | nu
 
 /**
  * Keeps image bytes as a platform-owned media file, once per content: bytes already kept give the
- * file that holds them. The type comes from the bytes, never the other site.
+ * file that holds them. The type comes from the bytes, never the other site. A new one counts
+ * against the upload quota of `chargeTo` (429 past it), checked before it is stored and again under
+ * their lock as it is recorded, as an upload is.
  */
-async function keepImage(deps: PreviewDeps, bytes: Buffer): Promise<KeptImage | null> {
+async function keepImage(deps: PreviewDeps, bytes: Buffer, chargeTo: string): Promise<KeptImage | null> {
   const contentType = await sniffContentType(bytes);
   if (!PREVIEW_IMAGE.test(contentType)) return null;
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const kept = await reusePreviewImage(deps.pool, sha256, deps.now());
   if (kept) return { id: kept.id, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, kept.id, kept.filename) };
+  await requireRoomFor(deps.pool, deps, chargeTo, bytes.length, 'preview');
   const id = randomUUID();
   const filename = `preview.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}`;
   await deps.storage.put(id, single(bytes), async () => contentType);
   try {
     await withTx(deps.pool, async (tx) => {
+      await lockUploader(tx, chargeTo);
+      await requireRoomFor(tx, deps, chargeTo, bytes.length, 'preview');
       const createdAt = deps.now();
       const file = { id, uploaderId: PLATFORM_UPLOADER, storageKey: id, filename, contentType, size: bytes.length, sha256 };
       await insertMediaFile(tx, { ...file, durationSeconds: null, createdAt });
-      await insertPreviewImage(tx, { mediaId: id, sha256, usedAt: createdAt });
+      await insertPreviewImage(tx, { mediaId: id, sha256, usedAt: createdAt, chargedTo: chargeTo });
     });
   } catch (err) {
     await deps.storage.remove(id);

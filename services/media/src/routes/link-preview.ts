@@ -1,10 +1,10 @@
 import { mediaRoutes } from '@chat/contracts';
-import { route } from '@chat/kit';
+import { contextOf, route } from '@chat/kit';
 import type { FastifyInstance } from 'fastify';
 import type { MediaDeps } from '../deps.ts';
 import { previewLink } from '../domain/link-previews.ts';
 
 /** GET /v1/link-preview?url= */
 export function linkPreviewRoutes(app: FastifyInstance, deps: MediaDeps): void {
-  route(app, mediaRoutes.linkPreview, async (req) => previewLink(deps, req.query.url));
+  route(app, mediaRoutes.linkPreview, async (req) => previewLink(deps, req.query.url, contextOf(req).userId));
 }
