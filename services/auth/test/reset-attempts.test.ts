@@ -79,7 +79,8 @@ describe('password-reset attempts per account over a rolling day', () => {
     // Whoever guesses cannot spend it: more than a 6-digit code's 5 tries, in both lengths.
     await wrongCodes(user.email, wrongCode(code.slice(0, 6)), 3);
     await wrongCodes(user.email, `${code.slice(0, 15)}${(Number(code[15]) + 1) % 10}`, 5);
-    expect(await failuresOf(user.id)).toBe(28);
+    // Not recorded: past the count they add nothing, and the rows stay few.
+    expect(await failuresOf(user.id)).toBe(20);
 
     const done = await post('/v1/auth/reset-password', { email: user.email, code, password: 'the owner’s new password' });
     expect(done.statusCode).toBe(200);

@@ -68,6 +68,11 @@ export async function replacePendingCode(
   );
 }
 
+/** Serialises the verifications of one address's registrations, so that its count of wrong codes is exact. */
+export async function lockVerificationsOf(tx: Queryable, address: string): Promise<void> {
+  await exec(tx, "SELECT pg_advisory_xact_lock(hashtextextended('verify:' || lower($1), 0))", [address]);
+}
+
 /** One wrong verification code, counted for its address (lower case) over a rolling day. */
 export async function recordVerificationFailure(tx: Queryable, address: string): Promise<void> {
   await exec(tx, 'INSERT INTO verification_failures (address) VALUES (lower($1))', [address]);

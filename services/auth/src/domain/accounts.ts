@@ -142,10 +142,14 @@ export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code:
   const outcome = await withTx(deps.pool, async (tx): Promise<{ verdict: CodeVerdict; pair?: Pair }> => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
+    // The address's registrations are judged one at a time: several at once would each see the
+    // count below the limit and all be tried.
+    if (!pending.longCode) await codes.lockVerificationsOf(tx, pending.email);
     if (!pending.longCode && (await verificationGuessed(deps, tx, pending.email))) return { verdict: 'exhausted' };
     const presented = presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code);
     const verdict = judgeCode(pending, presented, pending.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
-    if (verdict === 'wrong') {
+    // Past the day's count a wrong 16-digit code adds nothing: it is not recorded, so that the rows stay few.
+    if (verdict === 'wrong' && !pending.longCode) {
       await codes.countPendingFailure(tx, pendingId);
       await codes.recordVerificationFailure(tx, pending.email);
     }

@@ -78,7 +78,8 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
     if (!stored.longCode && (await resetLockedOut(deps, tx, userId))) return false;
     const presented = presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', userId, code);
     const verdict = judgeCode(stored, presented, stored.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
-    if (verdict === 'wrong') {
+    // Past the day's count a wrong 16-digit code adds nothing: it is not recorded, so that the rows stay few.
+    if (verdict === 'wrong' && !stored.longCode) {
       await codes.countResetFailure(tx, userId);
       await codes.recordResetFailure(tx, userId);
     }
