@@ -56,7 +56,6 @@ export const mediaRoutes = {
     response: LinkPreview,
     errors: {
       400: 'The url is not http(s), points to an address that is not public, redirects too often, or could not be fetched in time',
-      429: "The preview's new image does not fit the caller's upload quota, which it counts against (Retry-After)",
       503: 'File storage (or the database) is unavailable while the preview image is kept',
     },
   }),

@@ -52,12 +52,11 @@ export async function publishEmbeds(tx: Queryable, target: EmbedsResolved['targe
 /**
  * A link without a preview. A store that is down (503) fails the whole event, to be tried again
  * once it is back; anything else would fail the same way on every redelivery, so the link is left
- * out rather than holding the message (and a slot of the consumer) back for ever: a link whose
- * image the author's upload quota has no room for (429) too.
+ * out rather than holding the message (and a slot of the consumer) back for ever.
  */
 function leftOut(deps: PreviewDeps, link: string | undefined, err: unknown): LinkPreview[] {
   if (err instanceof AppError && err.status === 503) throw err;
-  if (!(err instanceof AppError && (err.status === 400 || err.status === 429)))
+  if (!(err instanceof AppError && err.status === 400))
     deps.log.error({ err, link }, 'link preview failed; the link is left out of the embeds');
   return [];
 }

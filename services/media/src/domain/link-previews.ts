@@ -11,7 +11,7 @@ import type { MediaDeps } from '../deps.ts';
 import { sniffContentType } from './content-type.ts';
 import { fileUrl } from './files.ts';
 import { parsePageMeta } from './page-meta.ts';
-import { requireRoomFor } from './quota.ts';
+import { fitsQuota } from './quota.ts';
 import { parseFetchable } from './safe-fetch.ts';
 
 export type PreviewDeps = Pick<MediaDeps, 'pool' | 'storage' | 'config' | 'fetchLink' | 'now'> & { log: Logger };
@@ -44,7 +44,8 @@ export function normaliseUrl(value: string): string {
  * The preview of a link, from the cache when it is fresh. A failure the caller can be told about
  * (an address that is not allowed, a page that does not answer) is cached for a few minutes too.
  * An image kept for it counts against the upload quota of `chargeTo`, the user who asked or whose
- * message links it: past their quota the preview is not built (429), and not cached.
+ * message links it: past their quota the preview comes without it, cached a few minutes only (as a
+ * failure), so that someone with room soon gets it whole.
  */
 export async function previewLink(deps: PreviewDeps, value: string, chargeTo: string): Promise<LinkPreview> {
   const url = normaliseUrl(value);
@@ -54,15 +55,17 @@ export async function previewLink(deps: PreviewDeps, value: string, chargeTo: st
   if (cached?.preview) return cached.preview;
   let outcome: CachedPreview;
   let imageId: string | null = null;
+  let whole = false;
   try {
     const built = await buildPreview(deps, url, chargeTo);
     outcome = { preview: built.preview, error: null };
-    imageId = built.image?.id ?? null;
+    imageId = built.image === NO_ROOM ? null : (built.image?.id ?? null);
+    whole = built.image !== NO_ROOM;
   } catch (err) {
     if (!(err instanceof AppError) || err.status !== 400) throw err;
     outcome = { preview: null, error: err.message };
   }
-  const ttl = outcome.preview ? PREVIEW_TTL_MS : FAILURE_TTL_MS;
+  const ttl = outcome.preview && whole ? PREVIEW_TTL_MS : FAILURE_TTL_MS;
   await cachePreview(deps.pool, url, outcome, imageId, new Date(now.getTime() + ttl));
   if (outcome.error !== null) throw new AppError(400, outcome.error);
   return outcome.preview;
@@ -90,14 +93,19 @@ interface KeptImage {
   url: string;
 }
 
-async function buildPreview(deps: PreviewDeps, url: string, chargeTo: string): Promise<{ preview: LinkPreview; image: KeptImage | null }> {
+/** A preview image left out because it did not fit the upload quota of the user it is charged to. */
+const NO_ROOM = 'no room';
+type PreviewImage = KeptImage | null | typeof NO_ROOM;
+const urlOf = (image: PreviewImage) => (image === null || image === NO_ROOM ? null : image.url);
+
+async function buildPreview(deps: PreviewDeps, url: string, chargeTo: string): Promise<{ preview: LinkPreview; image: PreviewImage }> {
   const page = await deps.fetchLink(url, { accept: 'text/html,application/xhtml+xml;q=0.9,image/*;q=0.8', maxBytes: pageOrImageLimit });
   if (page.status >= 400) throw new AppError(400, `The link answered with status ${page.status}`);
   const mime = mimeOf(page.contentType);
   const empty: LinkPreview = { url, title: null, description: null, siteName: null, imageUrl: null, type: 'link' };
   if (mime.startsWith('image/')) {
     const image = page.truncated ? null : await keepImage(deps, page.body, chargeTo);
-    return { preview: { ...empty, type: 'image', imageUrl: image?.url ?? null }, image };
+    return { preview: { ...empty, type: 'image', imageUrl: urlOf(image) }, image };
   }
   if (!HTML.test(mime)) return { preview: empty, image: null };
   const meta = parsePageMeta(decode(page.body, page.contentType), page.url);
@@ -109,7 +117,7 @@ async function buildPreview(deps: PreviewDeps, url: string, chargeTo: string): P
     title: pageText(meta.title ?? oembed.title),
     description: pageText(meta.description),
     siteName: pageText(meta.siteName ?? oembed.provider_name),
-    imageUrl: image?.url ?? null,
+    imageUrl: urlOf(image),
     type: pageText(meta.type ?? oembed.type) ?? 'website',
   };
   return { preview, image };
@@ -150,15 +158,15 @@ async function fetchOembed(deps: PreviewDeps, url: string): Promise<Oembed> {
 }
 
 /** The page's image fetched through the same safe fetcher and kept here; null when it is not a usable image. */
-async function copyImage(deps: PreviewDeps, url: string, chargeTo: string): Promise<KeptImage | null> {
+async function copyImage(deps: PreviewDeps, url: string, chargeTo: string): Promise<PreviewImage> {
   try {
     const res = await deps.fetchLink(url, { accept: 'image/*', maxBytes: IMAGE_MAX_BYTES });
     if (res.status !== 200 || res.truncated) return null;
     return await keepImage(deps, res.body, chargeTo);
   } catch (err) {
-    // A store (or database) that is down fails the preview, to be tried again, and so does a quota
-    // that is full: cached without its image, the preview would show none for a day.
-    if (err instanceof AppError && (err.status === 503 || err.status === 429)) throw err;
+    // A store (or database) that is down fails the preview, to be tried again: cached without its
+    // image, the preview would show none for a day.
+    if (err instanceof AppError && err.status === 503) throw err;
     deps.log.debug({ err, url }, 'preview image not kept');
     return null;
   }
@@ -167,31 +175,37 @@ async function copyImage(deps: PreviewDeps, url: string, chargeTo: string): Prom
 /**
  * Keeps image bytes as a platform-owned media file, once per content: bytes already kept give the
  * file that holds them. The type comes from the bytes, never the other site. A new one counts
- * against the upload quota of `chargeTo` (429 past it), checked before it is stored and again under
- * their lock as it is recorded, as an upload is.
+ * against the upload quota of `chargeTo`, checked before it is stored and again under their lock as
+ * it is recorded, as an upload is: past it, NO_ROOM.
  */
-async function keepImage(deps: PreviewDeps, bytes: Buffer, chargeTo: string): Promise<KeptImage | null> {
+async function keepImage(deps: PreviewDeps, bytes: Buffer, chargeTo: string): Promise<PreviewImage> {
   const contentType = await sniffContentType(bytes);
   if (!PREVIEW_IMAGE.test(contentType)) return null;
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const kept = await reusePreviewImage(deps.pool, sha256, deps.now());
   if (kept) return { id: kept.id, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, kept.id, kept.filename) };
-  await requireRoomFor(deps.pool, deps, chargeTo, bytes.length, 'preview');
+  if (!(await fitsQuota(deps.pool, deps, chargeTo, bytes.length))) return NO_ROOM;
   const id = randomUUID();
   const filename = `preview.${contentType.slice('image/'.length).replace('jpeg', 'jpg')}`;
   await deps.storage.put(id, single(bytes), async () => contentType);
+  let recorded: boolean;
   try {
-    await withTx(deps.pool, async (tx) => {
+    recorded = await withTx(deps.pool, async (tx) => {
       await lockUploader(tx, chargeTo);
-      await requireRoomFor(tx, deps, chargeTo, bytes.length, 'preview');
+      if (!(await fitsQuota(tx, deps, chargeTo, bytes.length))) return false;
       const createdAt = deps.now();
       const file = { id, uploaderId: PLATFORM_UPLOADER, storageKey: id, filename, contentType, size: bytes.length, sha256 };
       await insertMediaFile(tx, { ...file, durationSeconds: null, createdAt });
       await insertPreviewImage(tx, { mediaId: id, sha256, usedAt: createdAt, chargedTo: chargeTo });
+      return true;
     });
   } catch (err) {
     await deps.storage.remove(id);
     throw err;
+  }
+  if (!recorded) {
+    await deps.storage.remove(id);
+    return NO_ROOM;
   }
   return { id, url: fileUrl(deps.config.MEDIA_PUBLIC_URL, id, filename) };
 }

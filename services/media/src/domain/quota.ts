@@ -13,40 +13,32 @@ type Deps = Pick<MediaDeps, 'config' | 'now'>;
 const HOUR_SECONDS = 3_600;
 const DAY_SECONDS = 86_400;
 
-/** What a 429 says ran out: uploads, or a preview's image, which counts against the same quota. */
-export type QuotaUse = 'upload' | 'preview';
-
-const EXCEEDED: Record<QuotaUse, string> = {
-  upload: 'Upload quota exceeded',
-  preview: "Upload quota exceeded (a link preview's new image counts against it)",
-};
-
 /** The 429 of an upload that does not fit, naming the quota, with the seconds until it would fit. */
-function exceeded(use: QuotaUse, quota: string, now: Date, freesAt: Date | undefined, fallbackSeconds: number): AppError {
+function exceeded(quota: string, now: Date, freesAt: Date | undefined, fallbackSeconds: number): AppError {
   const seconds = freesAt ? (freesAt.getTime() - now.getTime()) / 1_000 : fallbackSeconds;
-  return tooManyRequests(seconds, `${EXCEEDED[use]}: at most ${quota}`);
+  return tooManyRequests(seconds, `Upload quota exceeded: at most ${quota}`);
+}
+
+/** Whether one more file of `size` bytes fits both quotas of `uploaderId` now (a preview's image). */
+export async function fitsQuota(db: Queryable, deps: Deps, uploaderId: string, size: number): Promise<boolean> {
+  const usage = await usageOf(db, uploaderId, deps.now());
+  return usage.filesInHour < deps.config.MEDIA_QUOTA_FILES_PER_HOUR && usage.bytesInDay + size <= deps.config.MEDIA_QUOTA_BYTES_PER_DAY;
 }
 
 /**
  * Throws the 429 when one more file of `size` bytes would pass either quota of `uploaderId` now;
  * otherwise answers how many bytes the day still has room for.
  */
-export async function requireRoomFor(
-  db: Queryable,
-  deps: Deps,
-  uploaderId: string,
-  size: number,
-  use: QuotaUse = 'upload',
-): Promise<number> {
+export async function requireRoomFor(db: Queryable, deps: Deps, uploaderId: string, size: number): Promise<number> {
   const now = deps.now();
   const files = deps.config.MEDIA_QUOTA_FILES_PER_HOUR;
   const bytes = deps.config.MEDIA_QUOTA_BYTES_PER_DAY;
   const usage = await usageOf(db, uploaderId, now);
   if (usage.filesInHour >= files) {
-    throw exceeded(use, `${files} files per hour`, now, await hourFreesAt(db, uploaderId, now, files), HOUR_SECONDS);
+    throw exceeded(`${files} files per hour`, now, await hourFreesAt(db, uploaderId, now, files), HOUR_SECONDS);
   }
   if (usage.bytesInDay + size > bytes) {
-    throw exceeded(use, `${bytes} bytes per day`, now, await dayFreesAt(db, uploaderId, now, bytes, size), DAY_SECONDS);
+    throw exceeded(`${bytes} bytes per day`, now, await dayFreesAt(db, uploaderId, now, bytes, size), DAY_SECONDS);
   }
   return bytes - usage.bytesInDay;
 }

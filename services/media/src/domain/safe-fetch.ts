@@ -53,6 +53,7 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308]);
  */
 export function createDnsResolver(options: { timeoutMs: number; servers?: string[] }): Resolver {
   return async (hostname, signal) => {
+    signal.throwIfAborted();
     const dns = new DnsResolver({ timeout: options.timeoutMs, tries: 1 });
     if (options.servers) dns.setServers(options.servers);
     const cancel = () => dns.cancel();
