@@ -26,6 +26,8 @@ export const GatewayConfig = baseConfig.extend(tokenConfig.shape).extend({
   UPLOAD_MIN_BYTES_PER_SECOND: env.int(4_096, 1),
   /** Uploads of one user in flight through one gateway process; the next is 429 before the service is asked. */
   UPLOADS_IN_FLIGHT_PER_USER: env.int(10, 1),
+  /** Uploads in flight through one gateway process (429 past it): keep it well below the pool's 128 connections to a service. */
+  UPLOADS_IN_FLIGHT: env.int(64, 1),
   /** Peers whose X-Forwarded-For / X-Real-IP are believed (addresses or CIDRs, comma-separated). */
   TRUSTED_PROXIES: env.list(),
   /**

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { type RouteContract, STREAMS } from '@chat/contracts';
 import {
   type Bus,
@@ -145,3 +146,33 @@ export async function streamReaderBacking(name: string) {
 export const notAsked = async (): Promise<never> => {
   throw new Error('no account was to be asked for');
 };
+
+/**
+ * Writes `parts` to a raw connection to `address` (http://host:port), `pauseMs` apart, and answers
+ * everything read until the server closes it (or `waitMs`). Parts left when the server closed the
+ * connection are not sent.
+ */
+export async function sendRaw(address: string, parts: string[], pauseMs = 0, waitMs = 3_000): Promise<string> {
+  const { port, hostname } = new URL(address);
+  const socket = connect(Number(port), hostname);
+  let answer = '';
+  socket.on('data', (chunk) => {
+    answer += chunk.toString();
+  });
+  let open = true;
+  const closed = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      open = false;
+      resolve();
+    }),
+  );
+  socket.on('error', () => {});
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    if (!open) break;
+    socket.write(part);
+  }
+  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, waitMs))]);
+  socket.destroy();
+  return answer;
+}

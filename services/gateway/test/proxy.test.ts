@@ -1,14 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { type AddressInfo, connect } from 'node:net';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createTestIssuer, freePort, startGateway } from './helpers.ts';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createTestIssuer, freePort, sendRaw, startGateway } from './helpers.ts';
 
 // An upstream whose answers the tests choose per path, on real HTTP: the gateway forwards small
 // answers whole and streams large ones, and both must arrive byte for byte.
 const large = randomBytes(300 * 1024);
 const arrivals: number[] = [];
-const uploads: { bytes: number; complete: boolean; cut: boolean }[] = [];
 const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => void> = {
   '/v1/users/small': (_req, res) => {
     const body = JSON.stringify({ ok: true });
@@ -42,21 +41,6 @@ const answers: Record<string, (req: IncomingMessage, res: ServerResponse) => voi
         .end(JSON.stringify({ got: Buffer.concat(chunks).toString(), expect: req.headers.expect ?? null })),
     );
   },
-  // An upload: what arrived and whether it was cut short.
-  '/v1/media': (req, res) => {
-    const upload = { bytes: 0, complete: false, cut: false };
-    uploads.push(upload);
-    req.on('data', (chunk: Buffer) => {
-      upload.bytes += chunk.length;
-    });
-    req.once('close', () => {
-      upload.cut = !req.complete;
-    });
-    req.once('end', () => {
-      upload.complete = true;
-      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ bytes: upload.bytes }));
-    });
-  },
   // The request arrived whole (the service may have acted on it); the connection drops before any answer.
   '/v1/users/hangup': (req, res) => {
     req.resume();
@@ -75,8 +59,6 @@ const gateway = await startGateway({
   env: {
     UPSTREAM_TIMEOUT_MS: '500',
     BODY_IDLE_TIMEOUT_MS: '300',
-    UPLOAD_MIN_BYTES_PER_SECOND: '1000',
-    UPLOADS_IN_FLIGHT_PER_USER: '2',
     MUSIC_URL: refusingUrl,
   },
 });
@@ -87,32 +69,8 @@ const listening = () => {
   address ??= gateway.app.listen({ port: 0, host: '127.0.0.1' });
   return address;
 };
-/** Writes `parts` to a raw connection, `pauseMs` apart, and answers everything read until the gateway closes it (or `waitMs`). */
-async function raw(parts: string[], pauseMs = 0, waitMs = 3_000): Promise<string> {
-  const { port } = new URL(await listening());
-  const socket = connect(Number(port), '127.0.0.1');
-  let answer = '';
-  socket.on('data', (chunk) => {
-    answer += chunk.toString();
-  });
-  let open = true;
-  const closed = new Promise<void>((resolve) =>
-    socket.once('close', () => {
-      open = false;
-      resolve();
-    }),
-  );
-  // The gateway may close the connection while parts are still to come: the rest is not sent.
-  socket.on('error', () => {});
-  for (const [i, part] of parts.entries()) {
-    if (i > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
-    if (!open) break;
-    socket.write(part);
-  }
-  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, waitMs))]);
-  socket.destroy();
-  return answer;
-}
+/** Writes `parts` to a raw connection to the gateway (see sendRaw). */
+const raw = async (parts: string[], pauseMs = 0, waitMs = 3_000) => sendRaw(await listening(), parts, pauseMs, waitMs);
 const get = (url: string, method: 'GET' | 'HEAD' = 'GET') =>
   gateway.app.inject({ method, url, headers: { authorization: `Bearer ${token}` } });
 
@@ -250,80 +208,6 @@ describe('request bodies and connection headers', () => {
     expect(text).toMatch(/^HTTP\/1\.1 201 /);
     expect(text.toLowerCase()).toContain('connection: close');
     expect(text).toContain('{"ok":true}');
-  });
-});
-
-describe('uploads, which stream through to the service', () => {
-  const boundary = 'upload-boundary';
-  const part = (bytes: number) =>
-    `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.bin"\r\n\r\n${'a'.repeat(bytes)}\r\n--${boundary}--\r\n`;
-  const head = (length: number) =>
-    `POST /v1/media HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${token}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ncontent-length: ${length}\r\n\r\n`;
-  const statusLine = (text: string) => text.split('\r\n')[0];
-
-  it('answers 408 {"error"} to an upload that stops arriving, closes the connection and cuts the request to the service', async () => {
-    uploads.length = 0;
-    const body = part(2_000);
-    const text = await raw([head(body.length) + body.slice(0, 200)]);
-    expect(statusLine(text)).toBe('HTTP/1.1 408 Request Timeout');
-    expect(text.toLowerCase()).toContain('connection: close');
-    expect(text).toContain('{"error":"The upload stopped arriving"}');
-    await vi.waitFor(() => expect(uploads).toEqual([{ bytes: 200, complete: false, cut: true }]));
-  });
-
-  it('answers 408 to an upload that keeps coming below UPLOAD_MIN_BYTES_PER_SECOND, never pausing for the idle time', async () => {
-    uploads.length = 0;
-    const body = part(2_000);
-    // A byte every 100 ms (the idle limit is 300 ms); 1,000 bytes a second are due after 300 ms of grace.
-    const trickle = [head(body.length) + body.slice(0, 100), ...body.slice(100, 150).split('')];
-    const started = Date.now();
-    const text = await raw(trickle, 100);
-    expect(statusLine(text)).toBe('HTTP/1.1 408 Request Timeout');
-    expect(text).toContain('{"error":"The upload is arriving too slowly"}');
-    expect(Date.now() - started).toBeLessThan(2_500);
-    await vi.waitFor(() => expect(uploads).toMatchObject([{ complete: false, cut: true }]));
-    expect(uploads[0]?.bytes).toBeLessThan(150);
-  });
-
-  it('lets a user have UPLOADS_IN_FLIGHT_PER_USER uploads at once: the next is 429 before the service hears of it', async () => {
-    uploads.length = 0;
-    const url = `${await listening()}/v1/media`;
-    const body = part(1_000);
-    const send = (bearer: string, bytes: string | ReadableStream<Uint8Array> = body) =>
-      fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${bearer}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
-        body: bytes,
-        duplex: 'half',
-      } as RequestInit);
-    /** An upload in flight until `finish`: its first half now, a byte every 50 ms (above the rate), the rest at the end. */
-    const inFlight = () => {
-      let finishing = false;
-      async function* chunks() {
-        yield Buffer.from(body.slice(0, 500));
-        while (!finishing) {
-          await new Promise((resolve) => setTimeout(resolve, 50));
-          if (!finishing) yield Buffer.from(' ');
-        }
-        yield Buffer.from(body.slice(500));
-      }
-      return { answer: send(token, ReadableStream.from(chunks())), finish: () => (finishing = true) };
-    };
-    const first = [inFlight(), inFlight()];
-    await vi.waitFor(() => expect(uploads).toHaveLength(2));
-    const refused = await send(token);
-    expect(refused.status).toBe(429);
-    expect(refused.headers.get('retry-after')).toBe('1');
-    expect(refused.headers.get('connection')).toBe('close');
-    expect(await refused.json()).toEqual({ error: 'Too many uploads at once: at most 2' });
-    // Another user's upload is not held back by them.
-    expect((await send(await issuer.sign(crypto.randomUUID()))).status).toBe(201);
-    expect(uploads).toHaveLength(3);
-    for (const upload of first) upload.finish();
-    for (const res of await Promise.all(first.map((upload) => upload.answer))) expect(res.status).toBe(201);
-    // Answered, they count no more.
-    expect((await send(token)).status).toBe(201);
-    expect(uploads.map((u) => u.complete)).toEqual([true, true, true, true]);
   });
 });
 

@@ -39,6 +39,7 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
     idleMs: config.BODY_IDLE_TIMEOUT_MS,
     minBytesPerSecond: config.UPLOAD_MIN_BYTES_PER_SECOND,
     perUser: config.UPLOADS_IN_FLIGHT_PER_USER,
+    total: config.UPLOADS_IN_FLIGHT,
   });
   // The contract's service when one describes the request (edge set it), else the prefix's owner.
   const serviceOf = (req: FastifyRequest, owner: Upstream): Upstream =>
@@ -81,8 +82,7 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
         rewriteHeaders: (headers) => withoutHopByHop(headers),
         onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
         onError: (reply, { error }) => {
-          const cut = uploads.cutShort(reply.request as FastifyRequest);
-          if (cut) return reply.code(cut.status).headers(cut.headers).send({ error: cut.message });
+          if (uploads.answered(reply.request as FastifyRequest)) return;
           const service = serviceOf(reply.request as FastifyRequest, owner);
           const failure = upstreamFailure(error, service);
           reply.log.warn({ err: error, service, status: failure.status, reachedService: failure.reachedService }, 'upstream failed');

@@ -1,4 +1,4 @@
-import { PassThrough, type Readable } from 'node:stream';
+import { finished, PassThrough, type Readable } from 'node:stream';
 import { AppError } from '@chat/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
@@ -9,6 +9,8 @@ export interface UploadLimits {
   minBytesPerSecond: number;
   /** Uploads of one user in flight through this process. */
   perUser: number;
+  /** Uploads in flight through this process, all users together: well below the pool's connections. */
+  total: number;
 }
 
 /**
@@ -17,71 +19,105 @@ export interface UploadLimits {
  * lasts, and a client that sends one slowly, or stops, would hold it for ever: 128 such uploads
  * stalled every request to the service's prefix, files served included. Here an upload is cut
  * (408) when it pauses for `idleMs`, or brings less than `minBytesPerSecond` after `idleMs` of
- * grace (Apache's mod_reqtimeout rule: each `minBytesPerSecond` bytes buys a second more); and a
- * user has at most `perUser` uploads in flight, the next one refused (429) before a connection to
- * the service is taken. Both answers close the client's connection, whose body is not read further.
+ * grace (Apache's mod_reqtimeout rule: each `minBytesPerSecond` bytes buys a second more), the time
+ * the service was not reading aside; a user has at most `perUser` uploads in flight (429), and all
+ * users `total` (429 too), so that uploads never hold the connections other requests need. Refusals
+ * come before a connection to the service is taken. Every such answer closes the client's
+ * connection; the rest of its body is read and dropped meanwhile, since closing a socket with
+ * unread bytes resets it, and the client would not see the answer.
  */
 export function createUploadGuard(limits: UploadLimits) {
-  const inFlight = new Map<string, number>();
-  const cut = new WeakMap<FastifyRequest, AppError>();
+  const perUser = new Map<string, number>();
+  let total = 0;
+  const cut = new WeakSet<FastifyRequest>();
 
   function admit(user: string): () => void {
-    const count = inFlight.get(user) ?? 0;
-    if (count >= limits.perUser) {
-      throw new AppError(429, `Too many uploads at once: at most ${limits.perUser}`, {
-        headers: { 'retry-after': '1', connection: 'close' },
-      });
-    }
-    inFlight.set(user, count + 1);
+    // 429 as Discord's global limit: a 503 would be logged as a failure of the gateway each time.
+    if (total >= limits.total) throw refusal(429, 'Too many uploads in progress; try again shortly');
+    const mine = perUser.get(user) ?? 0;
+    if (mine >= limits.perUser) throw refusal(429, `Too many uploads at once: at most ${limits.perUser}`);
+    perUser.set(user, mine + 1);
+    total += 1;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = (inFlight.get(user) ?? 1) - 1;
-      if (left > 0) inFlight.set(user, left);
-      else inFlight.delete(user);
+      total -= 1;
+      const left = (perUser.get(user) ?? 1) - 1;
+      if (left > 0) perUser.set(user, left);
+      else perUser.delete(user);
     };
   }
 
   return {
     /**
-     * Counts `req`'s upload for its user (429 past the limit) and replaces its body with one that
-     * the pace rule cuts; both end with the answer.
+     * Counts `req`'s upload (429 past a limit) and replaces its body with one that the pace
+     * rule cuts, answering 408 itself; both end with the answer, however it ends.
      */
     watch(req: FastifyRequest, reply: FastifyReply): void {
-      const release = admit(req.userId);
-      const paced = pace(req.body as Readable, limits, (reason) => cut.set(req, reason));
+      const source = req.body as Readable;
+      let release: () => void;
+      try {
+        release = admit(req.userId);
+      } catch (err) {
+        source.resume();
+        throw err;
+      }
+      const paced = pace(source, limits, (error) => {
+        cut.add(req);
+        if (!reply.sent) reply.code(error.status).headers(error.headers).send({ error: error.message });
+      });
       req.body = paced;
-      reply.raw.once('close', () => {
+      // Also when the client went away before this ran (its 'close' has been and gone).
+      finished(reply.raw, () => {
         release();
         paced.destroy();
       });
     },
-    /** Why the upload of `req` was cut, if it was: the answer to send instead of the upstream failure. */
-    cutShort: (req: FastifyRequest): AppError | undefined => cut.get(req),
+    /** True when the upload of `req` was cut and answered here: the upstream failure that follows is not the client's answer. */
+    answered: (req: FastifyRequest): boolean => cut.has(req),
   };
 }
 
 export type UploadGuard = ReturnType<typeof createUploadGuard>;
 
+function refusal(status: number, message: string): AppError {
+  return new AppError(status, message, { headers: { 'retry-after': '1', connection: 'close' } });
+}
+
 /**
- * `source` passed through, destroyed (so the request to the service is aborted) once it falls
- * behind the rule; `onCut` hears why first.
+ * `source` passed through; once it falls behind the rule, `onCut` hears why, and the body is
+ * destroyed (so the request to the service is aborted) while the rest of `source` is dropped.
  */
-function pace(source: Readable, limits: UploadLimits, onCut: (reason: AppError) => void): Readable {
+function pace(source: Readable, limits: UploadLimits, onCut: (error: AppError) => void): Readable {
   const out = new PassThrough();
-  const started = Date.now();
+  let started = Date.now();
   let received = 0;
   let lastByteAt = started;
+  let waitingSince: number | undefined;
   source.on('data', (chunk: Buffer) => {
     received += chunk.length;
     lastByteAt = Date.now();
   });
   source.pipe(out);
+  // undici listens from the moment it takes the body; until then a cut must not be an uncaught error.
+  out.on('error', () => {});
 
   // Checked when the earliest deadline comes, not on every chunk: one timer per upload.
   const check = () => {
     const now = Date.now();
+    // Bytes wait for the service (no connection yet, or it reads slowly): not the client's time.
+    if (out.readableLength > 0) {
+      waitingSince ??= now;
+      timer = setTimeout(check, limits.idleMs);
+      return;
+    }
+    if (waitingSince !== undefined) {
+      const waited = now - waitingSince;
+      started += waited;
+      lastByteAt = Math.min(lastByteAt + waited, now);
+      waitingSince = undefined;
+    }
     const idleUntil = lastByteAt + limits.idleMs;
     const paceUntil = started + limits.idleMs + (received / limits.minBytesPerSecond) * 1000;
     if (now < Math.min(idleUntil, paceUntil)) {
@@ -92,6 +128,7 @@ function pace(source: Readable, limits: UploadLimits, onCut: (reason: AppError) 
     const error = new AppError(408, reason, { headers: { connection: 'close' } });
     onCut(error);
     source.unpipe(out);
+    source.resume();
     out.destroy(error);
   };
   let timer = setTimeout(check, limits.idleMs);
