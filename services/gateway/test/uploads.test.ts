@@ -16,6 +16,19 @@ const uploads: Upload[] = [];
 const upstream = createServer((req, res) => {
   const upload: Upload = { user: String(req.headers['x-user']), bytes: 0, complete: false, cut: false };
   uploads.push(upload);
+  if (req.headers['x-too-large']) {
+    // As media does past its size limit: the answer goes before the body has ended.
+    res.writeHead(413, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'too large' }));
+    return;
+  }
+  if (req.headers['x-stream-answer']) {
+    // An answer under way while the upload still comes: its end follows 2 s later.
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('first,');
+    setTimeout(() => res.end('second'), 2_000);
+    return;
+  }
   const hold = Number(req.headers['x-hold-ms'] ?? 0);
   if (hold > 0) {
     req.pause();
@@ -51,6 +64,8 @@ const part = (bytes: number) =>
   `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="a.bin"\r\n\r\n${'a'.repeat(bytes)}\r\n--${boundary}--\r\n`;
 const uploadsOf = (user: string) => uploads.filter((upload) => upload.user === user);
 const statusLine = (text: string) => text.split('\r\n')[0];
+/** What reaches the service passes Redis, the token check and the proxy first: a loaded machine may take seconds. */
+const WAIT = { timeout: 10_000 };
 
 /** A user with a token of their own; the upstream sees who sent each upload. */
 async function uploader() {
@@ -91,7 +106,7 @@ describe('uploads, which stream through to the service', () => {
     expect(statusLine(text)).toBe('HTTP/1.1 408 Request Timeout');
     expect(text.toLowerCase()).toContain('connection: close');
     expect(text).toContain('{"error":"The upload stopped arriving"}');
-    await vi.waitFor(() => expect(uploadsOf(user.id)).toEqual([{ user: user.id, bytes: 200, complete: false, cut: true }]));
+    await vi.waitFor(() => expect(uploadsOf(user.id)).toEqual([{ user: user.id, bytes: 200, complete: false, cut: true }]), WAIT);
   });
 
   it('answers 408 to an upload that keeps coming below UPLOAD_MIN_BYTES_PER_SECOND, never pausing for the idle time', async () => {
@@ -104,8 +119,32 @@ describe('uploads, which stream through to the service', () => {
     expect(statusLine(text)).toBe('HTTP/1.1 408 Request Timeout');
     expect(text).toContain('{"error":"The upload is arriving too slowly"}');
     expect(Date.now() - started).toBeLessThan(8_000);
-    await vi.waitFor(() => expect(uploadsOf(user.id)).toMatchObject([{ complete: false, cut: true }]));
+    await vi.waitFor(() => expect(uploadsOf(user.id)).toMatchObject([{ complete: false, cut: true }]), WAIT);
     expect(uploadsOf(user.id)[0]?.bytes).toBeLessThan(200);
+  });
+
+  it("passes on the service's answer that comes before the upload ended, while the client is still sending", async () => {
+    const user = await uploader();
+    const body = part(4_000);
+    const head = user.head(body.length).replace('\r\n\r\n', '\r\nx-too-large: yes\r\n\r\n');
+    // The rest comes slowly, below the pace: the service's answer is the one that counts.
+    const chunks = [head + body.slice(0, 1_000), ...Array.from({ length: 15 }, (_, i) => body.slice(1_000 + i * 10, 1_010 + i * 10))];
+    const text = await sendRaw(address, chunks, 100);
+    expect(statusLine(text)).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(text).toContain('{"error":"too large"}');
+    expect(text).not.toContain('408');
+  });
+
+  it('does not cut an answer the service has begun, however slowly the upload still comes', async () => {
+    const user = await uploader();
+    const body = part(4_000);
+    const head = user.head(body.length).replace('\r\n\r\n', '\r\nx-stream-answer: yes\r\n\r\n');
+    // 100 bytes a second after the first 100: the pace rule would cut it after about 1.1 s.
+    const chunks = [head + body.slice(0, 100), ...Array.from({ length: 25 }, (_, i) => body.slice(100 + i * 10, 110 + i * 10))];
+    const text = await sendRaw(address, chunks, 100, 4_000);
+    expect(statusLine(text)).toBe('HTTP/1.1 200 OK');
+    expect(text).toContain('first,');
+    expect(text).toContain('second');
   });
 
   it('does not count against the client the time the service does not read', async () => {
@@ -122,7 +161,7 @@ describe('uploads, which stream through to the service', () => {
     const [user, other] = [await uploader(), await uploader()];
     const first = [user.inFlight(), user.inFlight()];
     try {
-      await vi.waitFor(() => expect(uploadsOf(user.id)).toHaveLength(2));
+      await vi.waitFor(() => expect(uploadsOf(user.id)).toHaveLength(2), WAIT);
       const refused = await user.send(part(1_000));
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('1');
@@ -144,7 +183,7 @@ describe('uploads, which stream through to the service', () => {
     const [first, second, third] = [await uploader(), await uploader(), await uploader()];
     const held = [first.inFlight(), first.inFlight(), second.inFlight()];
     try {
-      await vi.waitFor(() => expect([...uploadsOf(first.id), ...uploadsOf(second.id)]).toHaveLength(3));
+      await vi.waitFor(() => expect([...uploadsOf(first.id), ...uploadsOf(second.id)]).toHaveLength(3), WAIT);
       const refused = await third.send(part(1_000));
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('1');
@@ -163,9 +202,9 @@ describe('uploads, which stream through to the service', () => {
     // Two uploads that stop halfway, then hang up before the idle limit.
     const sockets = [0, 1].map(() => connect(Number(new URL(address).port), '127.0.0.1').on('error', () => {}));
     for (const socket of sockets) socket.write(user.head(body.length) + body.slice(0, 100));
-    await vi.waitFor(() => expect(uploadsOf(user.id)).toHaveLength(2));
+    await vi.waitFor(() => expect(uploadsOf(user.id)).toHaveLength(2), WAIT);
     for (const socket of sockets) socket.destroy();
-    await vi.waitFor(() => expect(uploadsOf(user.id).map((u) => u.cut)).toEqual([true, true]));
+    await vi.waitFor(() => expect(uploadsOf(user.id).map((u) => u.cut)).toEqual([true, true]), WAIT);
     const next = [user.inFlight(), user.inFlight()];
     for (const upload of next) upload.finish();
     for (const res of await Promise.all(next.map((upload) => upload.answer))) expect(res.status).toBe(201);

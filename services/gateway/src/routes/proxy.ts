@@ -80,9 +80,13 @@ export async function proxyRoutes(app: FastifyInstance, config: GatewayConfig, r
           ...traceHeaders(contextWithSpan(requestSpan(req as FastifyRequest))),
         }),
         rewriteHeaders: (headers) => withoutHopByHop(headers),
-        onResponse: (req, reply, res) => forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner)),
+        onResponse: (req, reply, res) => {
+          uploads.responded(req as FastifyRequest);
+          forwardAnswer(reply, res.stream as unknown as Readable, serviceOf(req as FastifyRequest, owner));
+        },
         onError: (reply, { error }) => {
-          if (uploads.answered(reply.request as FastifyRequest)) return;
+          // Answered already (an upload cut short), or nobody left to answer: the client hung up.
+          if (uploads.answered(reply.request as FastifyRequest) || reply.raw.destroyed) return;
           const service = serviceOf(reply.request as FastifyRequest, owner);
           const failure = upstreamFailure(error, service);
           reply.log.warn({ err: error, service, status: failure.status, reachedService: failure.reachedService }, 'upstream failed');

@@ -30,6 +30,8 @@ export function createUploadGuard(limits: UploadLimits) {
   const perUser = new Map<string, number>();
   let total = 0;
   const cut = new WeakSet<FastifyRequest>();
+  /** Stops the pace rule of an upload the service has begun to answer (its answer is then on its way). */
+  const stopPacing = new WeakMap<FastifyRequest, () => void>();
 
   function admit(user: string): () => void {
     // 429 as Discord's global limit: a 503 would be logged as a failure of the gateway each time.
@@ -63,11 +65,12 @@ export function createUploadGuard(limits: UploadLimits) {
         source.resume();
         throw err;
       }
-      const paced = pace(source, limits, (error) => {
+      const { body: paced, stop } = pace(source, limits, (error) => {
         cut.add(req);
-        if (!reply.sent) reply.code(error.status).headers(error.headers).send({ error: error.message });
+        if (!reply.raw.headersSent) reply.code(error.status).headers(error.headers).send({ error: error.message });
       });
       req.body = paced;
+      stopPacing.set(req, stop);
       // Also when the client went away before this ran (its 'close' has been and gone).
       finished(reply.raw, () => {
         release();
@@ -76,6 +79,8 @@ export function createUploadGuard(limits: UploadLimits) {
     },
     /** True when the upload of `req` was cut and answered here: the upstream failure that follows is not the client's answer. */
     answered: (req: FastifyRequest): boolean => cut.has(req),
+    /** The service answers `req` (maybe before its body ended: a 413): the pace rule no longer applies. */
+    responded: (req: FastifyRequest): void => stopPacing.get(req)?.(),
   };
 }
 
@@ -87,9 +92,11 @@ function refusal(status: number, message: string): AppError {
 
 /**
  * `source` passed through; once it falls behind the rule, `onCut` hears why, and the body is
- * destroyed (so the request to the service is aborted) while the rest of `source` is dropped.
+ * destroyed (so the request to the service is aborted). Whenever the body ends before `source` did
+ * (cut, or the service answered early), the rest of `source` is read and dropped: a socket closed
+ * with unread bytes is reset, and its client would not see the answer.
  */
-function pace(source: Readable, limits: UploadLimits, onCut: (error: AppError) => void): Readable {
+function pace(source: Readable, limits: UploadLimits, onCut: (error: AppError) => void): { body: Readable; stop: () => void } {
   const out = new PassThrough();
   let started = Date.now();
   let received = 0;
@@ -127,12 +134,16 @@ function pace(source: Readable, limits: UploadLimits, onCut: (error: AppError) =
     const reason = now >= idleUntil ? 'The upload stopped arriving' : 'The upload is arriving too slowly';
     const error = new AppError(408, reason, { headers: { connection: 'close' } });
     onCut(error);
-    source.unpipe(out);
-    source.resume();
     out.destroy(error);
   };
   let timer = setTimeout(check, limits.idleMs);
-  out.once('close', () => clearTimeout(timer));
-  source.once('end', () => clearTimeout(timer));
-  return out;
+  const stop = () => clearTimeout(timer);
+  out.once('close', () => {
+    stop();
+    if (source.readableEnded) return;
+    source.unpipe(out);
+    source.resume();
+  });
+  source.once('end', stop);
+  return { body: out, stop };
 }
