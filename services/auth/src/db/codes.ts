@@ -7,10 +7,12 @@ export interface StoredCode {
   failedAttempts: number;
   /** Milliseconds since the code was last sent. */
   sinceSentMs: number;
+  /** Issued while its account (reset) or address (verification) was past its day's wrong codes: 16 digits. */
+  longCode: boolean;
 }
 
 const CODE_COLUMNS = `code_hash AS "codeHash", code_expires_at AS "codeExpiresAt", failed_attempts AS "failedAttempts",
-  (extract(epoch FROM now() - code_sent_at) * 1000)::float8 AS "sinceSentMs"`;
+  (extract(epoch FROM now() - code_sent_at) * 1000)::float8 AS "sinceSentMs", long_code AS "longCode"`;
 
 export interface PendingRegistrationRow extends StoredCode, Record<string, unknown> {
   id: string;
@@ -20,8 +22,6 @@ export interface PendingRegistrationRow extends StoredCode, Record<string, unkno
   displayName: string;
   /** The email already had an account at registration: no code was sent, none can complete it. */
   emailTaken: boolean;
-  /** Issued while the address was past its day's wrong codes: 16 digits. */
-  longCode: boolean;
 }
 
 export async function insertPendingRegistration(
@@ -49,8 +49,7 @@ export async function insertPendingRegistration(
 export function lockPendingRegistration(tx: Queryable, id: string): Promise<PendingRegistrationRow | undefined> {
   return maybeOne<PendingRegistrationRow>(
     tx,
-    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", email_taken AS "emailTaken",
-       long_code AS "longCode", ${CODE_COLUMNS}
+    `SELECT id, username, email, password_hash AS "passwordHash", display_name AS "displayName", email_taken AS "emailTaken", ${CODE_COLUMNS}
      FROM pending_registrations WHERE id = $1 FOR UPDATE`,
     [id],
   );
@@ -97,17 +96,10 @@ export async function deletePendingRegistration(tx: Queryable, id: string): Prom
   await exec(tx, 'DELETE FROM pending_registrations WHERE id = $1', [id]);
 }
 
-export interface StoredResetCode extends StoredCode, Record<string, unknown> {
-  /** Issued while the account was past its day's wrong codes: 16 digits (see issuePasswordReset). */
-  longCode: boolean;
-}
-
-export function lockPasswordReset(tx: Queryable, userId: string): Promise<StoredResetCode | undefined> {
-  return maybeOne<StoredResetCode>(
-    tx,
-    `SELECT ${CODE_COLUMNS}, long_code AS "longCode" FROM password_resets WHERE user_id = $1 FOR UPDATE`,
-    [userId],
-  );
+export function lockPasswordReset(tx: Queryable, userId: string): Promise<StoredCode | undefined> {
+  return maybeOne<StoredCode & Record<string, unknown>>(tx, `SELECT ${CODE_COLUMNS} FROM password_resets WHERE user_id = $1 FOR UPDATE`, [
+    userId,
+  ]);
 }
 
 /**

@@ -23,7 +23,6 @@ import {
   hashPassword,
   judgeCode,
   LONG_CODE_DIGITS,
-  MAX_CODE_ATTEMPTS,
   newEmailCode,
   passwordMatches,
   presentedCodeHashes,
@@ -111,8 +110,7 @@ async function createPendingRegistration(
   ownerEmail: string | undefined,
 ): Promise<{ pendingId: string; mail: Mail }> {
   const pendingId = uuidv7();
-  const longCode = await verificationGuessed(deps, tx, account.email);
-  const code = newEmailCode(longCode ? LONG_CODE_DIGITS : SHORT_CODE_DIGITS);
+  const { code, longCode } = await newVerificationCode(deps, tx, account.email);
   const emailTaken = ownerEmail !== undefined;
   await codes.insertPendingRegistration(tx, {
     id: pendingId,
@@ -137,17 +135,24 @@ function verificationGuessed(deps: AuthDomainDeps, db: Queryable, address: strin
   return codes.countVerificationFailures(db, address, CODE_FAILURE_WINDOW_MS).then((n) => n >= deps.config.VERIFY_FAILURES_PER_DAY);
 }
 
+/** A verification code for `address`: 16 digits while it is past its day's wrong codes. */
+async function newVerificationCode(deps: AuthDomainDeps, db: Queryable, address: string): Promise<{ code: string; longCode: boolean }> {
+  const longCode = await verificationGuessed(deps, db, address);
+  return { code: newEmailCode(longCode ? LONG_CODE_DIGITS : SHORT_CODE_DIGITS), longCode };
+}
+
 /** A right code creates the account (409 if its name or email was taken meanwhile); a wrong one counts. */
 export async function verifyEmail(deps: AuthDomainDeps, pendingId: string, code: string, requestId: string): Promise<Pair> {
   const outcome = await withTx(deps.pool, async (tx): Promise<{ verdict: CodeVerdict; pair?: Pair }> => {
     const pending = await codes.lockPendingRegistration(tx, pendingId);
     if (!pending) throw notFound('Pending registration');
-    // The address's registrations are judged one at a time: several at once would each see the
-    // count below the limit and all be tried.
-    if (!pending.longCode) await codes.lockVerificationsOf(tx, pending.email);
-    if (!pending.longCode && (await verificationGuessed(deps, tx, pending.email))) return { verdict: 'exhausted' };
-    const presented = presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code);
-    const verdict = judgeCode(pending, presented, pending.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
+    if (!pending.longCode) {
+      // The address's registrations are judged one at a time: several at once would each see the
+      // count below the limit and all be tried.
+      await codes.lockVerificationsOf(tx, pending.email);
+      if (await verificationGuessed(deps, tx, pending.email)) return { verdict: 'exhausted' };
+    }
+    const verdict = judgeCode(pending, presentedCodeHashes(deps.keys.codeSecrets, 'verify-email', pendingId, code));
     // Past the day's count a wrong 16-digit code adds nothing: it is not recorded, so that the rows stay few.
     if (verdict === 'wrong' && !pending.longCode) {
       await codes.countPendingFailure(tx, pendingId);
@@ -171,8 +176,7 @@ export async function resendCode(deps: AuthDomainDeps, pendingId: string): Promi
     }
     const wait = CODE_RESEND_INTERVAL_MS - pending.sinceSentMs;
     if (wait > 0) throw tooManyRequests(wait / 1000, 'Too many requests, a code can be resent once a minute');
-    const longCode = await verificationGuessed(deps, tx, pending.email);
-    const code = newEmailCode(longCode ? LONG_CODE_DIGITS : SHORT_CODE_DIGITS);
+    const { code, longCode } = await newVerificationCode(deps, tx, pending.email);
     const codeHash = pending.emailTaken ? randomBytes(32) : hashEmailCode(deps.keys.codeSecret, 'verify-email', pendingId, code);
     await codes.replacePendingCode(tx, pendingId, { codeHash, codeExpiresAt: new Date(Date.now() + CODE_TTL_MS), longCode });
     return pending.emailTaken ? registrationAttemptMail(pending.email) : codeMail(pending.email, 'verify-email', code);

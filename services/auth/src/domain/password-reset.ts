@@ -16,7 +16,6 @@ import {
   hashPassword,
   judgeCode,
   LONG_CODE_DIGITS,
-  MAX_CODE_ATTEMPTS,
   newEmailCode,
   presentedCodeHashes,
 } from './secrets.ts';
@@ -77,7 +76,7 @@ export async function resetPassword(deps: AuthDomainDeps, email: string, code: s
     if (!stored) return false;
     if (!stored.longCode && (await resetLockedOut(deps, tx, userId))) return false;
     const presented = presentedCodeHashes(deps.keys.codeSecrets, 'reset-password', userId, code);
-    const verdict = judgeCode(stored, presented, stored.longCode ? Number.POSITIVE_INFINITY : MAX_CODE_ATTEMPTS);
+    const verdict = judgeCode(stored, presented);
     // Past the day's count a wrong 16-digit code adds nothing: it is not recorded, so that the rows stay few.
     if (verdict === 'wrong' && !stored.longCode) {
       await codes.countResetFailure(tx, userId);

@@ -67,18 +67,21 @@ export const CODE_RESEND_INTERVAL_MS = 60_000;
 /** Wrong codes are counted over a rolling day: per account for resets, per address for verification. */
 export const CODE_FAILURE_WINDOW_MS = 86_400_000;
 
-/** Five wrong tries (or `maxAttempts`) end a code's registration or reset, even for the right code. */
-export const codeExhausted = (stored: { failedAttempts: number }, maxAttempts = MAX_CODE_ATTEMPTS) => stored.failedAttempts >= maxAttempts;
+/**
+ * Five wrong tries end a code's registration or reset, even for the right code. A 16-digit code has
+ * no such limit: guessing it is hopeless, and a limit would let the guesser spend its owner's code.
+ */
+export const codeExhausted = (stored: { failedAttempts: number; longCode: boolean }) =>
+  !stored.longCode && stored.failedAttempts >= MAX_CODE_ATTEMPTS;
 
 export type CodeVerdict = 'ok' | 'wrong' | 'expired' | 'exhausted';
 
 /** The one rule for an emailed code: attempts left, not expired, equal (to any of its `presented` forms) in constant time. */
 export function judgeCode(
-  stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number },
+  stored: { codeHash: Buffer; codeExpiresAt: string; failedAttempts: number; longCode: boolean },
   presented: Buffer[],
-  maxAttempts = MAX_CODE_ATTEMPTS,
 ): CodeVerdict {
-  if (codeExhausted(stored, maxAttempts)) return 'exhausted';
+  if (codeExhausted(stored)) return 'exhausted';
   if (Date.parse(stored.codeExpiresAt) <= Date.now()) return 'expired';
   // Every form is compared, so the time does not tell which key matched.
   const equal = presented.filter((hash) => timingSafeEqual(stored.codeHash, hash));

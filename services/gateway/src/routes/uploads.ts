@@ -84,8 +84,6 @@ export function createUploadGuard(limits: UploadLimits) {
   };
 }
 
-export type UploadGuard = ReturnType<typeof createUploadGuard>;
-
 function refusal(status: number, message: string): AppError {
   return new AppError(status, message, { headers: { 'retry-after': '1', connection: 'close' } });
 }
